@@ -1,0 +1,42 @@
+# eaglewire developer commands. Every target creates the virtual environment on first use.
+PYTHON ?= python3
+VENV   ?= .venv
+PY     := $(VENV)/bin/python
+STAMP  := $(VENV)/.eaglewire-installed
+export OMP_NUM_THREADS ?= 2
+
+.PHONY: demo test test-all bench lint zoo env clean
+
+$(STAMP): pyproject.toml constraints.txt
+	test -x $(PY) || $(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install --quiet --upgrade pip
+	# torch first, pinned: a CPU build that pip takes from local disk (an open range pulls a CUDA build).
+	$(PY) -m pip install --quiet torch==2.13.0
+	$(PY) -m pip install --quiet -c constraints.txt -e ".[dev,oracle]"
+	# The speculators library is the test oracle; its declared deps (torchvision, ...) do not import here.
+	$(PY) -m pip install --quiet --no-deps speculators==0.9.0 hs-connectors==0.9.0
+	touch $(STAMP)
+
+env: $(STAMP)
+
+demo: $(STAMP)
+	$(PY) -m eaglewire.demo
+
+test: $(STAMP)
+	$(PY) -m pytest
+
+test-all: $(STAMP)
+	$(PY) -m pytest -m ""
+
+bench: $(STAMP)
+	$(PY) -m eaglewire.cli bench-all --out bench-results
+
+lint: $(STAMP)
+	$(VENV)/bin/ruff check src tests
+	$(VENV)/bin/ruff format --check src tests
+
+zoo: $(STAMP)
+	$(PY) -m eaglewire.cli zoo build
+
+clean:
+	rm -rf $(VENV) .pytest_cache bench-results

@@ -1,0 +1,140 @@
+"""Targets: what eaglewire needs to know about the model a drafter accelerates.
+
+The config part reads a target `config.json` (or its directory) with no weights: architecture, family, layer
+count L, hidden size, vocab size. Wrappers are unwrapped (Kimi-K2.5 `text_config`, other
+`*ForConditionalGeneration`), because engines place the EAGLE-3 capture in the text model.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from eaglewire.errors import InputError
+from eaglewire.jsonio import read_json_object
+
+# family -> (architectures, model_types, engine class). The engine class is what decides a convention row:
+# SGLang and vLLM capture aux hidden states differently in their llama-style models and in deepseek_v2.py.
+FAMILIES: dict[str, tuple[frozenset[str], frozenset[str], str]] = {
+    "llama": (frozenset({"LlamaForCausalLM"}), frozenset({"llama"}), "llama"),
+    "mistral": (frozenset({"MistralForCausalLM"}), frozenset({"mistral"}), "llama"),
+    "qwen2": (frozenset({"Qwen2ForCausalLM"}), frozenset({"qwen2"}), "llama"),
+    "qwen3": (frozenset({"Qwen3ForCausalLM"}), frozenset({"qwen3"}), "llama"),
+    "qwen3_moe": (frozenset({"Qwen3MoeForCausalLM"}), frozenset({"qwen3_moe"}), "llama"),
+    "deepseek_v2": (frozenset({"DeepseekV2ForCausalLM"}), frozenset({"deepseek_v2"}), "deepseek"),
+    "deepseek_v3": (
+        frozenset({"DeepseekV3ForCausalLM", "DeepseekV32ForCausalLM"}),
+        frozenset({"deepseek_v3", "deepseek_v32"}),
+        "deepseek",
+    ),
+    "kimi_k2": (frozenset(), frozenset({"kimi_k2"}), "deepseek"),
+    "kimi_k25": (frozenset({"KimiK25ForConditionalGeneration"}), frozenset({"kimi_k25"}), "deepseek"),
+}
+ENGINE_CLASSES = ("llama", "deepseek")
+
+
+@dataclass(frozen=True)
+class TargetInfo:
+    """A target's identity, as recorded in provenance and used by the convention table."""
+
+    architecture: str  # as the engines see it: the top-level `architectures[0]`
+    text_architecture: str  # the architecture of the text model (differs for wrappers)
+    model_type: str
+    family: str  # key of FAMILIES
+    num_layers: int
+    hidden_size: int
+    vocab_size: int
+    source: str = ""  # the file it was read from
+    tokenizer_sha256: str | None = None
+    wrapped: bool = False
+    extra: dict = field(default_factory=dict, compare=False)
+
+    @property
+    def engine_class(self) -> str:
+        return FAMILIES[self.family][2]
+
+    def identity(self) -> dict:
+        """The provenance record: enough to tell a drafter's target from another one without weights."""
+        return {
+            "architecture": self.architecture,
+            "family": self.family,
+            "num_layers": self.num_layers,
+            "hidden_size": self.hidden_size,
+            "vocab_size": self.vocab_size,
+            "tokenizer_sha256": self.tokenizer_sha256,
+        }
+
+
+def _family_of(archs: list[str], model_type: str) -> str | None:
+    for fam, (_, types, _) in FAMILIES.items():
+        if model_type in types:
+            return fam
+    for fam, (fam_archs, _, _) in FAMILIES.items():
+        if any(a in fam_archs for a in archs):
+            return fam
+    return None
+
+
+def _int_key(cfg: dict, key: str, path: Path) -> int:
+    value = cfg.get(key)
+    if isinstance(value, bool) or not isinstance(value, int) or value <= 0:
+        raise InputError(f"{path}: key {key!r} must be a positive integer, found {value!r}")
+    return value
+
+
+def config_path(path: Path) -> Path:
+    path = Path(path)
+    if path.is_dir():
+        cfg = path / "config.json"
+        if not cfg.exists():
+            raise InputError(f"{path}: no config.json in this target directory")
+        return cfg
+    if not path.exists():
+        raise InputError(f"{path}: target config not found")
+    return path
+
+
+def tokenizer_sha256(directory: Path) -> str | None:
+    """Hash of `tokenizer.json` (the vocabulary and merges): the same tokenizer gives the same hash."""
+    tok = directory / "tokenizer.json"
+    if not tok.is_file():
+        return None
+    return hashlib.sha256(tok.read_bytes()).hexdigest()
+
+
+def read_target(path: Path | str) -> TargetInfo:
+    """Read a target config.json or directory; unwrap `text_config`; raise InputError naming the key."""
+    cfg_file = config_path(Path(path))
+    cfg = read_json_object(cfg_file, "target config")
+    archs = cfg.get("architectures") or []
+    if not isinstance(archs, list) or not all(isinstance(a, str) for a in archs):
+        raise InputError(f"{cfg_file}: key 'architectures' must be a list of strings")
+    model_type = cfg.get("model_type", "")
+    text = cfg
+    wrapped = False
+    if isinstance(cfg.get("text_config"), dict):
+        text = cfg["text_config"]
+        wrapped = True
+    text_archs = text.get("architectures") or archs
+    text_type = text.get("model_type", model_type)
+    # A known wrapper (Kimi-K2.5) names its own family; otherwise the text model decides.
+    family = _family_of(list(archs), model_type) if wrapped else None
+    family = family or _family_of(list(text_archs), text_type) or _family_of(list(archs), model_type)
+    if family is None:
+        shown = archs[0] if archs else f"model_type {model_type!r}"
+        known = ", ".join(sorted({a for f in FAMILIES.values() for a in f[0]}))
+        raise InputError(f"{cfg_file}: unknown target architecture {shown}; eaglewire knows {known}")
+    where = f"{cfg_file}{' text_config' if wrapped else ''}"
+    return TargetInfo(
+        architecture=archs[0] if archs else (text_archs[0] if text_archs else family),
+        text_architecture=text_archs[0] if text_archs else (archs[0] if archs else family),
+        model_type=text_type or model_type,
+        family=family,
+        num_layers=_int_key(text, "num_hidden_layers", Path(where)),
+        hidden_size=_int_key(text, "hidden_size", Path(where)),
+        vocab_size=_int_key(text, "vocab_size", Path(where)),
+        source=str(cfg_file),
+        tokenizer_sha256=tokenizer_sha256(cfg_file.parent),
+        wrapped=wrapped,
+    )
