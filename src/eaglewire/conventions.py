@@ -113,10 +113,8 @@ class Convention:
 
     @property
     def label(self) -> str:
-        versions = self.versions
-        runner = f" ({self.runner} runner)" if self.runner else ""
-        cls = "" if self.engine_class == "any" else f" [{self.engine_class}-class targets]"
-        return f"{self.framework}{versions}{runner}{cls}"
+        """e.g. `sglang>=0.5.13`, `vllm==0.33.* mrv2` (rows are per target class; the caller names the target)."""
+        return f"{self.framework}{self.versions}" + (f" {self.runner}" if self.runner else "")
 
     def top(self, num_layers: int) -> int:
         return num_layers if self.highest_tap == "L" else num_layers - 1

@@ -127,3 +127,8 @@ def set_ids(cfg: dict, ids: list[int]) -> dict:
     out = dict(cfg)
     out["eagle_aux_hidden_state_layer_ids"] = list(ids)
     return out
+
+
+def disk_name(canonical: str, num_layers: int) -> str:
+    """speculators' names are the canonical ones."""
+    return canonical

@@ -1,0 +1,318 @@
+"""The static wiring check: which taps each engine will feed a drafter, against the taps it was trained on.
+
+Configs only, no weights needed beyond the drafter's own (shapes are checked when present). For every engine
+row the verdict is one of: "ok", "mismatch" (fed other taps than trained), "fails" (the engine crashes or drops a
+state), with the exact config value that fixes it or the reason no value can.
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+
+from eaglewire import conventions as conv
+from eaglewire.errors import InputError
+from eaglewire.formats import DrafterCheckpoint, eagle, read_drafter, write_drafter
+from eaglewire.formats.checkpoint import PROVENANCE_KEY
+from eaglewire.targets import FAMILIES, TargetInfo, read_target
+from eaglewire.taps import Wiring
+from eaglewire.vocab import VocabReport, vocab_report
+
+# The convention a format's own id list is written in: its primary reader/producer.
+NATIVE = {"speculators": "speculators", "modelopt": "modelopt", "eagle": "sglang"}
+CONFIDENCE = ("certain", "high", "medium", "low")
+
+
+@dataclass
+class Finding:
+    severity: str  # "problem" | "warning" | "info"
+    code: str
+    message: str
+    engine: str | None = None
+
+
+@dataclass
+class TrainedTaps:
+    wiring: Wiring | None
+    basis: str  # where the answer comes from
+    confidence: str  # one of CONFIDENCE
+    ids: list[int] | None = None
+    key: str | None = None
+    row: str | None = None
+
+
+@dataclass
+class EngineVerdict:
+    engine: str  # row label
+    row_key: str
+    exact_version: bool
+    reads: str  # the config file the engine reads
+    served: conv.Resolution
+    status: str  # "ok" | "mismatch" | "fails" | "unknown"
+    fix: conv.Fix | None = None
+    findings: list[Finding] = field(default_factory=list)
+
+    @property
+    def problem(self) -> bool:
+        return self.status in ("mismatch", "fails") or any(f.severity == "problem" for f in self.findings)
+
+
+@dataclass
+class CheckReport:
+    drafter: str
+    format: str
+    target: TargetInfo
+    trained: TrainedTaps
+    verdicts: list[EngineVerdict]
+    findings: list[Finding]
+    vocab: VocabReport | None
+    config_files: dict[str, str]  # file -> who reads it
+
+    @property
+    def has_problem(self) -> bool:
+        return any(v.problem for v in self.verdicts) or any(f.severity == "problem" for f in self.findings)
+
+    def to_dict(self) -> dict:
+        def verdict(v: EngineVerdict) -> dict:
+            s = v.served
+            return {
+                "engine": v.engine,
+                "row": v.row_key,
+                "exact_version_row": v.exact_version,
+                "reads": v.reads,
+                "source_key": s.source_key or "(default)",
+                "ids": list(s.ids) if s.ids is not None else None,
+                "served_taps": str(s.taps) if s.taps else None,
+                "failure": s.failure,
+                "status": v.status,
+                "fix": None if v.fix is None else {
+                    "key": v.fix.key, "value": v.fix.value, "expressible": v.fix.expressible,
+                    "reason": v.fix.reason, "notes": v.fix.notes,
+                },
+                "findings": [asdict(f) for f in v.findings],
+                "source": v.served.row.source,
+            }
+
+        return {
+            "drafter": self.drafter,
+            "format": self.format,
+            "target": self.target.identity() | {"source": self.target.source},
+            "trained": {
+                "taps": str(self.trained.wiring) if self.trained.wiring else None,
+                "basis": self.trained.basis,
+                "confidence": self.trained.confidence,
+                "ids": self.trained.ids,
+                "key": self.trained.key,
+            },
+            "engines": [verdict(v) for v in self.verdicts],
+            "findings": [asdict(f) for f in self.findings],
+            "vocab": None if self.vocab is None else {"ok": self.vocab.ok, "findings": [asdict(f) for f in self.vocab.findings]},
+            "config_files": self.config_files,
+            "status": "problem" if self.has_problem else "ok",
+        }
+
+
+def target_from_provenance(ckpt: DrafterCheckpoint) -> TargetInfo | None:
+    t = ckpt.provenance.target if ckpt.provenance else None
+    if not isinstance(t, dict) or t.get("family") not in FAMILIES:
+        return None
+    return TargetInfo(
+        architecture=t.get("architecture", ""), text_architecture=t.get("architecture", ""), model_type=t["family"],
+        family=t["family"], num_layers=int(t["num_layers"]), hidden_size=int(t["hidden_size"]),
+        vocab_size=int(t["vocab_size"]), source="provenance", tokenizer_sha256=t.get("tokenizer_sha256"),
+    )
+
+
+def native_row(fmt: str, engine_class: str) -> conv.Convention:
+    spec = conv.parse_spec(NATIVE[fmt])
+    return conv.rows_for(spec, engine_class)[0].row
+
+
+def trained_taps(ckpt: DrafterCheckpoint, target: TargetInfo, trained_on: Wiring | None = None,
+                 trained_with: str | None = None) -> TrainedTaps:
+    """The training taps: given, from provenance, or inferred from the checkpoint (say how sure)."""
+    L = target.num_layers
+    if trained_on is not None:
+        return TrainedTaps(trained_on.validate(L).served(), "--trained-on", "certain")
+    if trained_with is not None:
+        spec = conv.parse_spec(trained_with)
+        rows = [m.row for m in conv.rows_for(spec, target.engine_class) if m.row.role == "train"]
+        if not rows:
+            raise InputError(f"--trained-with {trained_with}: not a trainer eaglewire knows (speculators, specforge, modelopt, eagle)")
+        cfg = _training_config(ckpt, rows[0])
+        return _from_row(rows[0], cfg, L, f"--trained-with {trained_with}", "high")
+    if ckpt.provenance and ckpt.provenance.taps:
+        return TrainedTaps(Wiring.parse(ckpt.provenance.taps).validate(L).served(), "eaglewire provenance", "certain")
+    for name, cfg in ckpt.configs.items():
+        if name != "config.json" and cfg.get("speculators_model_type") == "eagle3":
+            row = native_row("speculators", target.engine_class)
+            return _from_row(row, cfg, L, f"{name} (the speculators training config in the folder)", "high")
+    if ckpt.format == "speculators":
+        return _from_row(native_row("speculators", target.engine_class), ckpt.config, L,
+                         "speculators format (written by the speculators trainer)", "medium")
+    if ckpt.format == "modelopt":
+        return _from_row(native_row("modelopt", target.engine_class), ckpt.config, L, "modelopt export", "medium")
+    declared = conv.get_path(ckpt.config, "eagle_config.eagle_aux_hidden_state_layer_ids")
+    if declared:
+        row = native_row("eagle", target.engine_class)
+        return _from_row(row, ckpt.config, L, "eagle_config ids read the way SGLang (this format's engine) reads them", "low")
+    return TrainedTaps(Wiring.of(sorted(set(conv._default("2,L//2,L-3", L)))), "no ids anywhere: every framework's default", "medium")
+
+
+def _training_config(ckpt: DrafterCheckpoint, row: conv.Convention) -> dict:
+    if row.framework == "speculators":
+        for cfg in ckpt.configs.values():
+            if cfg.get("speculators_model_type") == "eagle3":
+                return cfg
+    return ckpt.config
+
+
+def _from_row(row: conv.Convention, cfg: dict, L: int, basis: str, confidence: str) -> TrainedTaps:
+    res = conv.resolve(row, cfg, L)
+    if not res.ok:
+        return TrainedTaps(None, f"{basis}: {res.failure}", "low", list(res.ids or []), res.source_key, row.key)
+    return TrainedTaps(res.taps, basis + ("" if res.source_key else " (no ids: the trainer's default)"), confidence,
+                       list(res.ids or []), res.source_key, row.key)
+
+
+def engine_findings(ckpt: DrafterCheckpoint, target: TargetInfo, row: conv.Convention, served: conv.Resolution) -> list[Finding]:
+    """What else about this engine silently changes the drafter's numbers or stops it loading."""
+    out: list[Finding] = []
+    eng = row.framework
+    arch = ckpt.arch
+    cfg = ckpt.config
+    if eng == "sglang" and ckpt.format == "speculators":
+        out.append(Finding("problem", "format-unsupported",
+                           "SGLang has no speculators-format support (no transformer_layer_config); convert the "
+                           "drafter with `eaglewire convert --to eagle`", eng))
+    ec = cfg.get("eagle_config") if isinstance(cfg.get("eagle_config"), dict) else {}
+    if ec.get("use_aux_hidden_state") is False:
+        out.append(Finding("problem", "aux-disabled", "eagle_config.use_aux_hidden_state is false: the engine feeds no "
+                           "aux hidden states to fc", eng))
+    if arch is not None and served.taps is not None:
+        engine_n = len(conv.get_path(cfg, "eagle_aux_hidden_state_layer_ids") or []) if (
+            ckpt.format == "speculators") else eagle.n_aux_declared(cfg, ckpt.where())
+        engine_n = engine_n or 3
+        fc_n = arch.n_aux
+        if ckpt.fc_in_width is not None and ckpt.fc_in_width % target.hidden_size == 0:
+            fc_n = ckpt.fc_in_width // target.hidden_size
+        if len(served.taps) != engine_n or (ckpt.fc_in_width is not None and fc_n != engine_n):
+            out.append(Finding("problem", "fc-width",
+                               f"{eng} captures {len(served.taps)} states and builds fc for {engine_n}, the weights' fc "
+                               f"takes {fc_n}: loading or the first forward fails", eng))
+    if arch is not None and arch.norm_before_residual and eng == "sglang":
+        out.append(Finding("problem", "norm-before-residual",
+                           "drafter uses norm_before_residual, which SGLang does not implement (llama_eagle3.py input "
+                           "layer keeps the raw residual): its draft numerics differ from training", eng))
+    if eng == "vllm" and ckpt.format == "speculators" and "norm_before_residual" not in cfg:
+        out.append(Finding("warning", "norm-before-residual-default",
+                           "config has no norm_before_residual: vLLM's speculators loader defaults it to True, "
+                           "speculators to False (vllm transformers_utils/configs/speculators/algos.py)", eng))
+    return out
+
+
+def general_findings(ckpt: DrafterCheckpoint, target: TargetInfo) -> list[Finding]:
+    out: list[Finding] = []
+    arch = ckpt.arch
+    if arch is not None:
+        if arch.vocab_size != target.vocab_size:
+            out.append(Finding("problem", "vocab-size", f"drafter vocab_size {arch.vocab_size} != target vocab "
+                               f"{target.vocab_size}: it was built for another tokenizer"))
+        if arch.target_hidden_size != target.hidden_size:
+            out.append(Finding("problem", "target-hidden", f"drafter target_hidden_size {arch.target_hidden_size} != "
+                               f"target hidden_size {target.hidden_size}"))
+    prov = ckpt.provenance.target if ckpt.provenance else None
+    if isinstance(prov, dict) and target.source != "provenance":
+        for key in ("num_layers", "hidden_size", "vocab_size"):
+            if prov.get(key) is not None and prov[key] != getattr(target, key):
+                out.append(Finding("problem", "target-identity",
+                                   f"drafter was trained on a target with {key}={prov[key]}, this target has "
+                                   f"{getattr(target, key)}"))
+        if prov.get("tokenizer_sha256") and target.tokenizer_sha256 and prov["tokenizer_sha256"] != target.tokenizer_sha256:
+            out.append(Finding("problem", "tokenizer", "drafter was trained with another tokenizer (tokenizer.json hash differs)"))
+    if not ckpt.has_weights:
+        out.append(Finding("info", "config-only", "no weights in the folder: configs checked alone (fc width and vocab "
+                           "maps not verified)"))
+    for note in ckpt.notes:
+        out.append(Finding("info", "note", note))
+    return out
+
+
+def check(
+    drafter: Path | str | DrafterCheckpoint,
+    target: Path | str | TargetInfo | None,
+    engines: list[str],
+    trained_on: Wiring | None = None,
+    trained_with: str | None = None,
+) -> CheckReport:
+    ckpt = drafter if isinstance(drafter, DrafterCheckpoint) else read_drafter(drafter)
+    if isinstance(target, TargetInfo):
+        tinfo = target
+    elif target is not None:
+        tinfo = read_target(target)
+    else:
+        tinfo = target_from_provenance(ckpt)
+        if tinfo is None:
+            raise InputError(f"{ckpt.where()}: no provenance names the target; pass --target CONFIG_OR_DIR")
+    L = tinfo.num_layers
+    trained = trained_taps(ckpt, tinfo, trained_on, trained_with)
+    verdicts: list[EngineVerdict] = []
+    for text in engines:
+        spec = conv.parse_spec(text)
+        matches = [m for m in conv.rows_for(spec, tinfo.engine_class) if m.row.role == "serve"]
+        if not matches:
+            raise InputError(f"--engine {text}: not a serving engine (use sglang==X or vllm==X)")
+        for m in matches:
+            served = conv.resolve(m.row, ckpt.config, L)
+            findings = engine_findings(ckpt, tinfo, m.row, served)
+            if not m.exact:
+                findings.append(Finding("info", "nearest-row", f"no convention row covers {spec}; using the nearest "
+                                        f"one ({m.row.label}, read at {', '.join(m.row.checked)})", m.row.framework))
+            if served.failure:
+                status = "fails"
+            elif trained.wiring is None:
+                status = "unknown"
+            else:
+                status = "ok" if served.taps is not None and served.taps.same_set(trained.wiring) else "mismatch"
+            fix = None
+            if status in ("mismatch", "fails") and trained.wiring is not None:
+                fix = conv.config_value_for(m.row, trained.wiring, L)
+            version = spec.version or conv.NEWEST.get(spec.framework)
+            name = f"{spec.framework}=={version}" + (f" {m.row.runner}" if m.row.runner else "")
+            verdicts.append(EngineVerdict(name, m.row.key, m.exact, "config.json", served, status, fix, findings))
+    vrep = None
+    if ckpt.arch is not None and ckpt.has_weights:
+        vrep = vocab_report(ckpt.tensors.get("d2t"), ckpt.tensors.get("t2d"), ckpt.arch.vocab_size, ckpt.arch.draft_vocab_size)
+    findings = general_findings(ckpt, tinfo)
+    if vrep is not None:
+        findings += [Finding(f.severity, f.code, f.message) for f in vrep.findings]
+    files = {"config.json": "SGLang and vLLM read this file"}
+    for name in ckpt.configs:
+        if name != "config.json":
+            files[name] = "no engine reads this file (a training record)"
+    return CheckReport(str(ckpt.path or drafter), ckpt.format, tinfo, trained, verdicts, findings, vrep, files)
+
+
+def fixed_config(report: CheckReport, config: dict) -> dict:
+    """config.json with every expressible fix applied (SGLang's key and vLLM's key can live side by side)."""
+    out = dict(config)
+    for v in report.verdicts:
+        f = v.fix
+        if f is None or not f.expressible or f.key is None:
+            continue
+        node = out
+        parts = f.key.split(".")
+        for p in parts[:-1]:
+            node[p] = dict(node.get(p) or {})
+            node = node[p]
+        node[parts[-1]] = list(f.value or [])
+    return out
+
+
+def write_fixed(ckpt: DrafterCheckpoint, report: CheckReport, out: Path) -> Path:
+    """A copy of the drafter with the fixed config.json (the input is never modified)."""
+    cfg = fixed_config(report, ckpt.config)
+    if report.trained.wiring is not None and ckpt.provenance is None:
+        cfg.setdefault(PROVENANCE_KEY, {"provenance": {"taps": str(report.trained.wiring), "written_by": "eaglewire check --fix-into"}})
+    extra = {k: v for k, v in ckpt.configs.items() if k != "config.json"}
+    return write_drafter(ckpt, out, ckpt.format, None, config=cfg, extra_files=extra)

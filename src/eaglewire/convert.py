@@ -1,0 +1,117 @@
+"""Convert a drafter between formats without losing its wiring.
+
+The source's ids are read as taps with the source format's own convention (or taken from provenance), then
+written as the destination format's ids with the destination's convention. When the destination cannot express
+those taps the conversion is refused with the reason and nothing is written. The destination also records the
+taps as provenance, so later tools need no guessing.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from eaglewire import conventions as conv
+from eaglewire.check import native_row, target_from_provenance, trained_taps
+from eaglewire.errors import InputError
+from eaglewire.formats import FORMATS, DrafterCheckpoint, Provenance, read_drafter, write_drafter
+from eaglewire.formats.checkpoint import PROVENANCE_KEY
+from eaglewire.targets import TargetInfo, read_target
+from eaglewire.taps import Wiring
+from eaglewire.vocab import t2d_from_d2t
+
+
+@dataclass
+class ConvertResult:
+    source: str
+    source_format: str
+    destination: str
+    format: str
+    taps: Wiring
+    taps_basis: str
+    ids: list[int] | None  # the destination's id list (its native key)
+    extra_keys: dict[str, list[int]] = field(default_factory=dict)  # other engines' keys written alongside
+    notes: list[str] = field(default_factory=list)
+
+
+def convert(
+    src: Path | str,
+    dst: Path | str,
+    to: str,
+    target: Path | str | TargetInfo | None = None,
+    trained_on: Wiring | None = None,
+) -> ConvertResult:
+    if to not in FORMATS:
+        raise InputError(f"--to {to!r}: use one of {', '.join(FORMATS)}")
+    ckpt = read_drafter(src)
+    if ckpt.arch is None:
+        raise InputError(f"{ckpt.where()}: cannot convert this drafter ({'; '.join(ckpt.notes)})")
+    if not ckpt.has_weights:
+        raise InputError(f"{ckpt.path}: no weights (model.safetensors, an index, or pytorch_model.bin) to convert")
+    tinfo = _target(ckpt, target)
+    L = tinfo.num_layers
+    trained = trained_taps(ckpt, tinfo, trained_on)
+    if trained.wiring is None:
+        raise InputError(f"{ckpt.where()}: cannot tell which taps the source feeds ({trained.basis}); pass --trained-on")
+    taps = trained.wiring
+    row = native_row(to, tinfo.engine_class)
+    fix = conv.config_value_for(row, taps, L)
+    if not fix.expressible:
+        raise InputError(f"cannot write {taps} as a {to} checkpoint for this {tinfo.family} target: {fix.reason}")
+    out = _prepared(ckpt, to)
+    prov = out.provenance or Provenance()
+    prov.taps = str(taps)
+    prov.target = prov.target or tinfo.identity()
+    prov.written_by = prov.written_by or f"eaglewire convert from {ckpt.format}"
+    out.provenance = prov
+    result = ConvertResult(str(src), ckpt.format, str(dst), to, taps, trained.basis, fix.value)
+    cfg = _config(out, to, fix.value)
+    if to == "eagle":
+        # vLLM reads a top-level list first (MRV2 never reads eagle_config): write its value too, so both
+        # engines feed the same taps from one config.json.
+        for m in conv.rows_for(conv.parse_spec("vllm"), tinfo.engine_class):
+            vfix = conv.config_value_for(m.row, taps, L)
+            if vfix.expressible and vfix.key == "eagle_aux_hidden_state_layer_ids":
+                cfg["eagle_aux_hidden_state_layer_ids"] = list(vfix.value or [])
+                result.extra_keys["eagle_aux_hidden_state_layer_ids"] = list(vfix.value or [])
+                break
+        else:
+            result.notes.append(f"vLLM cannot feed {taps} on a {tinfo.family} target: no top-level id list written")
+    if to == "modelopt":
+        result.notes.append("the modelopt export format stores no t2d and no embed_tokens (engines use the target's)")
+    if ckpt.format == "modelopt" and "embed_tokens.weight" not in ckpt.tensors:
+        result.notes.append("source has no embed_tokens (modelopt): the destination has none either")
+    write_drafter(out, dst, to, fix.value, config=cfg)
+    return result
+
+
+def _target(ckpt: DrafterCheckpoint, target: Path | str | TargetInfo | None) -> TargetInfo:
+    if isinstance(target, TargetInfo):
+        return target
+    if target is not None:
+        return read_target(target)
+    info = target_from_provenance(ckpt)
+    if info is None:
+        raise InputError(f"{ckpt.where()}: pass --target CONFIG_OR_DIR (needed to translate ids between conventions)")
+    return info
+
+
+def _prepared(ckpt: DrafterCheckpoint, to: str) -> DrafterCheckpoint:
+    out = ckpt.copy()
+    if "t2d" not in out.tensors and "d2t" in out.tensors and out.arch is not None and to != "modelopt":
+        out.tensors["t2d"] = t2d_from_d2t(out.tensors["d2t"], out.arch.vocab_size)
+    if to != ckpt.format:
+        out.disk_names = {}
+    return out
+
+
+def _config(ckpt: DrafterCheckpoint, to: str, ids: list[int] | None) -> dict:
+    from eaglewire.formats import MODULES
+
+    cfg = MODULES[to].build_config(ckpt, ids)
+    if ckpt.provenance is not None:
+        cfg[PROVENANCE_KEY] = ckpt.provenance.to_config()
+    return cfg
+
+
+__all__ = ["ConvertResult", "convert"]

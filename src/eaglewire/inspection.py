@@ -1,0 +1,105 @@
+"""`eaglewire inspect`: everything a drafter folder says about itself, and what each engine will feed it."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from eaglewire import conventions as conv
+from eaglewire.check import TrainedTaps, trained_taps
+from eaglewire.formats import declared_ids, read_drafter, tensor_summary
+from eaglewire.targets import TargetInfo, read_target
+from eaglewire.vocab import VocabReport, vocab_report
+
+
+@dataclass
+class ServedRow:
+    row: str
+    label: str
+    source_key: str | None
+    ids: list[int] | None
+    taps: str | None
+    failure: str | None
+
+
+@dataclass
+class Inspection:
+    path: str
+    format: str
+    arch: dict | None
+    tensors: list[tuple[str, list[int], str]]
+    weight_files: list[str]
+    configs: dict[str, dict[str, object]]  # file -> declared id keys
+    readers: dict[str, str]
+    provenance: dict | None
+    vocab: VocabReport | None
+    notes: list[str]
+    target: TargetInfo | None = None
+    trained: TrainedTaps | None = None
+    served: list[ServedRow] = field(default_factory=list)
+
+    def to_dict(self) -> dict:
+        return {
+            "path": self.path,
+            "format": self.format,
+            "arch": self.arch,
+            "weight_files": self.weight_files,
+            "tensors": [{"name": n, "shape": s, "dtype": d} for n, s, d in self.tensors],
+            "declared_ids": self.configs,
+            "config_readers": self.readers,
+            "provenance": self.provenance,
+            "vocab": None if self.vocab is None else {
+                "draft_vocab_size": self.vocab.draft_vocab_size, "vocab_size": self.vocab.vocab_size,
+                "has_d2t": self.vocab.has_d2t, "has_t2d": self.vocab.has_t2d, "ok": self.vocab.ok,
+                "findings": [f.__dict__ for f in self.vocab.findings],
+            },
+            "notes": self.notes,
+            "target": None if self.target is None else self.target.identity(),
+            "trained": None if self.trained is None else {
+                "taps": str(self.trained.wiring) if self.trained.wiring else None,
+                "basis": self.trained.basis, "confidence": self.trained.confidence,
+            },
+            "served": [s.__dict__ for s in self.served],
+        }
+
+
+def readers_of(configs: dict[str, dict]) -> dict[str, str]:
+    out = {}
+    for name, cfg in configs.items():
+        if name == "config.json":
+            fmt = "speculators" if "speculators_model_type" in cfg else "EAGLE/SGLang"
+            who = "vLLM (reads speculators format natively)" if fmt == "speculators" else "SGLang and vLLM"
+            out[name] = f"{fmt} format; read by {who}"
+        else:
+            out[name] = "not read by any engine (a training record: ids here are what the trainer used)"
+    return out
+
+
+def inspect_drafter(path: Path | str, target: Path | str | None = None) -> Inspection:
+    ckpt = read_drafter(path)
+    vrep = None
+    if ckpt.arch is not None and ckpt.has_weights:
+        vrep = vocab_report(ckpt.tensors.get("d2t"), ckpt.tensors.get("t2d"), ckpt.arch.vocab_size, ckpt.arch.draft_vocab_size)
+    ins = Inspection(
+        path=str(ckpt.path),
+        format=ckpt.format,
+        arch=ckpt.arch.to_dict() if ckpt.arch else None,
+        tensors=tensor_summary(ckpt),
+        weight_files=ckpt.weight_files,
+        configs={name: declared_ids(cfg) for name, cfg in ckpt.configs.items()},
+        readers=readers_of(ckpt.configs),
+        provenance=ckpt.provenance.to_config()["provenance"] if ckpt.provenance else None,
+        vocab=vrep,
+        notes=list(ckpt.notes),
+    )
+    if target is not None:
+        tinfo = read_target(target)
+        ins.target = tinfo
+        ins.trained = trained_taps(ckpt, tinfo)
+        for row in conv.ROWS:
+            if row.role != "serve" or row.engine_class not in (tinfo.engine_class, "any"):
+                continue
+            res = conv.resolve(row, ckpt.config, tinfo.num_layers)
+            ins.served.append(ServedRow(row.key, row.label, res.source_key, list(res.ids) if res.ids else None,
+                                        str(res.taps) if res.taps else None, res.failure))
+    return ins
