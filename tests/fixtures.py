@@ -11,7 +11,9 @@ from safetensors.torch import save_file
 H, V, DV = 64, 300, 120  # drafter hidden, target vocab, draft vocab
 
 
-def target_config(path: Path, family: str = "llama", layers: int = 12, hidden: int = H, vocab: int = V) -> Path:
+def target_config(
+    path: Path, family: str = "llama", layers: int = 12, hidden: int = H, vocab: int = V
+) -> Path:
     """A target config.json (no weights)."""
     path.mkdir(parents=True, exist_ok=True)
     if family == "llama":
@@ -21,15 +23,31 @@ def target_config(path: Path, family: str = "llama", layers: int = 12, hidden: i
     elif family == "qwen3":
         cfg = {"architectures": ["Qwen3ForCausalLM"], "model_type": "qwen3"}
     elif family == "kimi_k25":
-        inner = {"architectures": ["DeepseekV3ForCausalLM"], "model_type": "kimi_k2", "num_hidden_layers": layers,
-                 "hidden_size": hidden, "vocab_size": vocab}
-        cfg = {"architectures": ["KimiK25ForConditionalGeneration"], "model_type": "kimi_k25", "text_config": inner}
+        inner = {
+            "architectures": ["DeepseekV3ForCausalLM"],
+            "model_type": "kimi_k2",
+            "num_hidden_layers": layers,
+            "hidden_size": hidden,
+            "vocab_size": vocab,
+        }
+        cfg = {
+            "architectures": ["KimiK25ForConditionalGeneration"],
+            "model_type": "kimi_k25",
+            "text_config": inner,
+        }
         (path / "config.json").write_text(json.dumps(cfg))
         return path
     else:
         raise ValueError(family)
-    cfg.update({"num_hidden_layers": layers, "hidden_size": hidden, "vocab_size": vocab, "intermediate_size": 2 * hidden,
-                "num_attention_heads": 4})
+    cfg.update(
+        {
+            "num_hidden_layers": layers,
+            "hidden_size": hidden,
+            "vocab_size": vocab,
+            "intermediate_size": 2 * hidden,
+            "num_attention_heads": 4,
+        }
+    )
     (path / "config.json").write_text(json.dumps(cfg))
     return path
 
@@ -60,30 +78,52 @@ def vocab_maps(g: torch.Generator, vocab: int = V, draft: int = DV):
 
 def llama_fields(hidden: int = H, vocab: int = V) -> dict:
     return {
-        "model_type": "llama", "hidden_size": hidden, "intermediate_size": 2 * hidden, "num_hidden_layers": 1,
-        "num_attention_heads": 4, "num_key_value_heads": 2, "rms_norm_eps": 1e-6, "max_position_embeddings": 512,
-        "rope_theta": 10000.0, "hidden_act": "silu", "vocab_size": vocab, "tie_word_embeddings": False,
+        "model_type": "llama",
+        "hidden_size": hidden,
+        "intermediate_size": 2 * hidden,
+        "num_hidden_layers": 1,
+        "num_attention_heads": 4,
+        "num_key_value_heads": 2,
+        "rms_norm_eps": 1e-6,
+        "max_position_embeddings": 512,
+        "rope_theta": 10000.0,
+        "hidden_act": "silu",
+        "vocab_size": vocab,
+        "tie_word_embeddings": False,
     }
 
 
-def eagle_drafter(path: Path, ids: list[int] | None = None, seed: int = 0, n_aux: int | None = None,
-                  embed: bool = True, extra_config: dict | None = None) -> Path:
+def eagle_drafter(
+    path: Path,
+    ids: list[int] | None = None,
+    seed: int = 0,
+    n_aux: int | None = None,
+    embed: bool = True,
+    extra_config: dict | None = None,
+) -> Path:
     """SpecForge/EAGLE layout: LlamaForCausalLMEagle3, `midlayer.*`, ids under eagle_config."""
     path.mkdir(parents=True, exist_ok=True)
     g = torch.Generator().manual_seed(seed)
     n = n_aux or (len(ids) if ids else 3)
     tensors = _layer0(g, "midlayer.")
     d2t, t2d = vocab_maps(g)
-    tensors.update({
-        "fc.weight": torch.randn(H, n * H, generator=g) * 0.1,
-        "norm.weight": torch.ones(H),
-        "lm_head.weight": torch.randn(DV, H, generator=g) * 0.1,
-        "d2t": d2t,
-        "t2d": t2d,
-    })
+    tensors.update(
+        {
+            "fc.weight": torch.randn(H, n * H, generator=g) * 0.1,
+            "norm.weight": torch.ones(H),
+            "lm_head.weight": torch.randn(DV, H, generator=g) * 0.1,
+            "d2t": d2t,
+            "t2d": t2d,
+        }
+    )
     if embed:
         tensors["embed_tokens.weight"] = torch.randn(V, H, generator=g) * 0.1
-    cfg = {"architectures": ["LlamaForCausalLMEagle3"], **llama_fields(), "draft_vocab_size": DV, "target_hidden_size": H}
+    cfg = {
+        "architectures": ["LlamaForCausalLMEagle3"],
+        **llama_fields(),
+        "draft_vocab_size": DV,
+        "target_hidden_size": H,
+    }
     if ids is not None:
         cfg["eagle_config"] = {"eagle_aux_hidden_state_layer_ids": ids, "use_aux_hidden_state": True}
     cfg.update(extra_config or {})
@@ -98,17 +138,30 @@ def modelopt_drafter(path: Path, ids: list[int], seed: int = 0) -> Path:
     g = torch.Generator().manual_seed(seed)
     tensors = _layer0(g, "layers.0.")
     d2t, _ = vocab_maps(g)
-    tensors.update({
-        "fc.weight": torch.randn(H, len(ids) * H, generator=g) * 0.1,
-        "norm.weight": torch.ones(H),
-        "lm_head.weight": torch.randn(DV, H, generator=g) * 0.1,
-        "d2t": d2t,
-    })
-    cfg = {"architectures": ["LlamaForCausalLMEagle3"], **llama_fields(), "draft_vocab_size": DV, "use_cache": True,
-           "eagle_config": {"eagle_aux_hidden_state_layer_ids": ids, "use_aux_hidden_state": True,
-                            "use_input_layernorm_in_first_layer": True, "use_last_layernorm": True,
-                            "use_mtp_layernorm": False, "next_layer_regular": True, "parallel_draft_step": 1,
-                            "parallel_draft_heads_num_layers": 1}}
+    tensors.update(
+        {
+            "fc.weight": torch.randn(H, len(ids) * H, generator=g) * 0.1,
+            "norm.weight": torch.ones(H),
+            "lm_head.weight": torch.randn(DV, H, generator=g) * 0.1,
+            "d2t": d2t,
+        }
+    )
+    cfg = {
+        "architectures": ["LlamaForCausalLMEagle3"],
+        **llama_fields(),
+        "draft_vocab_size": DV,
+        "use_cache": True,
+        "eagle_config": {
+            "eagle_aux_hidden_state_layer_ids": ids,
+            "use_aux_hidden_state": True,
+            "use_input_layernorm_in_first_layer": True,
+            "use_last_layernorm": True,
+            "use_mtp_layernorm": False,
+            "next_layer_regular": True,
+            "parallel_draft_step": 1,
+            "parallel_draft_heads_num_layers": 1,
+        },
+    }
     (path / "config.json").write_text(json.dumps(cfg, indent=4))
     save_file(tensors, str(path / "model.safetensors"))
     return path

@@ -30,17 +30,29 @@ def speculators_drafter(
 
     cls = LlamaConfig if model_type == "llama" else Qwen3Config
     tl = cls(
-        vocab_size=vocab, hidden_size=hidden, intermediate_size=2 * hidden, num_hidden_layers=layers,
-        num_attention_heads=4, num_key_value_heads=2, max_position_embeddings=512, rms_norm_eps=1e-6,
+        vocab_size=vocab,
+        hidden_size=hidden,
+        intermediate_size=2 * hidden,
+        num_hidden_layers=layers,
+        num_attention_heads=4,
+        num_key_value_heads=2,
+        max_position_embeddings=512,
+        rms_norm_eps=1e-6,
     )
     tl._attn_implementation = "eager"
     cfg = Eagle3SpeculatorConfig(
-        transformer_layer_config=tl, draft_vocab_size=draft_vocab, norm_before_residual=norm_before_residual,
-        norm_before_fc=norm_before_fc, fc_norm=fc_norm, norm_output=norm_output,
+        transformer_layer_config=tl,
+        draft_vocab_size=draft_vocab,
+        norm_before_residual=norm_before_residual,
+        norm_before_fc=norm_before_fc,
+        fc_norm=fc_norm,
+        norm_output=norm_output,
         eagle_aux_hidden_state_layer_ids=list(ids) if ids is not None else None,
         speculators_config=SpeculatorsConfig(
-            algorithm="eagle3", proposal_methods=[GreedyTokenProposalConfig(speculative_tokens=3)],
-            default_proposal_method="greedy", verifier=VerifierConfig(name_or_path=None, architectures=["LlamaForCausalLM"]),
+            algorithm="eagle3",
+            proposal_methods=[GreedyTokenProposalConfig(speculative_tokens=3)],
+            default_proposal_method="greedy",
+            verifier=VerifierConfig(name_or_path=None, architectures=["LlamaForCausalLM"]),
         ),
     )
     torch.manual_seed(seed)

@@ -20,8 +20,14 @@ from peers import speculators_drafter
 
 def run_cli(*args, cwd=None):
     env = dict(os.environ, COLUMNS="200")
-    return subprocess.run([sys.executable, "-m", "eaglewire.cli", *map(str, args)], capture_output=True, text=True,
-                          env=env, cwd=cwd, timeout=300)
+    return subprocess.run(
+        [sys.executable, "-m", "eaglewire.cli", *map(str, args)],
+        capture_output=True,
+        text=True,
+        env=env,
+        cwd=cwd,
+        timeout=300,
+    )
 
 
 def tree_hash(path: Path) -> str:
@@ -92,8 +98,17 @@ def make(case: str, tmp: Path):
         return d, ["inspect", d], "NaN"
     if case == "unknown-architecture":
         eagle_drafter(d, [1, 5, 8])
-        (tmp / "target" / "config.json").write_text(json.dumps({"architectures": ["GPT2LMHeadModel"], "model_type": "gpt2",
-                                                                 "num_hidden_layers": 12, "hidden_size": 64, "vocab_size": 300}))
+        (tmp / "target" / "config.json").write_text(
+            json.dumps(
+                {
+                    "architectures": ["GPT2LMHeadModel"],
+                    "model_type": "gpt2",
+                    "num_hidden_layers": 12,
+                    "hidden_size": 64,
+                    "vocab_size": 300,
+                }
+            )
+        )
         return tmp, ["check", d, "--target", tmp / "target"], "unknown target architecture"
     if case == "taps-out-of-range":
         eagle_drafter(d, [1, 5, 8])
@@ -121,10 +136,27 @@ def make(case: str, tmp: Path):
         torch.save({"fc.weight": Evil()}, d / "pytorch_model.bin")
         return d, ["inspect", d], "weights-only"
     if case == "unparseable-flags":
-        return tmp, ["lint", "--", "python", "-m", "sglang.launch_server", "--model-path", "x",
-                     "--speculative-num-steps", "abc"], "--speculative-num-steps"
+        return (
+            tmp,
+            [
+                "lint",
+                "--",
+                "python",
+                "-m",
+                "sglang.launch_server",
+                "--model-path",
+                "x",
+                "--speculative-num-steps",
+                "abc",
+            ],
+            "--speculative-num-steps",
+        )
     if case == "bad-speculative-config-json":
-        return tmp, ["lint", "--", "vllm", "serve", "x", "--speculative-config", "{method: eagle3"], "--speculative-config"
+        return (
+            tmp,
+            ["lint", "--", "vllm", "serve", "x", "--speculative-config", "{method: eagle3"],
+            "--speculative-config",
+        )
     if case == "unsupported-speculators-type":
         speculators_drafter(d)
         edit_config(d, speculators_model_type="medusa")
@@ -158,7 +190,9 @@ def make(case: str, tmp: Path):
     if case == "missing-shard":
         eagle_drafter(d, [1, 5, 8])
         (d / "model.safetensors").unlink()
-        (d / "model.safetensors.index.json").write_text(json.dumps({"weight_map": {"fc.weight": "model-00001-of-00002.safetensors"}}))
+        (d / "model.safetensors.index.json").write_text(
+            json.dumps({"weight_map": {"fc.weight": "model-00001-of-00002.safetensors"}})
+        )
         return d, ["inspect", d], "model-00001-of-00002.safetensors"
     if case == "bad-hidden-size":
         eagle_drafter(d, [1, 5, 8])
@@ -173,17 +207,45 @@ def make(case: str, tmp: Path):
         return tmp, ["inspect", tgt], "not an EAGLE-3 drafter"
     if case == "both-trained-options":
         eagle_drafter(d, [1, 5, 8])
-        return tmp, ["check", d, "--target", tgt, "--trained-on", "h0,h1,h2", "--trained-with", "speculators"], "--trained-on"
+        return (
+            tmp,
+            ["check", d, "--target", tgt, "--trained-on", "h0,h1,h2", "--trained-with", "speculators"],
+            "--trained-on",
+        )
     raise AssertionError(case)
 
 
 CASES = [
-    "missing-dir", "missing-config", "config-not-json", "config-not-object", "missing-weights", "fc-width",
-    "d2t-length", "t2d-length", "nan-weights", "unknown-architecture", "taps-out-of-range", "bad-taps-text",
-    "truncated-safetensors", "malformed-safetensors-header", "pickle-bin", "unparseable-flags",
-    "bad-speculative-config-json", "unsupported-speculators-type", "tensor-shape", "missing-tensor", "bad-engine",
-    "target-missing-layers", "target-not-found", "unknown-format", "ids-not-a-list", "missing-shard",
-    "bad-hidden-size", "destination-not-empty", "not-a-drafter", "both-trained-options",
+    "missing-dir",
+    "missing-config",
+    "config-not-json",
+    "config-not-object",
+    "missing-weights",
+    "fc-width",
+    "d2t-length",
+    "t2d-length",
+    "nan-weights",
+    "unknown-architecture",
+    "taps-out-of-range",
+    "bad-taps-text",
+    "truncated-safetensors",
+    "malformed-safetensors-header",
+    "pickle-bin",
+    "unparseable-flags",
+    "bad-speculative-config-json",
+    "unsupported-speculators-type",
+    "tensor-shape",
+    "missing-tensor",
+    "bad-engine",
+    "target-missing-layers",
+    "target-not-found",
+    "unknown-format",
+    "ids-not-a-list",
+    "missing-shard",
+    "bad-hidden-size",
+    "destination-not-empty",
+    "not-a-drafter",
+    "both-trained-options",
 ]
 
 

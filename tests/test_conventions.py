@@ -45,7 +45,11 @@ def test_sglang_llama_0_5_23():
     assert "llama.py" in r.source
     assert taps(conv.resolve(r, {}, L)) == [2, 30, 58]  # default, no +1
     assert taps(conv.resolve(r, nested([2, 30, 58]), L)) == [3, 31, 59]  # F(v) = v + 1
-    assert taps(conv.resolve(r, nested([-1, 2, 30]), L)) == [0, 3, 31]  # -1 = embeddings (capture_before_read)
+    assert taps(conv.resolve(r, nested([-1, 2, 30]), L)) == [
+        0,
+        3,
+        31,
+    ]  # -1 = embeddings (capture_before_read)
     # SGLang reads only eagle_config: a top-level list is ignored.
     assert taps(conv.resolve(r, top([0, 3, 31]), L)) == [2, 30, 58]
     res = conv.resolve(r, nested([1, 30, 60]), L)  # id L-1: the last layer's output is never captured
@@ -108,11 +112,21 @@ def test_vllm_llama(key):
 def test_vllm_runners_differ_on_nested_ids():
     spec_forge_style = nested([1, 29, 57])
     assert taps(conv.resolve(row("vllm-llama-v1-0.33"), spec_forge_style, L)) == [1, 29, 57]  # read verbatim
-    assert taps(conv.resolve(row("vllm-llama-mrv2-0.33"), spec_forge_style, L)) == [2, 30, 58]  # ignored: default
+    assert taps(conv.resolve(row("vllm-llama-mrv2-0.33"), spec_forge_style, L)) == [
+        2,
+        30,
+        58,
+    ]  # ignored: default
     # MRV2 reads eagle_config["layer_ids"]
-    assert taps(conv.resolve(row("vllm-llama-mrv2-0.33"), {"eagle_config": {"layer_ids": [4, 5, 6]}}, L)) == [4, 5, 6]
+    assert taps(conv.resolve(row("vllm-llama-mrv2-0.33"), {"eagle_config": {"layer_ids": [4, 5, 6]}}, L)) == [
+        4,
+        5,
+        6,
+    ]
     # DFlash target_layer_ids are +1
-    assert taps(conv.resolve(row("vllm-llama-v1-0.33"), {"dflash_config": {"target_layer_ids": [1, 2, 3]}}, L)) == [2, 3, 4]
+    assert taps(
+        conv.resolve(row("vllm-llama-v1-0.33"), {"dflash_config": {"target_layer_ids": [1, 2, 3]}}, L)
+    ) == [2, 3, 4]
 
 
 @pytest.mark.parametrize("key", ["vllm-deepseek-mrv2-0.33", "vllm-deepseek-v1-0.33"])
@@ -157,7 +171,11 @@ def test_modelopt():
     assert "hf_eagle.py" in r.source
     assert taps(conv.resolve(r, {}, L)) == [2, 30, 58]  # sorted({1, L//2-1, L-4}) + 1
     assert taps(conv.resolve(r, nested([2, 30, 58]), L)) == [3, 31, 59]
-    assert taps(conv.resolve(r, nested([1, 28, 15]), 32)) == [2, 16, 29]  # unsorted export list, hooks ascending
+    assert taps(conv.resolve(r, nested([1, 28, 15]), 32)) == [
+        2,
+        16,
+        29,
+    ]  # unsorted export list, hooks ascending
     assert taps(conv.resolve(r, nested([1, 29, 60]), L)) == [2, 30, 61]  # hook on the last layer = h_L
     assert not conv.config_value_for(r, Wiring.of([0, 3, 31]), L).expressible
 

@@ -5,6 +5,7 @@ import torch
 
 from eaglewire.drafter import Eagle3Drafter
 from eaglewire.formats import read_drafter
+
 from peers import speculators_drafter
 
 CASES = [
@@ -25,7 +26,12 @@ def _speculators_logits(model, aux, input_ids, steps):
     hook = model.lm_head.register_forward_hook(lambda m, i, o: seen.append(o.detach()))
     try:
         with torch.no_grad():
-            model(hidden_states=aux, input_ids=input_ids, document_ids=torch.zeros_like(input_ids), ttt_steps=steps)
+            model(
+                hidden_states=aux,
+                input_ids=input_ids,
+                document_ids=torch.zeros_like(input_ids),
+                ttt_steps=steps,
+            )
     finally:
         hook.remove()
     return seen

@@ -12,6 +12,7 @@ from eaglewire.drafter import Eagle3Drafter
 from eaglewire.errors import InputError
 from eaglewire.formats import read_drafter, write_drafter
 from eaglewire.targets import read_target
+
 from fixtures import eagle_drafter, modelopt_drafter, target_config
 from peers import speculators_drafter
 
@@ -33,7 +34,9 @@ def test_detect(tmp_path):
 @pytest.mark.parametrize("fmt", ["eagle", "speculators", "modelopt"])
 def test_round_trip_preserves_every_tensor_and_config_value(tmp_path, fmt):
     if fmt == "eagle":
-        src = eagle_drafter(tmp_path / "src", [1, 5, 8], extra_config={"norm_output": True, "custom_key": {"a": 1}})
+        src = eagle_drafter(
+            tmp_path / "src", [1, 5, 8], extra_config={"norm_output": True, "custom_key": {"a": 1}}
+        )
     elif fmt == "speculators":
         speculators_drafter(tmp_path / "src", layers=2, draft_vocab=120, norm_before_residual=True)
         src = tmp_path / "src"
@@ -78,7 +81,11 @@ def test_sharded_and_bin(tmp_path):
     half = len(keys) // 2
     save_file({k: tensors[k] for k in keys[:half]}, str(sharded / "model-00001-of-00002.safetensors"))
     save_file({k: tensors[k] for k in keys[half:]}, str(sharded / "model-00002-of-00002.safetensors"))
-    index = {"weight_map": {k: f"model-0000{1 if i < half else 2}-of-00002.safetensors" for i, k in enumerate(keys)}}
+    index = {
+        "weight_map": {
+            k: f"model-0000{1 if i < half else 2}-of-00002.safetensors" for i, k in enumerate(keys)
+        }
+    }
     (sharded / "model.safetensors.index.json").write_text(json.dumps(index))
     same_tensors(ref.tensors, read_drafter(sharded).tensors)
     legacy = tmp_path / "bin"
@@ -90,8 +97,16 @@ def test_sharded_and_bin(tmp_path):
 
 @pytest.mark.parametrize("family", ["llama", "deepseek_v3"])
 @pytest.mark.parametrize("taps", ["h1,h6,h9", "h2,h6,h9", "h3,h7,h11"])
-@pytest.mark.parametrize("pair", [("eagle", "speculators"), ("speculators", "eagle"), ("eagle", "modelopt"),
-                                  ("modelopt", "speculators"), ("speculators", "modelopt")])
+@pytest.mark.parametrize(
+    "pair",
+    [
+        ("eagle", "speculators"),
+        ("speculators", "eagle"),
+        ("eagle", "modelopt"),
+        ("modelopt", "speculators"),
+        ("speculators", "modelopt"),
+    ],
+)
 def test_convert_a_b_a_keeps_taps(tmp_path, family, taps, pair):
     from eaglewire.taps import Wiring
 
@@ -108,7 +123,11 @@ def test_convert_a_b_a_keeps_taps(tmp_path, family, taps, pair):
         # and the ids in each file, read with that format's own convention, say the same (not just provenance)
         ck.provenance = None
         ck.configs = {"config.json": ck.config}
-        assert str(trained_taps(ck, tinfo).wiring) == taps, (d, ck.config.get("eagle_config"), ck.config.get("eagle_aux_hidden_state_layer_ids"))
+        assert str(trained_taps(ck, tinfo).wiring) == taps, (
+            d,
+            ck.config.get("eagle_config"),
+            ck.config.get("eagle_aux_hidden_state_layer_ids"),
+        )
     a, a2 = read_drafter(first), read_drafter(tmp_path / "a2")
     skip = ("t2d", "embed_tokens.weight") if "modelopt" in pair else ()
     same_tensors(a.tensors, a2.tensors, skip=skip)
@@ -125,7 +144,9 @@ def test_convert_refuses_inexpressible_and_writes_nothing(tmp_path):
     assert not (tmp_path / "out").exists()
     assert not [p for p in tmp_path.iterdir() if p.name.startswith(".out")]
     convert(src, tmp_path / "spec", "speculators", target)
-    assert json.loads((tmp_path / "spec" / "config.json").read_text())["eagle_aux_hidden_state_layer_ids"] == [0, 3, 7]
+    assert json.loads((tmp_path / "spec" / "config.json").read_text())[
+        "eagle_aux_hidden_state_layer_ids"
+    ] == [0, 3, 7]
     del Wiring
 
 
@@ -153,7 +174,9 @@ def test_peer_reads_our_speculators_output(tmp_path):
     convert(src, tmp_path / "s", "speculators", target)
     cfg = Eagle3SpeculatorConfig.from_pretrained(str(tmp_path / "s"))
     ours = read_drafter(tmp_path / "s")
-    assert cfg.eagle_aux_hidden_state_layer_ids == ours.config["eagle_aux_hidden_state_layer_ids"] == [2, 6, 9]
+    assert (
+        cfg.eagle_aux_hidden_state_layer_ids == ours.config["eagle_aux_hidden_state_layer_ids"] == [2, 6, 9]
+    )
     assert cfg.draft_vocab_size == 120 and cfg.transformer_layer_config.hidden_size == 64
     cfg.transformer_layer_config._attn_implementation = "eager"
     model = Eagle3DraftModel(cfg)

@@ -14,8 +14,8 @@ from eaglewire import conventions as conv
 from eaglewire.errors import InputError
 from eaglewire.formats import DrafterCheckpoint, eagle, read_drafter, write_drafter
 from eaglewire.formats.checkpoint import PROVENANCE_KEY
-from eaglewire.targets import FAMILIES, TargetInfo, read_target
 from eaglewire.taps import Wiring
+from eaglewire.targets import FAMILIES, TargetInfo, read_target
 from eaglewire.vocab import VocabReport, vocab_report
 
 # The convention a format's own id list is written in: its primary reader/producer.
@@ -85,9 +85,14 @@ class CheckReport:
                 "served_taps": str(s.taps) if s.taps else None,
                 "failure": s.failure,
                 "status": v.status,
-                "fix": None if v.fix is None else {
-                    "key": v.fix.key, "value": v.fix.value, "expressible": v.fix.expressible,
-                    "reason": v.fix.reason, "notes": v.fix.notes,
+                "fix": None
+                if v.fix is None
+                else {
+                    "key": v.fix.key,
+                    "value": v.fix.value,
+                    "expressible": v.fix.expressible,
+                    "reason": v.fix.reason,
+                    "notes": v.fix.notes,
                 },
                 "findings": [asdict(f) for f in v.findings],
                 "source": v.served.row.source,
@@ -106,7 +111,9 @@ class CheckReport:
             },
             "engines": [verdict(v) for v in self.verdicts],
             "findings": [asdict(f) for f in self.findings],
-            "vocab": None if self.vocab is None else {"ok": self.vocab.ok, "findings": [asdict(f) for f in self.vocab.findings]},
+            "vocab": None
+            if self.vocab is None
+            else {"ok": self.vocab.ok, "findings": [asdict(f) for f in self.vocab.findings]},
             "config_files": self.config_files,
             "status": "problem" if self.has_problem else "ok",
         }
@@ -117,9 +124,15 @@ def target_from_provenance(ckpt: DrafterCheckpoint) -> TargetInfo | None:
     if not isinstance(t, dict) or t.get("family") not in FAMILIES:
         return None
     return TargetInfo(
-        architecture=t.get("architecture", ""), text_architecture=t.get("architecture", ""), model_type=t["family"],
-        family=t["family"], num_layers=int(t["num_layers"]), hidden_size=int(t["hidden_size"]),
-        vocab_size=int(t["vocab_size"]), source="provenance", tokenizer_sha256=t.get("tokenizer_sha256"),
+        architecture=t.get("architecture", ""),
+        text_architecture=t.get("architecture", ""),
+        model_type=t["family"],
+        family=t["family"],
+        num_layers=int(t["num_layers"]),
+        hidden_size=int(t["hidden_size"]),
+        vocab_size=int(t["vocab_size"]),
+        source="provenance",
+        tokenizer_sha256=t.get("tokenizer_sha256"),
     )
 
 
@@ -128,8 +141,12 @@ def native_row(fmt: str, engine_class: str) -> conv.Convention:
     return conv.rows_for(spec, engine_class)[0].row
 
 
-def trained_taps(ckpt: DrafterCheckpoint, target: TargetInfo, trained_on: Wiring | None = None,
-                 trained_with: str | None = None) -> TrainedTaps:
+def trained_taps(
+    ckpt: DrafterCheckpoint,
+    target: TargetInfo,
+    trained_on: Wiring | None = None,
+    trained_with: str | None = None,
+) -> TrainedTaps:
     """The training taps: given, from provenance, or inferred from the checkpoint (say how sure)."""
     L = target.num_layers
     if trained_on is not None:
@@ -138,25 +155,46 @@ def trained_taps(ckpt: DrafterCheckpoint, target: TargetInfo, trained_on: Wiring
         spec = conv.parse_spec(trained_with)
         rows = [m.row for m in conv.rows_for(spec, target.engine_class) if m.row.role == "train"]
         if not rows:
-            raise InputError(f"--trained-with {trained_with}: not a trainer eaglewire knows (speculators, specforge, modelopt, eagle)")
+            raise InputError(
+                f"--trained-with {trained_with}: not a trainer eaglewire knows (speculators, specforge, modelopt, eagle)"
+            )
         cfg = _training_config(ckpt, rows[0])
         return _from_row(rows[0], cfg, L, f"--trained-with {trained_with}", "high")
     if ckpt.provenance and ckpt.provenance.taps:
-        return TrainedTaps(Wiring.parse(ckpt.provenance.taps).validate(L).served(), "eaglewire provenance", "certain")
+        return TrainedTaps(
+            Wiring.parse(ckpt.provenance.taps).validate(L).served(), "eaglewire provenance", "certain"
+        )
     for name, cfg in ckpt.configs.items():
         if name != "config.json" and cfg.get("speculators_model_type") == "eagle3":
             row = native_row("speculators", target.engine_class)
             return _from_row(row, cfg, L, f"{name} (the speculators training config in the folder)", "high")
     if ckpt.format == "speculators":
-        return _from_row(native_row("speculators", target.engine_class), ckpt.config, L,
-                         "speculators format (written by the speculators trainer)", "medium")
+        return _from_row(
+            native_row("speculators", target.engine_class),
+            ckpt.config,
+            L,
+            "speculators format (written by the speculators trainer)",
+            "medium",
+        )
     if ckpt.format == "modelopt":
-        return _from_row(native_row("modelopt", target.engine_class), ckpt.config, L, "modelopt export", "medium")
+        return _from_row(
+            native_row("modelopt", target.engine_class), ckpt.config, L, "modelopt export", "medium"
+        )
     declared = conv.get_path(ckpt.config, "eagle_config.eagle_aux_hidden_state_layer_ids")
     if declared:
         row = native_row("eagle", target.engine_class)
-        return _from_row(row, ckpt.config, L, "eagle_config ids read the way SGLang (this format's engine) reads them", "low")
-    return TrainedTaps(Wiring.of(sorted(set(conv._default("2,L//2,L-3", L)))), "no ids anywhere: every framework's default", "medium")
+        return _from_row(
+            row,
+            ckpt.config,
+            L,
+            "eagle_config ids read the way SGLang (this format's engine) reads them",
+            "low",
+        )
+    return TrainedTaps(
+        Wiring.of(sorted(set(conv._default("2,L//2,L-3", L)))),
+        "no ids anywhere: every framework's default",
+        "medium",
+    )
 
 
 def _training_config(ckpt: DrafterCheckpoint, row: conv.Convention) -> dict:
@@ -170,44 +208,87 @@ def _training_config(ckpt: DrafterCheckpoint, row: conv.Convention) -> dict:
 def _from_row(row: conv.Convention, cfg: dict, L: int, basis: str, confidence: str) -> TrainedTaps:
     res = conv.resolve(row, cfg, L)
     if not res.ok:
-        return TrainedTaps(None, f"{basis}: {res.failure}", "low", list(res.ids or []), res.source_key, row.key)
-    return TrainedTaps(res.taps, basis + ("" if res.source_key else " (no ids: the trainer's default)"), confidence,
-                       list(res.ids or []), res.source_key, row.key)
+        return TrainedTaps(
+            None, f"{basis}: {res.failure}", "low", list(res.ids or []), res.source_key, row.key
+        )
+    return TrainedTaps(
+        res.taps,
+        basis + ("" if res.source_key else " (no ids: the trainer's default)"),
+        confidence,
+        list(res.ids or []),
+        res.source_key,
+        row.key,
+    )
 
 
-def engine_findings(ckpt: DrafterCheckpoint, target: TargetInfo, row: conv.Convention, served: conv.Resolution) -> list[Finding]:
+def engine_findings(
+    ckpt: DrafterCheckpoint, target: TargetInfo, row: conv.Convention, served: conv.Resolution
+) -> list[Finding]:
     """What else about this engine silently changes the drafter's numbers or stops it loading."""
     out: list[Finding] = []
     eng = row.framework
     arch = ckpt.arch
     cfg = ckpt.config
     if eng == "sglang" and ckpt.format == "speculators":
-        out.append(Finding("problem", "format-unsupported",
-                           "SGLang has no speculators-format support (no transformer_layer_config); convert the "
-                           "drafter with `eaglewire convert --to eagle`", eng))
+        out.append(
+            Finding(
+                "problem",
+                "format-unsupported",
+                "SGLang has no speculators-format support (no transformer_layer_config); convert the "
+                "drafter with `eaglewire convert --to eagle`",
+                eng,
+            )
+        )
     ec = cfg.get("eagle_config") if isinstance(cfg.get("eagle_config"), dict) else {}
     if ec.get("use_aux_hidden_state") is False:
-        out.append(Finding("problem", "aux-disabled", "eagle_config.use_aux_hidden_state is false: the engine feeds no "
-                           "aux hidden states to fc", eng))
+        out.append(
+            Finding(
+                "problem",
+                "aux-disabled",
+                "eagle_config.use_aux_hidden_state is false: the engine feeds no aux hidden states to fc",
+                eng,
+            )
+        )
     if arch is not None and served.taps is not None:
-        engine_n = len(conv.get_path(cfg, "eagle_aux_hidden_state_layer_ids") or []) if (
-            ckpt.format == "speculators") else eagle.n_aux_declared(cfg, ckpt.where())
+        engine_n = (
+            len(conv.get_path(cfg, "eagle_aux_hidden_state_layer_ids") or [])
+            if (ckpt.format == "speculators")
+            else eagle.n_aux_declared(cfg, ckpt.where())
+        )
         engine_n = engine_n or 3
         fc_n = arch.n_aux
         if ckpt.fc_in_width is not None and ckpt.fc_in_width % target.hidden_size == 0:
             fc_n = ckpt.fc_in_width // target.hidden_size
         if len(served.taps) != engine_n or (ckpt.fc_in_width is not None and fc_n != engine_n):
-            out.append(Finding("problem", "fc-width",
-                               f"{eng} captures {len(served.taps)} states and builds fc for {engine_n}, the weights' fc "
-                               f"takes {fc_n}: loading or the first forward fails", eng))
+            out.append(
+                Finding(
+                    "problem",
+                    "fc-width",
+                    f"{eng} captures {len(served.taps)} states and builds fc for {engine_n}, the weights' fc "
+                    f"takes {fc_n}: loading or the first forward fails",
+                    eng,
+                )
+            )
     if arch is not None and arch.norm_before_residual and eng == "sglang":
-        out.append(Finding("problem", "norm-before-residual",
-                           "drafter uses norm_before_residual, which SGLang does not implement (llama_eagle3.py input "
-                           "layer keeps the raw residual): its draft numerics differ from training", eng))
+        out.append(
+            Finding(
+                "problem",
+                "norm-before-residual",
+                "drafter uses norm_before_residual, which SGLang does not implement (llama_eagle3.py input "
+                "layer keeps the raw residual): its draft numerics differ from training",
+                eng,
+            )
+        )
     if eng == "vllm" and ckpt.format == "speculators" and "norm_before_residual" not in cfg:
-        out.append(Finding("warning", "norm-before-residual-default",
-                           "config has no norm_before_residual: vLLM's speculators loader defaults it to True, "
-                           "speculators to False (vllm transformers_utils/configs/speculators/algos.py)", eng))
+        out.append(
+            Finding(
+                "warning",
+                "norm-before-residual-default",
+                "config has no norm_before_residual: vLLM's speculators loader defaults it to True, "
+                "speculators to False (vllm transformers_utils/configs/speculators/algos.py)",
+                eng,
+            )
+        )
     return out
 
 
@@ -216,23 +297,55 @@ def general_findings(ckpt: DrafterCheckpoint, target: TargetInfo) -> list[Findin
     arch = ckpt.arch
     if arch is not None:
         if arch.vocab_size != target.vocab_size:
-            out.append(Finding("problem", "vocab-size", f"drafter vocab_size {arch.vocab_size} != target vocab "
-                               f"{target.vocab_size}: it was built for another tokenizer"))
+            out.append(
+                Finding(
+                    "problem",
+                    "vocab-size",
+                    f"drafter vocab_size {arch.vocab_size} != target vocab "
+                    f"{target.vocab_size}: it was built for another tokenizer",
+                )
+            )
         if arch.target_hidden_size != target.hidden_size:
-            out.append(Finding("problem", "target-hidden", f"drafter target_hidden_size {arch.target_hidden_size} != "
-                               f"target hidden_size {target.hidden_size}"))
+            out.append(
+                Finding(
+                    "problem",
+                    "target-hidden",
+                    f"drafter target_hidden_size {arch.target_hidden_size} != "
+                    f"target hidden_size {target.hidden_size}",
+                )
+            )
     prov = ckpt.provenance.target if ckpt.provenance else None
     if isinstance(prov, dict) and target.source != "provenance":
         for key in ("num_layers", "hidden_size", "vocab_size"):
             if prov.get(key) is not None and prov[key] != getattr(target, key):
-                out.append(Finding("problem", "target-identity",
-                                   f"drafter was trained on a target with {key}={prov[key]}, this target has "
-                                   f"{getattr(target, key)}"))
-        if prov.get("tokenizer_sha256") and target.tokenizer_sha256 and prov["tokenizer_sha256"] != target.tokenizer_sha256:
-            out.append(Finding("problem", "tokenizer", "drafter was trained with another tokenizer (tokenizer.json hash differs)"))
+                out.append(
+                    Finding(
+                        "problem",
+                        "target-identity",
+                        f"drafter was trained on a target with {key}={prov[key]}, this target has "
+                        f"{getattr(target, key)}",
+                    )
+                )
+        if (
+            prov.get("tokenizer_sha256")
+            and target.tokenizer_sha256
+            and prov["tokenizer_sha256"] != target.tokenizer_sha256
+        ):
+            out.append(
+                Finding(
+                    "problem",
+                    "tokenizer",
+                    "drafter was trained with another tokenizer (tokenizer.json hash differs)",
+                )
+            )
     if not ckpt.has_weights:
-        out.append(Finding("info", "config-only", "no weights in the folder: configs checked alone (fc width and vocab "
-                           "maps not verified)"))
+        out.append(
+            Finding(
+                "info",
+                "config-only",
+                "no weights in the folder: configs checked alone (fc width and vocab maps not verified)",
+            )
+        )
     for note in ckpt.notes:
         out.append(Finding("info", "note", note))
     return out
@@ -266,23 +379,36 @@ def check(
             served = conv.resolve(m.row, ckpt.config, L)
             findings = engine_findings(ckpt, tinfo, m.row, served)
             if not m.exact:
-                findings.append(Finding("info", "nearest-row", f"no convention row covers {spec}; using the nearest "
-                                        f"one ({m.row.label}, read at {', '.join(m.row.checked)})", m.row.framework))
+                findings.append(
+                    Finding(
+                        "info",
+                        "nearest-row",
+                        f"no convention row covers {spec}; using the nearest "
+                        f"one ({m.row.label}, read at {', '.join(m.row.checked)})",
+                        m.row.framework,
+                    )
+                )
             if served.failure:
                 status = "fails"
             elif trained.wiring is None:
                 status = "unknown"
             else:
-                status = "ok" if served.taps is not None and served.taps.same_set(trained.wiring) else "mismatch"
+                status = (
+                    "ok" if served.taps is not None and served.taps.same_set(trained.wiring) else "mismatch"
+                )
             fix = None
             if status in ("mismatch", "fails") and trained.wiring is not None:
                 fix = conv.config_value_for(m.row, trained.wiring, L)
             version = spec.version or conv.NEWEST.get(spec.framework)
             name = f"{spec.framework}=={version}" + (f" {m.row.runner}" if m.row.runner else "")
-            verdicts.append(EngineVerdict(name, m.row.key, m.exact, "config.json", served, status, fix, findings))
+            verdicts.append(
+                EngineVerdict(name, m.row.key, m.exact, "config.json", served, status, fix, findings)
+            )
     vrep = None
     if ckpt.arch is not None and ckpt.has_weights:
-        vrep = vocab_report(ckpt.tensors.get("d2t"), ckpt.tensors.get("t2d"), ckpt.arch.vocab_size, ckpt.arch.draft_vocab_size)
+        vrep = vocab_report(
+            ckpt.tensors.get("d2t"), ckpt.tensors.get("t2d"), ckpt.arch.vocab_size, ckpt.arch.draft_vocab_size
+        )
     findings = general_findings(ckpt, tinfo)
     if vrep is not None:
         findings += [Finding(f.severity, f.code, f.message) for f in vrep.findings]
@@ -290,7 +416,9 @@ def check(
     for name in ckpt.configs:
         if name != "config.json":
             files[name] = "no engine reads this file (a training record)"
-    return CheckReport(str(ckpt.path or drafter), ckpt.format, tinfo, trained, verdicts, findings, vrep, files)
+    return CheckReport(
+        str(ckpt.path or drafter), ckpt.format, tinfo, trained, verdicts, findings, vrep, files
+    )
 
 
 def fixed_config(report: CheckReport, config: dict) -> dict:
@@ -313,6 +441,9 @@ def write_fixed(ckpt: DrafterCheckpoint, report: CheckReport, out: Path) -> Path
     """A copy of the drafter with the fixed config.json (the input is never modified)."""
     cfg = fixed_config(report, ckpt.config)
     if report.trained.wiring is not None and ckpt.provenance is None:
-        cfg.setdefault(PROVENANCE_KEY, {"provenance": {"taps": str(report.trained.wiring), "written_by": "eaglewire check --fix-into"}})
+        cfg.setdefault(
+            PROVENANCE_KEY,
+            {"provenance": {"taps": str(report.trained.wiring), "written_by": "eaglewire check --fix-into"}},
+        )
     extra = {k: v for k, v in ckpt.configs.items() if k != "config.json"}
     return write_drafter(ckpt, out, ckpt.format, None, config=cfg, extra_files=extra)

@@ -33,8 +33,12 @@ def _wiring(text: str | None) -> Wiring | None:
 
 @app.command()
 def inspect(
-    drafter: Path = typer.Argument(..., help="Drafter folder (EAGLE/SGLang, speculators or modelopt format)."),
-    target: Path | None = typer.Option(None, "--target", help="Target config.json or folder: show the taps each engine feeds."),
+    drafter: Path = typer.Argument(
+        ..., help="Drafter folder (EAGLE/SGLang, speculators or modelopt format)."
+    ),
+    target: Path | None = typer.Option(
+        None, "--target", help="Target config.json or folder: show the taps each engine feeds."
+    ),
     json_out: bool = JSON,
 ) -> None:
     """Show a drafter's format, shapes, vocab-map health and declared ids; with --target, the served taps."""
@@ -51,11 +55,27 @@ def inspect(
 @app.command()
 def check(
     drafter: Path = typer.Argument(..., help="Drafter folder."),
-    target: Path | None = typer.Option(None, "--target", help="Target config.json or folder (optional if the drafter has provenance)."),
-    engine: list[str] = typer.Option(None, "--engine", help="Engine and version, e.g. sglang==0.5.23 or vllm==0.33.0 (repeatable; default: newest of both)."),
-    trained_on: str | None = typer.Option(None, "--trained-on", help="Taps the drafter was trained on, e.g. h0,h3,h31."),
-    trained_with: str | None = typer.Option(None, "--trained-with", help="Trainer whose convention the checkpoint ids follow: speculators, specforge, modelopt or eagle."),
-    fix_into: Path | None = typer.Option(None, "--fix-into", help="Write a copy of the drafter with the fixed config.json into this new folder."),
+    target: Path | None = typer.Option(
+        None, "--target", help="Target config.json or folder (optional if the drafter has provenance)."
+    ),
+    engine: list[str] = typer.Option(
+        None,
+        "--engine",
+        help="Engine and version, e.g. sglang==0.5.23 or vllm==0.33.0 (repeatable; default: newest of both).",
+    ),
+    trained_on: str | None = typer.Option(
+        None, "--trained-on", help="Taps the drafter was trained on, e.g. h0,h3,h31."
+    ),
+    trained_with: str | None = typer.Option(
+        None,
+        "--trained-with",
+        help="Trainer whose convention the checkpoint ids follow: speculators, specforge, modelopt or eagle.",
+    ),
+    fix_into: Path | None = typer.Option(
+        None,
+        "--fix-into",
+        help="Write a copy of the drafter with the fixed config.json into this new folder.",
+    ),
     json_out: bool = JSON,
 ) -> None:
     """Verdict: does each engine feed the taps the drafter was trained on? Prints the exact fix."""
@@ -85,16 +105,22 @@ def check(
 @app.command(context_settings={"allow_extra_args": True, "ignore_unknown_options": True})
 def lint(
     command: list[str] = typer.Argument(None, help="The launch command, after --."),
-    engine: str | None = typer.Option(None, "--engine", help="Force the engine (sglang or vllm), optionally with ==VERSION."),
-    target_arch: str | None = typer.Option(None, "--target-arch", help="Target architecture when --model-path is not a local folder."),
+    engine: str | None = typer.Option(
+        None, "--engine", help="Force the engine (sglang or vllm), optionally with ==VERSION."
+    ),
+    target_arch: str | None = typer.Option(
+        None, "--target-arch", help="Target architecture when --model-path is not a local folder."
+    ),
     json_out: bool = JSON,
 ) -> None:
     """Apply SGLang's / vLLM's own adjustment rules to a launch command; report every silent override."""
     from eaglewire import flags
 
     if not command:
-        raise InputError("give the launch command after --, e.g. eaglewire lint -- python -m sglang.launch_server ...")
-    name, version = (engine.split("==", 1) + [None])[:2] if engine else (None, None)
+        raise InputError(
+            "give the launch command after --, e.g. eaglewire lint -- python -m sglang.launch_server ..."
+        )
+    name, version = ([*engine.split("==", 1), None])[:2] if engine else (None, None)
     rep = flags.lint(list(command), engine=name, engine_version=version, target_arch=target_arch)
     if json_out:
         report.print_json(rep.to_dict())
@@ -108,8 +134,12 @@ def convert(
     src: Path = typer.Argument(..., help="Source drafter folder."),
     dst: Path = typer.Argument(..., help="New destination folder."),
     to: str = typer.Option(..., "--to", help="Destination format: eagle, speculators or modelopt."),
-    target: Path | None = typer.Option(None, "--target", help="Target config.json or folder (optional with provenance)."),
-    trained_on: str | None = typer.Option(None, "--trained-on", help="Taps the source was trained on, if its ids do not say."),
+    target: Path | None = typer.Option(
+        None, "--target", help="Target config.json or folder (optional with provenance)."
+    ),
+    trained_on: str | None = typer.Option(
+        None, "--trained-on", help="Taps the source was trained on, if its ids do not say."
+    ),
     json_out: bool = JSON,
 ) -> None:
     """Convert between formats, rewriting the id list so the drafter is fed the same taps."""
@@ -120,6 +150,164 @@ def convert(
         report.print_json({**res.__dict__, "taps": str(res.taps)})
     else:
         report.render_convert(res, report.console())
+
+
+@app.command()
+def capture(
+    target: Path = typer.Option(
+        ..., "--target", help="Target model folder (transformers weights + tokenizer)."
+    ),
+    data: Path = typer.Option(
+        ..., "--data", help='Text file, folder of text files, or JSONL ({"text"} or chat {"messages"}).'
+    ),
+    out: Path = typer.Option(..., "--out", help="Capture folder (resumable: complete shards are skipped)."),
+    taps: str = typer.Option(
+        "all", "--taps", help="Taps to store: all, or e.g. h0,h3,h31 (h_L is always stored)."
+    ),
+    max_len: int = typer.Option(512, "--max-len", help="Tokens per sample (longer texts are split)."),
+    samples_per_shard: int = typer.Option(32, "--samples-per-shard"),
+    fp32: bool = typer.Option(False, "--fp32", help="Store float32 instead of bfloat16."),
+    trust_remote_code: bool = typer.Option(False, "--trust-remote-code"),
+    json_out: bool = JSON,
+) -> None:
+    """Run the target once per sample and store every tap it needs (h_L pre-norm), as safetensors shards."""
+    import torch
+
+    from eaglewire.capture import capture as run_capture
+    from eaglewire.data import load_samples
+    from eaglewire.targets import load_target
+
+    tgt = load_target(target, trust_remote_code=trust_remote_code)
+    if tgt.tokenizer is None:
+        raise InputError(f"{target}: no tokenizer in the target folder")
+    samples = load_samples(data, tgt.tokenizer, max_len)
+    wiring = None if taps == "all" else Wiring.parse(taps)
+    with report.ProgressBar("capture", enabled=not json_out) as bar:
+        res = run_capture(
+            tgt, samples, out, wiring, samples_per_shard, torch.float32 if fp32 else torch.bfloat16, bar
+        )
+    info = {
+        "out": str(res.out),
+        "samples": res.samples,
+        "tokens": res.tokens,
+        "taps": str(res.taps),
+        "shards_written": res.shards_written,
+        "shards_skipped": res.shards_skipped,
+    }
+    if json_out:
+        report.print_json(info)
+    else:
+        report.console().print(
+            f"captured {res.samples} samples ({res.tokens} tokens), taps {res.taps} -> {res.out} "
+            f"({res.shards_written} shards written, {res.shards_skipped} already complete)"
+        )
+
+
+@app.command()
+def train(
+    target: Path = typer.Option(..., "--target", help="Target model folder."),
+    out: Path = typer.Option(
+        ..., "--out", help="Drafter folder (EAGLE/SGLang format + provenance); resumes from out/checkpoint."
+    ),
+    taps: str = typer.Option(..., "--taps", help="Training wiring, e.g. h2,h4,h5 or embed,out(L2),out(L30)."),
+    data: Path | None = typer.Option(None, "--data", help="Training text/JSONL (the target runs online)."),
+    captured: Path | None = typer.Option(
+        None, "--captured", help="An `eaglewire capture` folder instead of --data."
+    ),
+    val_fraction: float = typer.Option(
+        0.05, "--val-fraction", help="Share of samples held out for validation."
+    ),
+    draft_vocab: int | None = typer.Option(
+        None, "--draft-vocab", help="Draft vocabulary size (default: the target's)."
+    ),
+    layers: int = typer.Option(1, "--layers", help="Drafter decoder layers."),
+    ttt_steps: int = typer.Option(7, "--ttt-steps", help="Training-time-test unroll length."),
+    step_decay: float = typer.Option(0.8, "--step-decay", help="Loss weight of step k is decay^k."),
+    steps: int = typer.Option(1000, "--steps", help="Optimizer steps."),
+    batch_size: int = typer.Option(8, "--batch-size", help="Samples per optimizer step (global)."),
+    lr: float = typer.Option(1e-3, "--lr"),
+    warmup: int = typer.Option(50, "--warmup"),
+    grad_clip: float = typer.Option(0.5, "--grad-clip"),
+    bf16: bool = typer.Option(False, "--bf16", help="bfloat16 autocast (fp32 master weights)."),
+    max_len: int = typer.Option(512, "--max-len"),
+    norm_before_residual: bool = typer.Option(False, "--norm-before-residual"),
+    checkpoint_every: int = typer.Option(100, "--checkpoint-every"),
+    eval_every: int = typer.Option(100, "--eval-every"),
+    seed: int = typer.Option(0, "--seed"),
+    export: str | None = typer.Option(
+        None, "--export", help="Also write a copy in this format (speculators)."
+    ),
+    json_out: bool = JSON,
+) -> None:
+    """Train an EAGLE-3 drafter (training-time test); the checkpoint records its taps and target."""
+    from eaglewire.capture import CaptureReader, OnlineSource
+    from eaglewire.data import load_samples
+    from eaglewire.targets import load_target
+    from eaglewire.train import TrainConfig, train_drafter, world
+
+    if (data is None) == (captured is None):
+        raise InputError("give exactly one of --data (online) or --captured (an eaglewire capture folder)")
+    if export not in (None, "speculators"):
+        raise InputError(f"--export {export!r}: only speculators is supported")
+    wiring = Wiring.parse(taps)
+    tgt = load_target(target)
+    if captured is not None:
+        source = CaptureReader(captured)
+        if source.manifest["target"].get("num_layers") != tgt.info.num_layers:
+            raise InputError(f"{captured}: captured from another target than {target}")
+    else:
+        if tgt.tokenizer is None:
+            raise InputError(f"{target}: no tokenizer in the target folder")
+        source = OnlineSource(tgt, load_samples(data, tgt.tokenizer, max_len), wiring)
+    cfg = TrainConfig(
+        taps=str(wiring),
+        draft_vocab_size=draft_vocab,
+        num_layers=layers,
+        ttt_steps=ttt_steps,
+        step_decay=step_decay,
+        steps=steps,
+        batch_size=batch_size,
+        lr=lr,
+        warmup_steps=warmup,
+        grad_clip=grad_clip,
+        bf16=bf16,
+        checkpoint_every=checkpoint_every,
+        eval_every=eval_every,
+        seed=seed,
+        norm_before_residual=norm_before_residual,
+    )
+    with report.ProgressBar("train", enabled=not json_out and world()[0] == 0) as bar:
+        res = train_drafter(
+            tgt,
+            source,
+            out,
+            cfg,
+            val_fraction=val_fraction,
+            export_speculators=export == "speculators",
+            data_note=str(data or captured),
+            progress=bar,
+        )
+    if world()[0] != 0:
+        return
+    val = res.val
+    info = {
+        "out": str(out),
+        "steps": res.steps,
+        "resumed_from": res.resumed_from,
+        "world_size": res.extra["world_size"],
+        "tokens_per_second": round(res.tokens_per_second, 1),
+        "held_out": None if val is None else {"acc": val.acc, "cond_acc": val.cond_acc, "loss": val.loss},
+    }
+    if json_out:
+        report.print_json(info)
+    else:
+        c = report.console()
+        c.print(
+            f"wrote {out} (taps {wiring.served()}, {res.steps} steps, {res.tokens_per_second:.0f} tokens/s)"
+        )
+        if val is not None:
+            c.print("held-out acc per step: " + " ".join(f"{a:.3f}" for a in val.acc))
+            c.print("held-out conditional acc: " + " ".join(f"{a:.3f}" for a in val.cond_acc))
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -14,10 +14,10 @@ from pathlib import Path
 from eaglewire import conventions as conv
 from eaglewire.check import native_row, target_from_provenance, trained_taps
 from eaglewire.errors import InputError
-from eaglewire.formats import FORMATS, DrafterCheckpoint, Provenance, read_drafter, write_drafter
+from eaglewire.formats import FORMATS, MODULES, DrafterCheckpoint, Provenance, read_drafter, write_drafter
 from eaglewire.formats.checkpoint import PROVENANCE_KEY
-from eaglewire.targets import TargetInfo, read_target
 from eaglewire.taps import Wiring
+from eaglewire.targets import TargetInfo, read_target
 from eaglewire.vocab import t2d_from_d2t
 
 
@@ -47,41 +47,27 @@ def convert(
     if ckpt.arch is None:
         raise InputError(f"{ckpt.where()}: cannot convert this drafter ({'; '.join(ckpt.notes)})")
     if not ckpt.has_weights:
-        raise InputError(f"{ckpt.path}: no weights (model.safetensors, an index, or pytorch_model.bin) to convert")
+        raise InputError(
+            f"{ckpt.path}: no weights (model.safetensors, an index, or pytorch_model.bin) to convert"
+        )
     tinfo = _target(ckpt, target)
-    L = tinfo.num_layers
     trained = trained_taps(ckpt, tinfo, trained_on)
     if trained.wiring is None:
-        raise InputError(f"{ckpt.where()}: cannot tell which taps the source feeds ({trained.basis}); pass --trained-on")
+        raise InputError(
+            f"{ckpt.where()}: cannot tell which taps the source feeds ({trained.basis}); pass --trained-on"
+        )
     taps = trained.wiring
-    row = native_row(to, tinfo.engine_class)
-    fix = conv.config_value_for(row, taps, L)
-    if not fix.expressible:
-        raise InputError(f"cannot write {taps} as a {to} checkpoint for this {tinfo.family} target: {fix.reason}")
     out = _prepared(ckpt, to)
     prov = out.provenance or Provenance()
     prov.taps = str(taps)
     prov.target = prov.target or tinfo.identity()
     prov.written_by = prov.written_by or f"eaglewire convert from {ckpt.format}"
     out.provenance = prov
-    result = ConvertResult(str(src), ckpt.format, str(dst), to, taps, trained.basis, fix.value)
-    cfg = _config(out, to, fix.value)
-    if to == "eagle":
-        # vLLM reads a top-level list first (MRV2 never reads eagle_config): write its value too, so both
-        # engines feed the same taps from one config.json.
-        for m in conv.rows_for(conv.parse_spec("vllm"), tinfo.engine_class):
-            vfix = conv.config_value_for(m.row, taps, L)
-            if vfix.expressible and vfix.key == "eagle_aux_hidden_state_layer_ids":
-                cfg["eagle_aux_hidden_state_layer_ids"] = list(vfix.value or [])
-                result.extra_keys["eagle_aux_hidden_state_layer_ids"] = list(vfix.value or [])
-                break
-        else:
-            result.notes.append(f"vLLM cannot feed {taps} on a {tinfo.family} target: no top-level id list written")
-    if to == "modelopt":
-        result.notes.append("the modelopt export format stores no t2d and no embed_tokens (engines use the target's)")
+    cfg, ids, extra, notes = format_config(out, to, taps, tinfo)
+    result = ConvertResult(str(src), ckpt.format, str(dst), to, taps, trained.basis, ids, extra, notes)
     if ckpt.format == "modelopt" and "embed_tokens.weight" not in ckpt.tensors:
         result.notes.append("source has no embed_tokens (modelopt): the destination has none either")
-    write_drafter(out, dst, to, fix.value, config=cfg)
+    write_drafter(out, dst, to, ids, config=cfg)
     return result
 
 
@@ -92,7 +78,9 @@ def _target(ckpt: DrafterCheckpoint, target: Path | str | TargetInfo | None) -> 
         return read_target(target)
     info = target_from_provenance(ckpt)
     if info is None:
-        raise InputError(f"{ckpt.where()}: pass --target CONFIG_OR_DIR (needed to translate ids between conventions)")
+        raise InputError(
+            f"{ckpt.where()}: pass --target CONFIG_OR_DIR (needed to translate ids between conventions)"
+        )
     return info
 
 
@@ -105,13 +93,36 @@ def _prepared(ckpt: DrafterCheckpoint, to: str) -> DrafterCheckpoint:
     return out
 
 
-def _config(ckpt: DrafterCheckpoint, to: str, ids: list[int] | None) -> dict:
-    from eaglewire.formats import MODULES
+def format_config(ckpt: DrafterCheckpoint, fmt: str, taps: Wiring, target: TargetInfo):
+    """config.json for `ckpt` as `fmt` so that the format's engines feed `taps`: (config, ids, extra keys, notes).
 
-    cfg = MODULES[to].build_config(ckpt, ids)
+    Raises InputError when the format's own convention cannot express the taps."""
+    L = target.num_layers
+    fix = conv.config_value_for(native_row(fmt, target.engine_class), taps, L)
+    if not fix.expressible:
+        raise InputError(
+            f"cannot write {taps} as a {fmt} checkpoint for this {target.family} target: {fix.reason}"
+        )
+    cfg = MODULES[fmt].build_config(ckpt, fix.value)
+    extra: dict[str, list[int]] = {}
+    notes: list[str] = []
+    if fmt == "eagle":
+        # vLLM reads a top-level list first (MRV2 never reads eagle_config): write its value too, so both
+        # engines feed the same taps from one config.json.
+        for m in conv.rows_for(conv.parse_spec("vllm"), target.engine_class):
+            vfix = conv.config_value_for(m.row, taps, L)
+            if vfix.expressible and vfix.key == "eagle_aux_hidden_state_layer_ids":
+                cfg["eagle_aux_hidden_state_layer_ids"] = extra[vfix.key] = list(vfix.value or [])
+                break
+        else:
+            notes.append(f"vLLM cannot feed {taps} on a {target.family} target: no top-level id list written")
+    if fmt == "modelopt":
+        notes.append(
+            "the modelopt export format stores no t2d and no embed_tokens (engines use the target's)"
+        )
     if ckpt.provenance is not None:
         cfg[PROVENANCE_KEY] = ckpt.provenance.to_config()
-    return cfg
+    return cfg, fix.value, extra, notes
 
 
-__all__ = ["ConvertResult", "convert"]
+__all__ = ["ConvertResult", "convert", "format_config"]

@@ -48,16 +48,24 @@ class Inspection:
             "declared_ids": self.configs,
             "config_readers": self.readers,
             "provenance": self.provenance,
-            "vocab": None if self.vocab is None else {
-                "draft_vocab_size": self.vocab.draft_vocab_size, "vocab_size": self.vocab.vocab_size,
-                "has_d2t": self.vocab.has_d2t, "has_t2d": self.vocab.has_t2d, "ok": self.vocab.ok,
+            "vocab": None
+            if self.vocab is None
+            else {
+                "draft_vocab_size": self.vocab.draft_vocab_size,
+                "vocab_size": self.vocab.vocab_size,
+                "has_d2t": self.vocab.has_d2t,
+                "has_t2d": self.vocab.has_t2d,
+                "ok": self.vocab.ok,
                 "findings": [f.__dict__ for f in self.vocab.findings],
             },
             "notes": self.notes,
             "target": None if self.target is None else self.target.identity(),
-            "trained": None if self.trained is None else {
+            "trained": None
+            if self.trained is None
+            else {
                 "taps": str(self.trained.wiring) if self.trained.wiring else None,
-                "basis": self.trained.basis, "confidence": self.trained.confidence,
+                "basis": self.trained.basis,
+                "confidence": self.trained.confidence,
             },
             "served": [s.__dict__ for s in self.served],
         }
@@ -79,7 +87,9 @@ def inspect_drafter(path: Path | str, target: Path | str | None = None) -> Inspe
     ckpt = read_drafter(path)
     vrep = None
     if ckpt.arch is not None and ckpt.has_weights:
-        vrep = vocab_report(ckpt.tensors.get("d2t"), ckpt.tensors.get("t2d"), ckpt.arch.vocab_size, ckpt.arch.draft_vocab_size)
+        vrep = vocab_report(
+            ckpt.tensors.get("d2t"), ckpt.tensors.get("t2d"), ckpt.arch.vocab_size, ckpt.arch.draft_vocab_size
+        )
     ins = Inspection(
         path=str(ckpt.path),
         format=ckpt.format,
@@ -100,6 +110,14 @@ def inspect_drafter(path: Path | str, target: Path | str | None = None) -> Inspe
             if row.role != "serve" or row.engine_class not in (tinfo.engine_class, "any"):
                 continue
             res = conv.resolve(row, ckpt.config, tinfo.num_layers)
-            ins.served.append(ServedRow(row.key, row.label, res.source_key, list(res.ids) if res.ids else None,
-                                        str(res.taps) if res.taps else None, res.failure))
+            ins.served.append(
+                ServedRow(
+                    row.key,
+                    row.label,
+                    res.source_key,
+                    list(res.ids) if res.ids else None,
+                    str(res.taps) if res.taps else None,
+                    res.failure,
+                )
+            )
     return ins

@@ -29,27 +29,42 @@ def _ids(v) -> str:
 def render_check(rep, out: Console) -> None:
     t = rep.target
     out.print(f"[bold]drafter[/] {escape(rep.drafter)} ({rep.format} format)")
-    out.print(f"[bold]target[/]  {t.architecture} ({t.family}, L={t.num_layers}, hidden {t.hidden_size}, vocab {t.vocab_size})")
+    out.print(
+        f"[bold]target[/]  {t.architecture} ({t.family}, L={t.num_layers}, hidden {t.hidden_size}, vocab {t.vocab_size})"
+    )
     tr = rep.trained
     taps = str(tr.wiring) if tr.wiring else "unknown"
     human = f"  = {tr.wiring.human(t.num_layers)}" if tr.wiring else ""
-    out.print(f"[bold]trained on[/] {taps}{human}  [dim](from {escape(tr.basis)}; confidence: {tr.confidence})[/]")
+    out.print(
+        f"[bold]trained on[/] {taps}{human}  [dim](from {escape(tr.basis)}; confidence: {tr.confidence})[/]"
+    )
     table = Table(show_lines=False, header_style="bold")
     for col in ("engine", "reads", "ids", "served taps", "verdict"):
         table.add_column(col)
     for v in rep.verdicts:
         s = v.served
         served = Text(str(s.taps)) if s.taps else Text("fails (below)", style="red")
-        table.add_row(Text(v.engine), Text(s.source_key or "(default)"), _ids(s.ids), served,
-                      Text(v.status, STATUS_STYLE.get(v.status, "")))
+        table.add_row(
+            Text(v.engine),
+            Text(s.source_key or "(default)"),
+            _ids(s.ids),
+            served,
+            Text(v.status, STATUS_STYLE.get(v.status, "")),
+        )
     out.print(table)
     for v in rep.verdicts:
         if v.served.failure:
             out.print(Text(f"{v.engine}: {v.served.failure}", "red"))
         if v.fix is not None:
             if v.fix.expressible:
-                out.print(Text.assemble(("fix", "bold green"), f" for {v.engine}: set ", (str(v.fix.key), "bold"),
-                                        f" = {_ids(v.fix.value)} in config.json"))
+                out.print(
+                    Text.assemble(
+                        ("fix", "bold green"),
+                        f" for {v.engine}: set ",
+                        (str(v.fix.key), "bold"),
+                        f" = {_ids(v.fix.value)} in config.json",
+                    )
+                )
                 for n in v.fix.notes:
                     out.print(Text(f"    {n}", "dim"))
             else:
@@ -58,7 +73,11 @@ def render_check(rep, out: Console) -> None:
             out.print(Text(f"{f.severity}: [{v.engine}] {f.message}", SEVERITY_STYLE[f.severity]))
     for f in rep.findings:
         out.print(Text(f"{f.severity}: {f.message}", SEVERITY_STYLE[f.severity]))
-    verdict = "PROBLEM: the engine will not feed this drafter what it was trained on" if rep.has_problem else "OK: every engine feeds the trained taps"
+    verdict = (
+        "PROBLEM: the engine will not feed this drafter what it was trained on"
+        if rep.has_problem
+        else "OK: every engine feeds the trained taps"
+    )
     out.print(Text(verdict, "bold red" if rep.has_problem else "bold green"))
 
 
@@ -88,7 +107,9 @@ def render_inspection(ins, out: Console) -> None:
     if ins.vocab is not None:
         v = ins.vocab
         state = "ok" if v.ok else "PROBLEM"
-        out.print(f"  vocab map: {state} (d2t {'yes' if v.has_d2t else 'no'}, t2d {'yes' if v.has_t2d else 'no'})")
+        out.print(
+            f"  vocab map: {state} (d2t {'yes' if v.has_d2t else 'no'}, t2d {'yes' if v.has_t2d else 'no'})"
+        )
         for f in v.findings:
             out.print(Text(f"      {f.severity}: {f.message}", SEVERITY_STYLE[f.severity]))
     if ins.provenance:
@@ -100,37 +121,63 @@ def render_inspection(ins, out: Console) -> None:
         tr = ins.trained
         out.print(f"[bold]target[/] {t.architecture} ({t.family}, L={t.num_layers})")
         if tr is not None:
-            out.print(Text(f"  trained on: {tr.wiring or 'unknown'} (from {tr.basis}; confidence {tr.confidence})"))
+            out.print(
+                Text(f"  trained on: {tr.wiring or 'unknown'} (from {tr.basis}; confidence {tr.confidence})")
+            )
         table = Table(header_style="bold")
         for col in ("engine", "reads", "ids", "served taps"):
             table.add_column(col)
         for s in ins.served:
-            table.add_row(Text(s.label), Text(s.source_key or "(default)"), _ids(s.ids),
-                          Text(s.taps) if s.taps else Text(s.failure or "-", style="red"))
+            table.add_row(
+                Text(s.label),
+                Text(s.source_key or "(default)"),
+                _ids(s.ids),
+                Text(s.taps) if s.taps else Text(s.failure or "-", style="red"),
+            )
         out.print(table)
 
 
 def render_lint(rep, out: Console) -> None:
-    d = rep.to_dict()
-    ver = d.get("version")
-    out.print(f"[bold]{d.get('engine')}[/] {ver or ''}{' (assumed newest)' if d.get('version_defaulted') else ''}")
-    eff = d.get("effective") or {}
-    out.print("effective: " + ", ".join(f"{k}={v}" for k, v in eff.items() if v is not None))
-    for c in d.get("changes", []):
-        sev = c.get("severity", "info")
-        out.print(Text(f"{sev}: {c.get('flag')}: {c.get('given')} -> {c.get('effective')}  ({c.get('rule')}; {c.get('source')})",
-                       SEVERITY_STYLE.get(sev, "")))
-        if c.get("message"):
-            out.print(f"    {c['message']}")
-    for f in d.get("fixes", []):
-        out.print(f"[bold green]fix[/]: {f.get('description') or f}")
-        if f.get("flags"):
-            out.print(f"    {' '.join(f['flags']) if isinstance(f['flags'], list) else f['flags']}")
-    if d.get("fixed_argv"):
-        out.print("[bold]fixed command[/]: " + " ".join(d["fixed_argv"]))
+    assumed = " (not given: assumed the newest encoded)" if rep.version_defaulted else ""
+    out.print(Text.assemble((rep.engine, "bold"), f" {rep.version}{assumed}"))
+    g, e = rep.given, rep.effective
+    fields = ("algorithm", "num_steps", "topk", "num_draft_tokens", "num_speculative_tokens", "method")
+    table = Table(header_style="bold")
+    for col in ("setting", "you gave", "the engine uses"):
+        table.add_column(col)
+    for f in fields:
+        a, b = getattr(g, f, None), getattr(e, f, None)
+        if a is None and b is None:
+            continue
+        style = "bold red" if a is not None and a != b else ""
+        table.add_row(f, "-" if a is None else str(a), Text("-" if b is None else str(b), style))
+    table.add_row("draft tokens per verify", "", str(e.proposed_drafts_per_verify))
+    table.add_row("max accept length (incl. bonus)", "", str(e.max_accept_length))
+    out.print(table)
+    for c in rep.changes:
+        given = "unset" if c.given is None else c.given
+        out.print(
+            Text(
+                f"{c.severity}: {c.flag} {given} -> {c.effective}: {c.message}",
+                SEVERITY_STYLE.get(c.severity, ""),
+            )
+        )
+        out.print(Text(f"    rule {c.rule}; {c.citation}", "dim"))
+    for f in rep.fixes:
+        out.print(Text.assemble(("fix", "bold green"), f": {f.description}"))
+        if f.alternative:
+            out.print(Text(f"     {f.alternative}", "dim"))
+    if rep.fixed_argv:
+        out.print(Text.assemble(("fixed command", "bold"), f": {rep.fixed_command}"))
+    for n in rep.notes:
+        out.print(Text(f"note: {n}", "dim"))
     ok = not rep.has_problem
-    out.print(Text("OK: no silent override of the speculative settings" if ok else "PROBLEM: the engine silently changes your speculative settings",
-                   "bold green" if ok else "bold red"))
+    verdict = (
+        "OK: no silent override of the speculative settings"
+        if ok
+        else "PROBLEM: the engine silently changes your speculative settings"
+    )
+    out.print(Text(verdict, "bold green" if ok else "bold red"))
 
 
 def render_convert(res, out: Console) -> None:
@@ -140,3 +187,51 @@ def render_convert(res, out: Console) -> None:
         out.print(f"  also {k} = {_ids(v)} (for vLLM)")
     for n in res.notes:
         out.print(Text(f"  note: {n}", "dim"))
+
+
+class ProgressBar:
+    """A rich progress bar usable as a library callback: `cb(done, total, fields=None)`."""
+
+    def __init__(self, description: str, enabled: bool = True):
+        from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
+
+        self.enabled = enabled
+        self.progress = Progress(
+            TextColumn("[bold]{task.description}"),
+            BarColumn(),
+            MofNCompleteColumn(),
+            TimeRemainingColumn(),
+            TextColumn("{task.fields[info]}"),
+            console=console(stderr=True),
+            transient=False,
+        )
+        self.description = description
+        self.task = None
+
+    def __enter__(self):
+        if self.enabled:
+            self.progress.start()
+        return self
+
+    def __exit__(self, *exc):
+        if self.enabled:
+            self.progress.stop()
+
+    def __call__(self, done: int, total: int, fields: dict | None = None) -> None:
+        if not self.enabled:
+            return
+        if self.task is None:
+            self.task = self.progress.add_task(self.description, total=total, info="")
+        info = ""
+        if fields:
+            parts = []
+            for k, v in fields.items():
+                if k in ("step", "lr", "val"):
+                    continue
+                if isinstance(v, list):
+                    v = "/".join(f"{x:.2f}" for x in v[:4])
+                elif isinstance(v, float):
+                    v = f"{v:.3f}"
+                parts.append(f"{k} {v}")
+            info = "  ".join(parts)
+        self.progress.update(self.task, completed=done, total=total, info=info)

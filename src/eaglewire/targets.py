@@ -138,3 +138,100 @@ def read_target(path: Path | str) -> TargetInfo:
         tokenizer_sha256=tokenizer_sha256(cfg_file.parent),
         wrapped=wrapped,
     )
+
+
+# ---- loading a target and capturing every tap in one forward pass -------------------------------------------
+
+
+@dataclass
+class LoadedTarget:
+    """A transformers causal LM with the facts eaglewire needs; `layers` are its decoder layers."""
+
+    model: object
+    tokenizer: object | None
+    info: TargetInfo
+    path: Path
+
+    @property
+    def layers(self):
+        return decoder_layers(self.model)
+
+
+def decoder_layers(model):
+    """The decoder layer list of a causal LM (text model of a wrapper included)."""
+    for path in (
+        "model.layers",
+        "model.language_model.layers",
+        "language_model.model.layers",
+        "transformer.h",
+    ):
+        node = model
+        for part in path.split("."):
+            node = getattr(node, part, None)
+            if node is None:
+                break
+        if node is not None:
+            return node
+    raise InputError(f"cannot find the decoder layers of {type(model).__name__}")
+
+
+def final_norm_and_head(model):
+    """(final norm, lm_head) of a causal LM: what turns the pre-norm h_L into logits."""
+    inner = getattr(model, "model", None)
+    norm = getattr(inner, "norm", None) or getattr(getattr(inner, "language_model", None), "norm", None)
+    head = model.get_output_embeddings()
+    if norm is None or head is None:
+        raise InputError(f"cannot find the final norm / lm_head of {type(model).__name__}")
+    return norm, head
+
+
+def load_target(path: Path | str, dtype=None, trust_remote_code: bool = False) -> LoadedTarget:
+    """Load a local transformers target (weights + tokenizer when present). Never downloads."""
+    import torch
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    path = Path(path)
+    info = read_target(path)
+    if not path.is_dir():
+        raise InputError(f"{path}: need the target folder with weights, not only its config.json")
+    try:
+        model = AutoModelForCausalLM.from_pretrained(
+            str(path),
+            dtype=dtype or torch.float32,
+            trust_remote_code=trust_remote_code,
+            local_files_only=True,
+        )
+    except (OSError, ValueError) as e:
+        raise InputError(f"{path}: cannot load the target weights ({str(e).splitlines()[0][:200]})") from None
+    model.eval()
+    tokenizer = None
+    if (path / "tokenizer.json").exists() or (path / "tokenizer_config.json").exists():
+        tokenizer = AutoTokenizer.from_pretrained(
+            str(path), local_files_only=True, trust_remote_code=trust_remote_code
+        )
+    return LoadedTarget(model, tokenizer, info, path)
+
+
+def forward_taps(target: LoadedTarget, input_ids, taps=None):
+    """One target forward: (hidden states tuple h0..h_L with h_L PRE-norm, logits).
+
+    transformers' `output_hidden_states` holds the post-norm state at index L; engines capture the pre-norm
+    residual stream there, so a hook on the last decoder layer replaces it."""
+    import torch
+
+    seen = {}
+
+    def hook(_module, _inputs, output):
+        seen["last"] = output[0] if isinstance(output, tuple) else output
+
+    handle = target.layers[-1].register_forward_hook(hook)
+    try:
+        with torch.no_grad():
+            out = target.model(input_ids=input_ids, output_hidden_states=True, use_cache=False)
+    finally:
+        handle.remove()
+    hidden = list(out.hidden_states)
+    hidden[-1] = seen["last"]
+    if taps is not None:
+        hidden = [hidden[t] for t in taps]
+    return hidden, out.logits

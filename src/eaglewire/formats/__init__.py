@@ -148,17 +148,20 @@ def write_drafter(
     *,
     config: dict | None = None,
     extra_files: dict[str, dict] | None = None,
+    may_exist: tuple[str, ...] = (),
 ) -> Path:
     """Write `ckpt` as `fmt` into the new folder `out` with `ids` as its id list (`config` overrides the whole
-    config.json, e.g. to keep a same-format round trip byte-faithful). Atomic: staged, then renamed."""
+    config.json, e.g. to keep a same-format round trip faithful). A new folder is staged and renamed into place;
+    an existing folder may only hold the entries named in `may_exist` (each file is then written atomically)."""
     if fmt not in FORMATS:
         raise InputError(f"unknown format {fmt!r}: use one of {', '.join(FORMATS)}")
-    if ckpt.arch is None:
+    if ckpt.arch is None and config is None:
         raise InputError(
             f"{ckpt.where()}: cannot write this drafter ({'; '.join(ckpt.notes) or 'unknown layout'})"
         )
     out = Path(out)
-    if out.exists() and (not out.is_dir() or any(out.iterdir())):
+    existing = out.exists()
+    if existing and (not out.is_dir() or any(p.name not in may_exist for p in out.iterdir())):
         raise InputError(f"{out}: destination exists and is not empty; choose a new folder")
     mod = MODULES[fmt]
     cfg = config if config is not None else mod.build_config(ckpt, ids)
@@ -168,16 +171,18 @@ def write_drafter(
             tensors.pop(name, None)
     names = _disk_names(ckpt, fmt)
     on_disk = {names.get(k, k): v for k, v in tensors.items()}
-    stage = staging_dir(out)
+    stage = out if existing else staging_dir(out)
     try:
         write_json(stage / CONFIG_FILE, cfg)
         for name, data in (extra_files or {}).items():
             write_json(stage / name, data)
         if on_disk:
             save_tensors(stage, on_disk)
-        publish(stage, out)
+        if not existing:
+            publish(stage, out)
     except BaseException:
-        shutil.rmtree(stage, ignore_errors=True)
+        if not existing:
+            shutil.rmtree(stage, ignore_errors=True)
         raise
     return out
 

@@ -1,0 +1,102 @@
+"""Capture: every tap equals transformers' output_hidden_states (h_L pre-norm), shards resume, peers' samples read."""
+
+import json
+
+import pytest
+import torch
+from safetensors.torch import save_file
+
+from eaglewire.capture import CaptureReader, SpeculatorsSamples, capture
+from eaglewire.data import load_samples
+from eaglewire.errors import InputError
+from eaglewire.taps import Wiring
+from eaglewire.targets import forward_taps, load_target
+
+
+@pytest.mark.parametrize("fixture", ["tiny_target", "tiny_deepseek"])
+def test_capture_equals_output_hidden_states(request, tmp_path, fixture, text_data):
+    tgt = load_target(request.getfixturevalue(fixture))
+    L = tgt.info.num_layers
+    samples = load_samples(text_data, tgt.tokenizer, max_len=64)[:5]
+    res = capture(tgt, samples, tmp_path / "cap", samples_per_shard=2, dtype=torch.float32)
+    assert res.shards_written == 3 and str(res.taps) == ",".join(f"h{i}" for i in range(L + 1))
+    reader = CaptureReader(tmp_path / "cap")
+    pre_norm = {}
+    hook = tgt.layers[-1].register_forward_hook(
+        lambda m, i, o: pre_norm.__setitem__("h", o[0] if isinstance(o, tuple) else o)
+    )
+    for i, s in enumerate(samples):
+        with torch.no_grad():
+            ref = tgt.model(input_ids=s.input_ids[None], output_hidden_states=True)
+        got = reader[i]
+        assert torch.equal(got.input_ids, s.input_ids)
+        for k in range(L):
+            assert torch.equal(got.hidden[k], ref.hidden_states[k][0]), f"h{k}"
+        assert torch.equal(got.hidden[L], pre_norm["h"][0])  # pre-norm, not transformers' post-norm entry
+        assert not torch.allclose(got.hidden[L], ref.hidden_states[L][0])
+        # the stored head turns h_L back into the target's logits
+        assert torch.allclose(reader.target_head()(got.hidden[L]), ref.logits[0], atol=1e-4)
+    hook.remove()
+
+
+def test_capture_selected_taps_resume_and_torn_shard(tmp_path, tiny_target, text_data):
+    tgt = load_target(tiny_target)
+    samples = load_samples(text_data, tgt.tokenizer, max_len=48)[:6]
+    out = tmp_path / "cap"
+    capture(tgt, samples, out, Wiring.parse("h0,h3"), samples_per_shard=2)
+    first = (out / "shard-00001.safetensors").read_bytes()
+    # a killed run: one shard gone, a torn temp file left behind, the manifest not marked complete
+    (out / "shard-00001.safetensors").unlink()
+    (out / ".shard-00001.safetensors.abc.tmp").write_bytes(b"half")
+    manifest = json.loads((out / "manifest.json").read_text())
+    (out / "manifest.json").write_text(json.dumps(manifest | {"complete": False}))
+    with pytest.raises(InputError, match="incomplete"):
+        CaptureReader(out)
+    res = capture(tgt, samples, out, Wiring.parse("h0,h3"), samples_per_shard=2)
+    assert (res.shards_written, res.shards_skipped) == (1, 2)
+    assert (out / "shard-00001.safetensors").read_bytes() == first
+    reader = CaptureReader(out)
+    assert str(reader.taps) == "h0,h3,h6" and sorted(reader[3].hidden) == [0, 3, 6]
+    with pytest.raises(InputError, match="different capture"):
+        capture(tgt, samples[:5], out, Wiring.parse("h0,h3"), samples_per_shard=2)
+
+
+def test_reads_speculators_offline_samples(tmp_path, tiny_target, text_data):
+    """vLLM's extract_hidden_states files: hidden_states [T, n_slots, H], slots ascending ids, last slot h_L."""
+    tgt = load_target(tiny_target)
+    s = load_samples(text_data, tgt.tokenizer, max_len=40)[0]
+    hidden, _ = forward_taps(tgt, s.input_ids[None])
+    ids = [2, 3, 5, 6]  # speculators' [2, L//2, L-3] + [L] for L = 6
+    hs = torch.stack([hidden[i][0] for i in ids], dim=1).to(torch.bfloat16)
+    d = tmp_path / "prep" / "hidden_states"
+    d.mkdir(parents=True)
+    save_file({"hidden_states": hs, "token_ids": s.input_ids}, str(d / "hs_0.safetensors"))
+    reader = SpeculatorsSamples(d, ids, 6)
+    got = reader[0]
+    assert str(reader.taps) == "h2,h3,h5,h6"
+    assert torch.equal(got.hidden[5], hidden[5][0].to(torch.bfloat16).float())
+    assert got.aux(Wiring.parse("h2,h3,h5")).shape == (s.input_ids.numel(), 3 * 64)
+    with pytest.raises(InputError, match="include 6"):
+        SpeculatorsSamples(d, [2, 3, 5], 6)
+
+
+def test_chat_jsonl_loss_mask_on_assistant_turns(tmp_path, tiny_target):
+    tgt = load_target(tiny_target)
+    f = tmp_path / "chat.jsonl"
+    rows = [
+        {
+            "messages": [
+                {"role": "user", "content": "write a loop"},
+                {"role": "assistant", "content": "for i in range(10):\n    print(i)"},
+            ]
+        },
+        {"text": "import os\nprint(os.getcwd())\n" * 3},
+    ]
+    f.write_text("\n".join(json.dumps(r) for r in rows))
+    chat, plain = load_samples(f, tgt.tokenizer, max_len=256, min_len=4)
+    decoded = tgt.tokenizer.decode(chat.input_ids[chat.loss_mask])
+    assert "for i in range(10)" in decoded and "write a loop" not in decoded
+    assert bool(plain.loss_mask.all())
+    (tmp_path / "bad.jsonl").write_text('{"text": 1}\n')
+    with pytest.raises(InputError, match="bad.jsonl:1"):
+        load_samples(tmp_path / "bad.jsonl", tgt.tokenizer)

@@ -1,0 +1,656 @@
+"""eaglewire.flags: real launch commands in, the engines' own rules replayed, fixes that lint clean."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from eaglewire.errors import InputError
+from eaglewire.flags import (
+    INFO,
+    PROBLEM,
+    RULES,
+    SGLANG_CHECKED,
+    WARNING,
+    LintReport,
+    lint,
+    parse_launch,
+    rules_for,
+)
+
+SGL = ["python", "-m", "sglang.launch_server"]
+KIMI = [*SGL, "--model-path", "moonshotai/Kimi-K2.5", "--tp", "8", "--trust-remote-code",
+        "--speculative-algorithm", "EAGLE3", "--speculative-draft-model-path", "/ckpt/kimi-k25-eagle3",
+        "--speculative-num-steps", "1", "--speculative-eagle-topk", "1", "--speculative-num-draft-tokens", "16"]  # fmt: skip
+E3 = [
+    *SGL,
+    "--model-path",
+    "org/target",
+    "--speculative-algorithm",
+    "EAGLE3",
+    "--speculative-draft-model-path",
+    "D",
+]
+EAGLE = [
+    *SGL,
+    "--model-path",
+    "org/target",
+    "--speculative-algorithm",
+    "EAGLE",
+    "--speculative-draft-model-path",
+    "D",
+]
+EAGLE3_DRAFTER = {
+    "architectures": ["LlamaForCausalLMEagle3"],
+    "eagle_config": {"eagle_aux_hidden_state_layer_ids": [1, 29, 57]},
+}
+SPECULATORS_DRAFTER = {
+    "architectures": ["Eagle3DraftModel"],
+    "speculators_model_type": "eagle3",
+    "speculators_config": {"proposal_methods": [{"proposal_type": "greedy", "speculative_tokens": 5}],
+                           "verifier": {"name_or_path": "meta-llama/Llama-3.1-8B-Instruct"}},
+    "transformer_layer_config": {"model_type": "llama", "hidden_size": 4096},
+}  # fmt: skip
+KIMI_TARGET = {"architectures": ["KimiK25ForConditionalGeneration"], "model_type": "kimi_k25",
+               "text_config": {"model_type": "deepseek_v3", "num_hidden_layers": 61}}  # fmt: skip
+
+
+def vllm(spec: dict | str, *extra: str) -> list[str]:
+    text = spec if isinstance(spec, str) else json.dumps(spec)
+    return ["vllm", "serve", "meta-llama/Llama-3.1-8B-Instruct", "--speculative-config", text, *extra]
+
+
+def sizes(n: int, k: int, d: int) -> list[str]:
+    return [
+        "--speculative-num-steps",
+        str(n),
+        "--speculative-eagle-topk",
+        str(k),
+        "--speculative-num-draft-tokens",
+        str(d),
+    ]
+
+
+def write_config(directory, config: dict) -> str:
+    directory.mkdir(parents=True, exist_ok=True)
+    (directory / "config.json").write_text(json.dumps(config))
+    return str(directory)
+
+
+def changes(report: LintReport, rule: str) -> list:
+    return [c for c in report.changes if c.rule == rule]
+
+
+def assert_fix_lints_clean(report: LintReport, **context) -> LintReport:
+    assert report.has_problem and report.fixes
+    assert report.fixed_argv is not None, report.notes
+    again = lint(report.fixed_argv, **context)
+    assert not again.has_problem, [c.message for c in again.problems]
+    return again
+
+
+# --------------------------------------------------------------------------------------------------------------
+# The Kimi-K2.5 story
+
+
+def test_kimi_k25_launch_verifies_2_tokens_not_16_and_the_fix_lints_clean():
+    report = lint(KIMI, engine_version="0.5.23")
+    assert report.has_problem and report.exit_code == 1 and report.starts
+    (chain,) = changes(report, "sglang.chain_rule")
+    assert (chain.flag, chain.given, chain.effective, chain.severity) == (
+        "--speculative-num-draft-tokens",
+        16,
+        2,
+        PROBLEM,
+    )
+    assert "speculative_hook.py" in chain.citation and "num_steps + 1" in chain.message
+    eff = report.effective
+    assert (eff.num_steps, eff.topk, eff.num_draft_tokens) == (1, 1, 2)
+    assert (eff.proposed_drafts_per_verify, eff.max_accept_length) == (1, 2)
+    assert report.given.num_draft_tokens == 16 and report.given.proposed_drafts_per_verify == 15
+
+    (fix,) = [f for f in report.fixes if f.rule == "sglang.chain_rule"]
+    assert (
+        fix.flags == "--speculative-num-steps 15 --speculative-eagle-topk 1 --speculative-num-draft-tokens 16"
+    )
+    assert (
+        "--speculative-num-steps 1 --speculative-eagle-topk 1 --speculative-num-draft-tokens 2"
+        in fix.alternative
+    )
+    again = assert_fix_lints_clean(report, engine_version="0.5.23")
+    assert again.effective.num_draft_tokens == 16 and again.effective.max_accept_length == 16
+    # The rest of the command is untouched.
+    assert report.fixed_argv[:9] == KIMI[:9]
+
+
+def test_kimi_report_is_json_serialisable_and_warns_about_48_requests():
+    report = lint(KIMI, engine_version="0.5.23")
+    data = json.loads(json.dumps(report.to_dict()))
+    assert data["has_problem"] is True and data["fixed_command"].startswith("python -m sglang.launch_server")
+    assert data["fixes"][0]["flags"].startswith("--speculative-num-steps 15")
+    (mrr,) = changes(report, "sglang.max_running_requests")
+    assert (mrr.severity, mrr.effective) == (WARNING, 48)
+
+
+def test_max_running_requests_is_a_warning_not_a_problem():
+    report = lint([*E3, *sizes(3, 1, 4)], engine_version="0.5.23")
+    assert not report.has_problem and report.exit_code == 0 and report.fixed_argv is None
+    assert [c.severity for c in changes(report, "sglang.max_running_requests")] == [WARNING]
+    explicit = lint([*E3, *sizes(3, 1, 4), "--max-running-requests", "128"], engine_version="0.5.23")
+    assert (
+        not changes(explicit, "sglang.max_running_requests")
+        and explicit.effective.max_running_requests == 128
+    )
+    silent = lint([*E3, *sizes(3, 1, 4)], engine_version="0.5.3")
+    assert "no log line" in changes(silent, "sglang.max_running_requests")[0].message
+
+
+@pytest.mark.parametrize(
+    "argv",
+    [
+        ["sglang", "serve", "moonshotai/Kimi-K2.5", *KIMI[5:]],
+        [*SGL, "--model=moonshotai/Kimi-K2.5", "--speculative-algorithm=EAGLE3",
+         "--speculative-draft-model=/ckpt/d", "--speculative-num-steps=1", "--speculative-eagle-topk", "1",
+         "--speculative-num-draft-tokens=16"],
+        [" ".join(KIMI)],
+        ["CUDA_VISIBLE_DEVICES=0,1", "env", "SGLANG_LOG=1", *KIMI],
+    ],
+    ids=["sglang-serve", "inline-and-aliases", "one-string", "env-prefix"],
+)  # fmt: skip
+def test_kimi_case_in_every_spelling(argv):
+    report = lint(argv, engine_version="0.5.23")
+    assert report.engine == "sglang"
+    assert report.effective.num_draft_tokens == 2 and changes(report, "sglang.chain_rule")
+    assert_fix_lints_clean(report, engine_version="0.5.23")
+
+
+def test_parse_launch_keeps_what_the_command_says():
+    cmd = parse_launch(
+        ["SGLANG_ENABLE_SPEC_V2=1", "sglang", "serve", "org/m", "--speculative-draft-model=/d", "--tp", "2"]
+    )
+    assert cmd.engine == "sglang" and cmd.model == "org/m" and cmd.env == {"SGLANG_ENABLE_SPEC_V2": "1"}
+    assert cmd.entry == ("sglang", "serve")
+    assert cmd.get("--speculative-draft-model-path") == "/d" and cmd.get("--tp-size") == "2"
+    forced = parse_launch(
+        ["./serve.sh", "--model-path", "m", "--speculative-algorithm", "EAGLE3"], engine="sglang"
+    )
+    assert forced.engine == "sglang" and forced.model == "m"
+    flags_only = parse_launch(["--model-path", "m"], engine="sglang")
+    assert flags_only.entry == () and flags_only.model == "m"
+
+
+# --------------------------------------------------------------------------------------------------------------
+# SGLang rules
+
+
+def test_auto_choice_by_target_architecture_and_version():
+    llama = lint(E3, engine_version="0.5.23", target_arch="LlamaForCausalLM")
+    deepseek = lint(E3, engine_version="0.5.23", target_arch="DeepseekV3ForCausalLM")
+    assert (llama.effective.num_steps, llama.effective.topk, llama.effective.num_draft_tokens) == (5, 4, 8)
+    assert (deepseek.effective.num_steps, deepseek.effective.topk, deepseek.effective.num_draft_tokens) == (
+        3,
+        1,
+        4,
+    )
+    assert {c.severity for c in changes(llama, "sglang.auto_choice")} == {WARNING}
+    # sglang 0.4.5/0.4.6 returned (5, 4, 8) for DeepSeek too; 0.4.7 gave DeepSeek (3, 1, 4).
+    old = lint(E3, engine_version="0.4.6", target_arch="DeepseekV3ForCausalLM")
+    assert (old.effective.num_steps, old.effective.topk, old.effective.num_draft_tokens) == (5, 4, 8)
+    assert changes(old, "sglang.auto_choice")[0].versions == ">=0.4.5,<0.4.7"
+    newer = lint(E3, engine_version="0.4.7", target_arch="DeepseekV3ForCausalLM")
+    assert newer.effective.num_draft_tokens == 4
+    # "all other models" went from (5, 4, 8) to (3, 1, 4) in 0.5.8.
+    assert lint(E3, engine_version="0.5.7", target_arch="Qwen3ForCausalLM").effective.topk == 4
+    assert lint(E3, engine_version="0.5.8", target_arch="Qwen3ForCausalLM").effective.topk == 1
+
+
+def test_kimi_wrapper_keys_the_auto_choice_on_the_wrapper(tmp_path):
+    target = write_config(tmp_path / "kimi", KIMI_TARGET)
+    argv = [
+        *SGL,
+        "--model-path",
+        target,
+        "--speculative-algorithm",
+        "EAGLE3",
+        "--speculative-draft-model-path",
+        "D",
+    ]
+    report = lint(argv, engine_version="0.5.7")
+    assert report.target_arch == "KimiK25ForConditionalGeneration"
+    assert report.effective.topk == 4  # the "other models" default, not DeepSeek's (3, 1, 4)
+    message = changes(report, "sglang.auto_choice")[0].message
+    assert "DeepseekV3ForCausalLM text model, which would get (3, 1, 4)" in message
+    assert lint(argv, engine_version="0.5.23").effective.num_draft_tokens == 4
+
+
+def test_partial_specification_fails_at_startup_and_is_fixed():
+    report = lint([*E3, "--speculative-num-draft-tokens", "6"], engine_version="0.5.23")
+    (partial,) = changes(report, "sglang.partial_specification")
+    assert partial.severity == PROBLEM and "AssertionError" in partial.message and not report.starts
+    (fix,) = report.fixes
+    assert (
+        fix.flags == "--speculative-num-steps 5 --speculative-eagle-topk 1 --speculative-num-draft-tokens 6"
+    )
+    assert "auto-chooses" in fix.alternative
+    assert_fix_lints_clean(report, engine_version="0.5.23")
+    topk_only = lint([*E3, "--speculative-eagle-topk", "4"], engine_version="0.5.18")
+    assert changes(topk_only, "sglang.partial_specification")[0].versions == ">=0.4.5,<0.5.19"
+    assert_fix_lints_clean(topk_only, engine_version="0.5.18")
+
+
+@pytest.mark.parametrize(
+    "source",
+    ["dict", "speculators-dict", "directory", "draft-path"],
+)
+def test_eagle_algorithm_with_an_eagle3_drafter(tmp_path, source):
+    argv = [*EAGLE, *sizes(3, 1, 4)]
+    kwargs: dict = {"engine_version": "0.5.23"}
+    if source == "dict":
+        kwargs["drafter_config"] = EAGLE3_DRAFTER
+    elif source == "speculators-dict":
+        kwargs["drafter_config"] = SPECULATORS_DRAFTER
+    elif source == "directory":
+        kwargs["drafter_config"] = write_config(tmp_path / "drafter", EAGLE3_DRAFTER)
+    else:  # the draft model path is a local directory: its config.json is read without being asked
+        argv[argv.index("D")] = write_config(tmp_path / "drafter", EAGLE3_DRAFTER)
+    report = lint(argv, **kwargs)
+    assert report.drafter_kind == "eagle3"
+    (c,) = changes(report, "sglang.eagle_with_eagle3_drafter")
+    assert c.severity == PROBLEM and "fc is silently skipped" in c.message
+    assert [f.flags for f in report.fixes] == ["--speculative-algorithm EAGLE3"]
+    again = assert_fix_lints_clean(report, **kwargs)
+    assert again.effective.algorithm == "EAGLE3"
+
+
+def test_nextn_is_eagle_and_an_eagle3_drafter_there_is_a_problem():
+    report = lint([*EAGLE[:6], "NEXTN", *EAGLE[7:], *sizes(3, 1, 4)], drafter_config=EAGLE3_DRAFTER)
+    assert changes(report, "sglang.nextn_alias")[0].effective == "EAGLE"
+    assert changes(report, "sglang.eagle_with_eagle3_drafter")
+    plain = lint([*EAGLE, *sizes(3, 1, 4)], drafter_config={"architectures": ["EagleLlamaForCausalLM"]})
+    assert plain.drafter_kind == "eagle" and not plain.has_problem
+
+
+def test_token_map_is_ignored_for_eagle3():
+    report = lint(
+        [*E3, *sizes(3, 1, 4), "--speculative-token-map", "thunlp/LLaMA3-Instruct-8B-FR-Spec/freq_32768.pt"]
+    )
+    (c,) = changes(report, "sglang.token_map_ignored")
+    assert c.severity == WARNING and c.effective is None and not report.has_problem
+    assert not changes(
+        lint([*EAGLE, *sizes(3, 1, 4), "--speculative-token-map", "m.pt"]), "sglang.token_map_ignored"
+    )
+
+
+def test_tree_pool_smaller_than_the_draft_tokens_asked_for():
+    report = lint([*E3, *sizes(2, 2, 10)], engine_version="0.5.23")
+    (c,) = changes(report, "sglang.tree_pool_too_small")
+    assert "6 candidates" in c.message and c.severity == PROBLEM
+    (fix,) = report.fixes
+    assert (
+        fix.flags == "--speculative-num-steps 3 --speculative-eagle-topk 2 --speculative-num-draft-tokens 10"
+    )
+    assert "--speculative-num-draft-tokens 7" in fix.alternative
+    assert_fix_lints_clean(report, engine_version="0.5.23")
+
+
+# --------------------------------------------------------------------------------------------------------------
+# vLLM
+
+
+def test_vllm_speculative_config_json_in_every_spelling():
+    spec = {"method": "eagle3", "model": "yuhuili/EAGLE3-LLaMA3.1-Instruct-8B", "num_speculative_tokens": 3}
+    forms = [
+        vllm(spec),
+        ["vllm", "serve", "meta-llama/Llama-3.1-8B-Instruct", f"--speculative-config={json.dumps(spec)}"],
+        ["python", "-m", "vllm.entrypoints.openai.api_server", "--model", "meta-llama/Llama-3.1-8B-Instruct",
+         "--speculative_config", json.dumps(spec)],
+        ["vllm", "serve", "m", "--speculative-config.method", "eagle3", "--speculative-config.model",
+         "yuhuili/EAGLE3-LLaMA3.1-Instruct-8B", "--speculative-config.num_speculative_tokens", "3"],
+        ["vllm", "serve", "m", "--spec-method", "eagle3", "--spec-model", "yuhuili/EAGLE3-LLaMA3.1-Instruct-8B",
+         "--spec-tokens", "3"],
+        [f"vllm serve m --speculative-config '{json.dumps(spec)}'"],
+    ]  # fmt: skip
+    for argv in forms:
+        report = lint(argv, engine_version="0.33.0")
+        assert report.engine == "vllm" and not report.has_problem, argv
+        eff = report.effective
+        assert (eff.method, eff.num_speculative_tokens, eff.draft_model) == ("eagle3", 3, spec["model"])
+        # vLLM's EAGLE-3 is a chain: the SGLang equivalent is (k, 1, k + 1).
+        assert (eff.num_steps, eff.topk, eff.num_draft_tokens, eff.proposed_drafts_per_verify) == (3, 1, 4, 3)
+        assert eff.max_accept_length == 4 and changes(report, "vllm.chain")
+
+
+def test_vllm_missing_num_speculative_tokens_without_a_draft_config():
+    report = lint(vllm({"method": "eagle3", "model": "org/my-drafter"}))
+    (c,) = changes(report, "vllm.num_speculative_tokens_missing")
+    assert c.severity == PROBLEM and not report.starts
+    assert report.fixes[0].flags == "--speculative-config.num_speculative_tokens 3"
+    again = assert_fix_lints_clean(report)
+    assert again.effective.num_speculative_tokens == 3
+
+
+def test_vllm_missing_num_speculative_tokens_with_a_speculators_draft_config(tmp_path):
+    drafter = write_config(tmp_path / "speculator", SPECULATORS_DRAFTER)
+    report = lint(vllm({"method": "eagle3", "model": drafter}))
+    assert report.drafter_kind == "eagle3"
+    (c,) = changes(report, "vllm.num_speculative_tokens_missing")
+    # vLLM reads speculators' proposal_methods only when the checkpoint is the served model.
+    assert "proposes 5" in c.message and "vllm serve <speculator dir>" in c.message
+    assert report.fixes[0].flags == "--speculative-config.num_speculative_tokens 5"
+    assert assert_fix_lints_clean(report).effective.num_speculative_tokens == 5
+    # A draft config that carries n_predict supplies the value.
+    with_n_predict = lint(
+        vllm({"method": "eagle3", "model": "d"}), drafter_config={**EAGLE3_DRAFTER, "n_predict": 4}
+    )
+    assert changes(with_n_predict, "vllm.num_speculative_tokens_from_draft")[0].effective == 4
+    assert not with_n_predict.has_problem and with_n_predict.effective.num_speculative_tokens == 4
+
+
+def test_vllm_serving_a_speculators_checkpoint_directly(tmp_path):
+    served = write_config(tmp_path / "speculator", SPECULATORS_DRAFTER)
+    report = lint(["vllm", "serve", served], engine_version="0.33.0")
+    assert not report.has_problem and report.effective.num_speculative_tokens == 5
+    assert (
+        report.effective.method == "eagle3" and changes(report, "vllm.speculators_served")[0].severity == INFO
+    )
+    old = lint(
+        ["vllm", "serve", served, "--speculative-config", '{"num_speculative_tokens": 2}'],
+        engine_version="0.27.0",
+    )
+    (c,) = changes(old, "vllm.speculators_served")
+    assert c.severity == WARNING and "replaced" in c.message and old.effective.num_speculative_tokens == 5
+
+
+def test_vllm_config_mistakes():
+    spec = {
+        "method": "eagle3",
+        "model": "d",
+        "num_speculative_tokens": 3,
+        "tensor_parallel_size": 4,
+        "num_spec_tokens": 2,
+    }
+    report = lint(vllm(spec, "-tp", "4"))
+    assert changes(report, "vllm.tensor_parallel_size_key")[0].severity == PROBLEM
+    assert changes(report, "vllm.unknown_keys")[0].given == ["num_spec_tokens"]
+    again = assert_fix_lints_clean(report)
+    fixed_spec = json.loads(report.fixed_argv[report.fixed_argv.index("--speculative-config") + 1])
+    assert fixed_spec == {
+        "method": "eagle3",
+        "model": "d",
+        "num_speculative_tokens": 3,
+        "draft_tensor_parallel_size": 4,
+    }
+    assert again.effective.num_speculative_tokens == 3
+    bad_tp = lint(vllm({"method": "eagle3", "model": "d", "num_speculative_tokens": 3, "draft_tensor_parallel_size": 2},
+                       "--tensor-parallel-size", "8"))  # fmt: skip
+    assert changes(bad_tp, "vllm.draft_tensor_parallel_size")[0].severity == PROBLEM
+    assert_fix_lints_clean(bad_tp)
+
+
+def test_vllm_method_eagle_with_an_eagle3_drafter_and_name_detection_history():
+    given_eagle = lint(
+        vllm({"method": "eagle", "model": "d", "num_speculative_tokens": 3}), drafter_config=EAGLE3_DRAFTER
+    )
+    assert changes(given_eagle, "vllm.eagle_with_eagle3_drafter")[0].severity == PROBLEM
+    assert given_eagle.fixes[0].flags == "--speculative-config.method eagle3"
+    assert_fix_lints_clean(given_eagle, drafter_config=EAGLE3_DRAFTER)
+    # Until 0.10.1.1 a model named EAGLE3-... was detected as method "eagle"; 0.10.2 detects "eagle3".
+    spec = {"model": "yuhuili/EAGLE3-LLaMA3.1-Instruct-8B", "num_speculative_tokens": 3}
+    old = lint(vllm(spec), engine_version="0.10.1.1")
+    assert old.effective.method == "eagle" and changes(old, "vllm.eagle_with_eagle3_drafter")
+    assert_fix_lints_clean(old, engine_version="0.10.1.1")
+    new = lint(vllm(spec), engine_version="0.10.2")
+    assert new.effective.method == "eagle3" and not new.has_problem
+
+
+def test_vllm_legacy_flags_are_unknown_and_move_into_the_config():
+    report = lint(["vllm", "serve", "m", "--speculative-model", "yuhuili/EAGLE3-LLaMA3.1-Instruct-8B",
+                   "--num-speculative-tokens", "4"], engine_version="0.33.0")  # fmt: skip
+    assert len(changes(report, "vllm.legacy_flags")) == 2 and not report.starts
+    again = assert_fix_lints_clean(report, engine_version="0.33.0")
+    assert again.effective.num_speculative_tokens == 4 and again.effective.method == "eagle3"
+    assert "--num-speculative-tokens" not in report.fixed_argv
+
+
+# --------------------------------------------------------------------------------------------------------------
+# Bad input: InputError, one line, naming the flag
+
+
+@pytest.mark.parametrize(
+    ("argv", "kwargs", "needle"),
+    [
+        (vllm("{method: eagle3}"), {}, "--speculative-config"),
+        (vllm('["eagle3"]'), {}, "--speculative-config"),
+        (vllm({"method": "eagle3", "model": "d", "num_speculative_tokens": "three"}), {},
+         "--speculative-config.num_speculative_tokens"),
+        ([*E3, "--speculative-num-steps"], {}, "--speculative-num-steps"),
+        ([*E3, "--speculative-num-steps", "--speculative-eagle-topk", "1"], {}, "--speculative-num-steps"),
+        ([*E3, "--speculative-eagle-topk", "four"], {}, "--speculative-eagle-topk"),
+        ([*E3, "--speculative-num-draft-tokens", "2.5"], {}, "--speculative-num-draft-tokens"),
+        (["vllm", "serve", "m", "--spec-tokens", "x"], {}, "--spec-tokens"),
+        (["torchrun", "train.py", "--lr", "1e-4"], {}, "torchrun"),
+        (["python", "-m", "http.server"], {}, "http.server"),
+        (KIMI, {"engine": "vllm"}, "sglang"),
+        (KIMI, {"engine": "tgi"}, "tgi"),
+        (KIMI, {"engine_version": "0.4.3"}, "0.4.3"),
+        (KIMI, {"engine_version": "latest"}, "latest"),
+        ([*SGL, "--model-path", "m", "--speculative-algorithm", "NGRAM"], {}, "--speculative-algorithm"),
+        ([*SGL, "--model-path", "m"], {}, "--speculative-algorithm"),
+        (["vllm", "serve", "m"], {}, "--speculative-config"),
+        ([], {}, "empty"),
+    ],
+)  # fmt: skip
+def test_bad_input_raises_one_line_naming_the_flag(argv, kwargs, needle):
+    with pytest.raises(InputError) as err:
+        lint(argv, **kwargs)
+    message = str(err.value)
+    assert needle in message and "\n" not in message
+
+
+def test_bad_drafter_config_path_names_the_path(tmp_path):
+    with pytest.raises(InputError, match="drafter config not found"):
+        lint([*E3, *sizes(3, 1, 4)], drafter_config=str(tmp_path / "missing"))
+    (tmp_path / "config.json").write_text("{not json")
+    with pytest.raises(InputError, match=r"config\.json"):
+        lint([*E3, *sizes(3, 1, 4)], drafter_config=str(tmp_path))
+
+
+# --------------------------------------------------------------------------------------------------------------
+# Every row of the rule table, exercised
+
+
+def _mtp(version: str) -> tuple:
+    argv = [*EAGLE[:7], *sizes(3, 1, 4)]  # EAGLE, no draft path: the target's own MTP layer
+    return (
+        argv,
+        {"engine_version": version, "target_arch": "DeepseekV3ForCausalLM"},
+        "sglang.mtp_draft_path",
+        INFO,
+    )
+
+
+def _auto(version: str, arch: str) -> tuple:
+    return (E3, {"engine_version": version, "target_arch": arch}, "sglang.auto_choice", WARNING)
+
+
+SPEC = {"method": "eagle3", "model": "d", "num_speculative_tokens": 3}
+SCENARIOS: dict[str, tuple] = {
+    # SGLang
+    "sg-no-algorithm": ([*SGL, "--model-path", "m", "--speculative-draft-model-path", "D", *sizes(3, 1, 4)], {},
+                        "sglang.no_algorithm", PROBLEM),
+    "sg-lower-case-old": ([*E3[:6], "eagle3", *E3[7:], *sizes(3, 1, 4)], {"engine_version": "0.5.10"},
+                          "sglang.algorithm_choices", PROBLEM),
+    "sg-lower-case-new": ([*E3[:6], "eagle3", *E3[7:], *sizes(3, 1, 4)], {}, "sglang.algorithm_upper", INFO),
+    "sg-nextn": ([*EAGLE[:6], "NEXTN", *EAGLE[7:], *sizes(3, 1, 4)], {}, "sglang.nextn_alias", INFO),
+    "sg-eagle-eagle3": ([*EAGLE, *sizes(3, 1, 4)], {"drafter_config": EAGLE3_DRAFTER},
+                        "sglang.eagle_with_eagle3_drafter", PROBLEM),
+    "sg-mrr-silent": ([*E3, *sizes(3, 1, 4)], {"engine_version": "0.5.3"}, "sglang.max_running_requests", WARNING),
+    "sg-mrr": ([*E3, *sizes(3, 1, 4)], {}, "sglang.max_running_requests", WARNING),
+    "sg-overlap-v1": ([*E3, *sizes(3, 1, 4)], {"engine_version": "0.5.3"}, "sglang.overlap_schedule", INFO),
+    "sg-overlap-beta": ([*E3, *sizes(3, 1, 4)], {"engine_version": "0.5.4"}, "sglang.overlap_schedule", INFO),
+    "sg-overlap-env-eagle": ([*E3, *sizes(3, 1, 4)], {"engine_version": "0.5.6"}, "sglang.overlap_schedule", INFO),
+    "sg-overlap-env-eagle3": ([*E3, *sizes(3, 1, 4)], {"engine_version": "0.5.10"}, "sglang.overlap_schedule", INFO),
+    "sg-spec-v2-topk": (["SGLANG_ENABLE_SPEC_V2=1", *E3, *sizes(3, 4, 8)], {"engine_version": "0.5.9"},
+                        "sglang.spec_v2_topk", PROBLEM),
+    "sg-overlap-v1-fallback": ([*E3, *sizes(3, 4, 8)], {"engine_version": "0.5.12"}, "sglang.overlap_schedule", INFO),
+    "sg-overlap-env-off": (["SGLANG_ENABLE_SPEC_V2=false", *E3, *sizes(3, 1, 4)], {"engine_version": "0.5.13"},
+                           "sglang.overlap_schedule", INFO),
+    "sg-mixed-chunk": ([*E3, *sizes(3, 1, 4), "--enable-mixed-chunk"], {"engine_version": "0.5.18"},
+                       "sglang.mixed_chunk_disabled", INFO),
+    **{f"sg-mtp-{v}": _mtp(v) for v in ("0.4.8", "0.4.10", "0.5.5", "0.5.7", "0.5.8", "0.5.10", "0.5.11", "0.5.15",
+                                         "0.5.23")},
+    "sg-draft-missing": ([*E3[:6], "EAGLE3", *sizes(3, 1, 4)], {}, "sglang.draft_model_missing", PROBLEM),
+    "sg-draft-missing-unknown": ([*EAGLE[:6], "EAGLE", *sizes(3, 1, 4)], {},
+                                 "sglang.draft_model_missing_unknown_target", WARNING),
+    "sg-partial-old": ([*E3, "--speculative-eagle-topk", "1"], {"engine_version": "0.5.18"},
+                       "sglang.partial_specification", PROBLEM),
+    "sg-partial": ([*E3, "--speculative-num-draft-tokens", "6"], {}, "sglang.partial_specification", PROBLEM),
+    "sg-auto-local-config": (E3, {"engine_version": "0.4.5"}, "sglang.auto_choice_needs_local_config", PROBLEM),
+    "sg-auto-0.4.6": _auto("0.4.6", "DeepseekV3ForCausalLM"),
+    "sg-auto-0.4.8": _auto("0.4.8", "DeepseekV3ForCausalLM"),
+    "sg-auto-0.5.2": _auto("0.5.2", "GptOssForCausalLM"),
+    "sg-auto-0.5.5": _auto("0.5.5", "BailingMoeForCausalLM"),
+    "sg-auto-0.5.7": _auto("0.5.7", "Glm4MoeForCausalLM"),
+    "sg-auto-0.5.8": _auto("0.5.8", "Qwen3ForCausalLM"),
+    "sg-auto-0.5.10": _auto("0.5.10", "GlmMoeDsaForCausalLM"),
+    "sg-auto-0.5.23": _auto("0.5.23", "LlamaForCausalLM"),
+    "sg-page-topk": ([*E3, *sizes(3, 4, 8), "--page-size", "16"], {"engine_version": "0.4.6"},
+                     "sglang.page_size_topk_to_1", PROBLEM),
+    "sg-page-auto-topk": ([*E3, "--page-size", "16"], {"engine_version": "0.4.8", "target_arch": "LlamaForCausalLM"},
+                          "sglang.page_size_auto_topk_to_1", WARNING),
+    "sg-page-flashinfer-mtp": ([*E3, *sizes(3, 1, 4), "--page-size", "16", "--attention-backend", "flashinfer"],
+                               {"engine_version": "0.5.1", "target_arch": "DeepseekV3ForCausalLM"},
+                               "sglang.page_size_flashinfer_mtp", PROBLEM),
+    "sg-topk-unset": ([*E3, "--speculative-num-steps", "3"], {}, "sglang.topk_unset", PROBLEM),
+    "sg-trtllm": ([*E3, *sizes(3, 4, 8), "--decode-attention-backend", "trtllm_mha"], {}, "sglang.trtllm_mha_topk",
+                  PROBLEM),
+    "sg-rejection": ([*E3, *sizes(3, 4, 8), "--speculative-use-rejection-sampling"], {},
+                     "sglang.rejection_sampling_topk", PROBLEM),
+    "sg-chain": (KIMI, {}, "sglang.chain_rule", PROBLEM),
+    "sg-chain-fill": ([*E3, "--speculative-num-steps", "3", "--speculative-eagle-topk", "1"], {},
+                      "sglang.chain_rule_fill", INFO),
+    "sg-page-tree-0.5.3": ([*E3, *sizes(3, 4, 8), "--page-size", "16", "--attention-backend", "fa3"],
+                           {"engine_version": "0.5.3"}, "sglang.page_size_tree_backend", PROBLEM),
+    "sg-page-tree-0.5.10": ([*E3, *sizes(3, 4, 8), "--page-size", "16", "--attention-backend", "triton"],
+                            {"engine_version": "0.5.10"}, "sglang.page_size_tree_backend", PROBLEM),
+    "sg-page-tree-0.5.23": ([*E3, *sizes(3, 4, 8), "--page-size", "16", "--attention-backend", "flashmla"], {},
+                            "sglang.page_size_tree_backend", PROBLEM),
+    "sg-page-tree-auto": ([*E3, *sizes(3, 4, 8), "--page-size", "16"], {}, "sglang.page_size_tree_backend_auto",
+                          WARNING),
+    "sg-ndt-unset": ([*E3, "--speculative-num-steps", "3", "--speculative-eagle-topk", "4"], {},
+                     "sglang.num_draft_tokens_unset", PROBLEM),
+    "sg-nothing-proposed": ([*E3, *sizes(3, 2, 1)], {}, "sglang.nothing_proposed", PROBLEM),
+    "sg-tree-pool": ([*E3, *sizes(2, 2, 10)], {}, "sglang.tree_pool_too_small", PROBLEM),
+    "sg-token-map": ([*E3, *sizes(3, 1, 4), "--speculative-token-map", "m.pt"], {}, "sglang.token_map_ignored",
+                     WARNING),
+    "sg-adaptive": ([*E3, *sizes(3, 1, 4), "--speculative-adaptive"], {}, "sglang.adaptive", WARNING),
+    # vLLM
+    "vl-legacy": (["vllm", "serve", "m", "--speculative-model", "d", "--num-speculative-tokens", "3"], {},
+                  "vllm.legacy_flags", PROBLEM),
+    "vl-short-unknown": (["vllm", "serve", "m", "--speculative-config", json.dumps({"method": "eagle3", "model": "d"}),
+                          "--spec-tokens", "3"], {"engine_version": "0.21.0"}, "vllm.short_flags_unknown", PROBLEM),
+    "vl-short": (["vllm", "serve", "m", "--spec-method", "eagle3", "--spec-model", "d", "--spec-tokens", "3"], {},
+                 "vllm.short_flags", INFO),
+    "vl-short-conflict": (vllm(SPEC, "--spec-tokens", "4"), {}, "vllm.short_flags_conflict", PROBLEM),
+    "vl-dotted": (vllm(SPEC, "--speculative-config.num_speculative_tokens", "2"), {},
+                  "vllm.dotted_config_replaces_json", WARNING),
+    "vl-dashes-old": (vllm({"method": "eagle3", "model": "d", "num-speculative-tokens": 3}),
+                      {"engine_version": "0.24.0"}, "vllm.config_key_dashes", PROBLEM),
+    "vl-dashes": (vllm({"method": "eagle3", "model": "d", "num-speculative-tokens": 3}), {}, "vllm.config_key_dashes",
+                  INFO),
+    "vl-tp-key": (vllm({**SPEC, "tensor_parallel_size": 1}), {}, "vllm.tensor_parallel_size_key", PROBLEM),
+    "vl-unknown-key": (vllm({**SPEC, "speculative_token_tree": "[(0,)]"}), {}, "vllm.unknown_keys", PROBLEM),
+    "vl-model-missing": (vllm({"method": "eagle3", "num_speculative_tokens": 3}), {}, "vllm.model_missing", PROBLEM),
+    "vl-detect-old": (vllm({"model": "x/eagle3-llama", "num_speculative_tokens": 3}), {"engine_version": "0.9.0"},
+                      "vllm.method_detect", INFO),
+    "vl-detect": (vllm({"model": "x/eagle3-llama", "num_speculative_tokens": 3}), {}, "vllm.method_detect", INFO),
+    "vl-eagle3-as-draft-model": (vllm({"model": "x/drafter", "num_speculative_tokens": 3}),
+                                 {"drafter_config": EAGLE3_DRAFTER}, "vllm.eagle3_drafter_as_draft_model", PROBLEM),
+    "vl-undetected": (vllm({"model": "x/drafter", "num_speculative_tokens": 3}), {}, "vllm.method_undetected", WARNING),
+    "vl-eagle-eagle3": (vllm({**SPEC, "method": "eagle"}), {"drafter_config": EAGLE3_DRAFTER},
+                        "vllm.eagle_with_eagle3_drafter", PROBLEM),
+    "vl-n-predict": (vllm({"method": "eagle3", "model": "d"}), {"drafter_config": {**EAGLE3_DRAFTER, "n_predict": 2}},
+                     "vllm.num_speculative_tokens_from_draft", INFO),
+    "vl-k-missing": (vllm({"method": "eagle3", "model": "d"}), {}, "vllm.num_speculative_tokens_missing", PROBLEM),
+    "vl-k-zero": (vllm({**SPEC, "num_speculative_tokens": 0}), {}, "vllm.num_speculative_tokens_positive", PROBLEM),
+    "vl-draft-tp": (vllm({**SPEC, "draft_tensor_parallel_size": 2}, "-tp", "4"), {}, "vllm.draft_tensor_parallel_size",
+                    PROBLEM),
+    "vl-draft-tp-default": (vllm(SPEC, "-tp", "4"), {}, "vllm.draft_tensor_parallel_size_default", INFO),
+    "vl-token-tree": (vllm({**SPEC, "speculative_token_tree": "[(0,), (1,), (0, 0)]"}), {"engine_version": "0.14.0"},
+                      "vllm.speculative_token_tree", INFO),
+    "vl-chain": (vllm(SPEC), {}, "vllm.chain", INFO),
+}  # fmt: skip
+NOT_MECHANICAL = {"sg-draft-missing", "vl-model-missing"}
+
+
+@pytest.mark.parametrize("name", sorted(SCENARIOS))
+def test_rule_row(name):
+    argv, kwargs, rule, severity = SCENARIOS[name]
+    report = lint(argv, **kwargs)
+    json.dumps(report.to_dict())
+    found = changes(report, rule)
+    assert found, [c.rule for c in report.changes]
+    assert {c.severity for c in found} == {severity}
+    if severity == PROBLEM:
+        assert all(any(f.rule == c.rule for f in report.fixes) for c in report.problems)
+        if name in NOT_MECHANICAL:
+            assert report.fixed_argv is None and not all(f.mechanical for f in report.fixes)
+        else:
+            assert_fix_lints_clean(report, **{k: v for k, v in kwargs.items() if k != "engine"})
+
+
+def test_every_rule_row_is_exercised_and_cites_a_source(tmp_path):
+    served = write_config(tmp_path / "speculator", SPECULATORS_DRAFTER)  # rows that need a local checkpoint
+    runs = [*SCENARIOS.values(), (["vllm", "serve", served], {"engine_version": "0.27.0"}, "", ""),
+            (["vllm", "serve", served], {"engine_version": "0.33.0"}, "", "")]  # fmt: skip
+    seen = set()
+    for argv, kwargs, _rule, _severity in runs:
+        seen |= {(c.rule, c.versions) for c in lint(argv, **kwargs).changes}
+    rows = {(r.name, r.versions) for r in RULES}
+    assert rows - seen == set()
+    for r in RULES:
+        assert r.citation and r.severity in (PROBLEM, WARNING, INFO) and r.checked, r.name
+        assert r.severity != PROBLEM or r.fix is not None, r.name
+
+
+def test_rules_for_a_version_are_in_engine_order():
+    names = [r.name for r in rules_for("sglang", "0.5.23")]
+    assert (
+        names.index("sglang.partial_specification")
+        < names.index("sglang.auto_choice")
+        < names.index("sglang.chain_rule")
+    )
+    assert "sglang.chain_rule" not in [r.name for r in rules_for("sglang", "0.4.5")]
+    assert rules_for("vllm")[-1].name == "vllm.chain"
+
+
+# --------------------------------------------------------------------------------------------------------------
+# Property: the topk-1 rule always holds, and a fixed command never has a problem
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    steps=st.integers(0, 12),
+    topk=st.integers(0, 6),
+    ndt=st.integers(0, 40),
+    version=st.sampled_from(SGLANG_CHECKED),
+    arch=st.sampled_from([None, "LlamaForCausalLM", "DeepseekV3ForCausalLM"]),
+)
+def test_effective_settings_and_fixed_argv_property(steps, topk, ndt, version, arch):
+    report = lint([*E3, *sizes(steps, topk, ndt)], engine_version=version, target_arch=arch)
+    eff = report.effective
+    if eff.topk == 1 and version != "0.4.5":  # 0.4.5 predates the rule
+        assert eff.num_draft_tokens == eff.num_steps + 1
+    if report.has_problem:
+        assert report.fixed_argv is not None
+        again = lint(report.fixed_argv, engine_version=version, target_arch=arch)
+        assert not again.has_problem
+        g = again.effective
+        assert (
+            g.num_steps >= 1
+            and g.topk >= 1
+            and 2 <= g.num_draft_tokens <= g.topk + (g.num_steps - 1) * g.topk**2 + 1
+        )
