@@ -98,5 +98,5 @@ def test_chat_jsonl_loss_mask_on_assistant_turns(tmp_path, tiny_target):
     assert "for i in range(10)" in decoded and "write a loop" not in decoded
     assert bool(plain.loss_mask.all())
     (tmp_path / "bad.jsonl").write_text('{"text": 1}\n')
-    with pytest.raises(InputError, match="bad.jsonl:1"):
+    with pytest.raises(InputError, match=r"bad\.jsonl:1"):
         load_samples(tmp_path / "bad.jsonl", tgt.tokenizer)
