@@ -373,25 +373,13 @@ class Eagle3Drafter(nn.Module):
         b, t = input_ids.shape
         if positions is None:
             positions = torch.arange(t, device=input_ids.device).expand(b, t)
-        causal = torch.full((t, t), float("-inf"), device=aux.device).triu(1)
-        if doc_mask is not None:
-            causal = causal.masked_fill(~doc_mask, float("-inf"))
-        causal = causal.to(aux.dtype)
+        state = self.unrolled_state(t, aux.dtype, aux.device, doc_mask)
         hidden = self.project(aux)
-        cache = [([], []) for _ in self.layers]
         logits_out, hidden_out, tokens = [], [], []
         ids = input_ids
         for k in range(steps):
             tokens.append(ids)
-            embeds = self.embed_tokens(ids)
-            cos, sin = self.rotary(positions + k, hidden.dtype)
-            x = hidden
-            for layer, (keys, values) in zip(self.layers, cache, strict=True):
-                a, residual = layer.attn_input(x, embeds)
-                x = layer.finish(
-                    layer.self_attn.forward_unrolled(a, cos, sin, keys, values, causal), residual
-                )
-            logits, hidden = self.head(x)
+            logits, hidden = self.unrolled_step(ids, hidden, positions + k, state)
             logits_out.append(logits)
             hidden_out.append(hidden)
             if feed == "teacher":
@@ -399,6 +387,28 @@ class Eagle3Drafter(nn.Module):
             else:
                 ids = self.to_target(logits.argmax(-1))
         return Unrolled(logits_out, hidden_out, tokens)
+
+    def unrolled_state(
+        self, t: int, dtype: torch.dtype, device, doc_mask: torch.Tensor | None = None
+    ) -> dict:
+        """Attention state of an unrolled run: per-layer key/value lists and the step-0 causal mask."""
+        causal = torch.full((t, t), float("-inf"), device=device).triu(1)
+        if doc_mask is not None:
+            causal = causal.masked_fill(~doc_mask, float("-inf"))
+        return {"causal": causal.to(dtype), "cache": [([], []) for _ in self.layers]}
+
+    def unrolled_step(self, ids: torch.Tensor, hidden: torch.Tensor, positions: torch.Tensor, state: dict):
+        """One unrolled step for every row; the batch may grow after step 0 (tree slots share the step-0 keys).
+        Returns (draft logits, fed-back hidden)."""
+        embeds = self.embed_tokens(ids)
+        cos, sin = self.rotary(positions, hidden.dtype)
+        x = hidden
+        for layer, (keys, values) in zip(self.layers, state["cache"], strict=True):
+            a, residual = layer.attn_input(x, embeds)
+            x = layer.finish(
+                layer.self_attn.forward_unrolled(a, cos, sin, keys, values, state["causal"]), residual
+            )
+        return self.head(x)
 
 
 def param_count(model: nn.Module) -> int:

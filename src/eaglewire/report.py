@@ -7,6 +7,7 @@ from typing import Any
 
 from rich.console import Console
 from rich.markup import escape
+from rich.rule import Rule
 from rich.table import Table
 from rich.text import Text
 
@@ -235,3 +236,105 @@ class ProgressBar:
                 parts.append(f"{k} {v}")
             info = "  ".join(parts)
         self.progress.update(self.task, completed=done, total=total, info=info)
+
+
+def _fmt(values: list[float]) -> str:
+    return " ".join(f"{v:.3f}" for v in values)
+
+
+def render_evaluation(ev, out: Console, title: str = "", recorded: dict | None = None) -> None:
+    mode = (
+        "chain on the target's greedy continuations, own tokens fed back"
+        if ev.mode == "chain"
+        else "teacher-forced on the data"
+    )
+    out.print(Text.assemble((title or f"taps {ev.wiring}", "bold"), f"  ({mode}; {ev.rows} positions)"))
+    table = Table(header_style="bold")
+    table.add_column("step k")
+    for k in range(ev.steps):
+        table.add_column(str(k))
+    table.add_row("acc (unconditional)", *[f"{a:.3f}" for a in ev.acc])
+    table.add_row("alpha (conditional)", *[f"{a:.3f}" for a in ev.cond_acc])
+    table.add_row("predicted tau, k+1 steps", *[f"{a:.2f}" for a in ev.tau])
+    if recorded and recorded.get("acc"):
+        rec = recorded["acc"][: ev.steps]
+        table.add_row("recorded in training (acc)", *[f"{a:.3f}" for a in rec] + [""] * (ev.steps - len(rec)))
+    out.print(table)
+    for setting, value in ev.tree.items():
+        out.print(f"  SGLang tree {setting}: simulated accept length {value:.2f}")
+    out.print(
+        Text(
+            "  tau includes the bonus token (SGLang completion_tokens/verify_ct; vLLM 1 + accepted/drafts)",
+            "dim",
+        )
+    )
+
+
+def render_search(res, out: Console, num_layers: int | None = None) -> None:
+    b = res.best
+    out.print(
+        Text.assemble(
+            ("wiring search", "bold"), f": {res.evaluated} candidates scored by step-0 cross-entropy"
+        )
+    )
+    table = Table(header_style="bold")
+    for col in ("rank", "taps", "human", "CE", "acc0"):
+        table.add_column(col)
+    for i, c in enumerate(res.ranked[:6], 1):
+        table.add_row(str(i), str(c.wiring), c.wiring.human(num_layers), f"{c.ce:.4f}", f"{c.acc0:.3f}")
+    out.print(table)
+    tied = ", ".join(str(c.wiring) for c in res.tied)
+    out.print(f"  best {b.wiring}; statistically indistinguishable (95% paired bootstrap): {tied}")
+    if res.served is not None and res.served_gap is not None:
+        m, lo, hi = res.served_gap
+        out.print(
+            f"  served {res.served.wiring} loses {m:+.3f} step-0 accuracy against the best (95% CI {lo:+.3f}..{hi:+.3f})"
+        )
+
+
+def render_doctor(rep, out: Console) -> None:
+    render_check(rep.static, out)
+    if rep.lint is not None:
+        out.print(Rule("launch flags", style="dim"))
+        render_lint(rep.lint, out)
+    L = rep.static.target.num_layers
+    for name in ("served", "trained", "fixed"):
+        if name in rep.evals:
+            out.print(Rule(f"standalone test: {name} taps", style="dim"))
+            render_evaluation(
+                rep.evals[name],
+                out,
+                f"{name} taps {rep.evals[name].wiring}",
+                rep.recorded if name != "served" else None,
+            )
+    if rep.search is not None:
+        out.print(Rule("wiring search", style="dim"))
+        render_search(rep.search, out, L)
+    out.print(Rule("verdict", style="bold"))
+    if rep.fix:
+        if rep.fix.get("expressible"):
+            out.print(
+                Text.assemble(
+                    ("fix", "bold green"),
+                    f" ({rep.engine}): set ",
+                    (str(rep.fix["key"]), "bold"),
+                    f" = {_ids(rep.fix['value'])} in config.json  -> feeds {rep.fixed_taps}",
+                )
+            )
+        else:
+            out.print(Text(f"no config value fixes it for {rep.engine}: {rep.fix['reason']}", "bold red"))
+    if "served" in rep.evals and "fixed" in rep.evals:
+        s, f = rep.evals["served"], rep.evals["fixed"]
+        out.print(
+            f"  step-0 acc {s.acc[0]:.3f} -> {f.acc[0]:.3f}; predicted tau ({s.steps} steps) {s.tau[-1]:.2f} -> {f.tau[-1]:.2f}"
+        )
+    for n in rep.notes:
+        out.print(Text(f"note: {n}", "dim"))
+    for p in rep.problems:
+        out.print(Text(f"problem: {p}", "bold red"))
+    out.print(
+        Text(
+            "VERDICT: PROBLEM" if rep.has_problem else "VERDICT: OK",
+            "bold red" if rep.has_problem else "bold green",
+        )
+    )

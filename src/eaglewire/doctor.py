@@ -1,0 +1,207 @@
+"""`eaglewire doctor`: the static check, the flags lint, the standalone test under the served taps, and the
+wiring search when the served taps test far below the trained ones, in one report and one exit code.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from eaglewire import conventions as conv
+from eaglewire.check import CheckReport, check, fixed_config
+from eaglewire.drafter import Eagle3Drafter
+from eaglewire.evaluate import DEFAULT_TREES, Evaluation, chain_data, evaluate, prompt_samples
+from eaglewire.formats import DrafterCheckpoint, read_drafter
+from eaglewire.search import SearchResult, search
+from eaglewire.taps import Wiring, default_wiring
+from eaglewire.targets import load_target, read_target
+
+
+@dataclass
+class DoctorOptions:
+    engine: str = "sglang==0.5.23"
+    launch: list[str] | None = None
+    data: Path | None = None
+    samples: int = 12
+    prompt_len: int = 64
+    new_tokens: int = 96
+    steps: int = 5
+    search: str = "auto"  # auto | always | never
+    drop_threshold: float = 0.05  # acc0 drop (absolute) that triggers the search
+
+
+@dataclass
+class DoctorReport:
+    drafter: str
+    engine: str
+    static: CheckReport
+    lint: object | None  # flags.LintReport
+    served: Wiring | None
+    trained: Wiring | None
+    trained_basis: str
+    evals: dict[str, Evaluation] = field(default_factory=dict)  # "served", "trained", "fixed"
+    search: SearchResult | None = None
+    fix: dict | None = None  # {"key", "value", "config"} for the engine
+    fixed_taps: Wiring | None = None
+    recorded: dict | None = None
+    problems: list[str] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+
+    @property
+    def has_problem(self) -> bool:
+        return bool(self.problems)
+
+    def to_dict(self) -> dict:
+        return {
+            "drafter": self.drafter,
+            "engine": self.engine,
+            "verdict": "problem" if self.has_problem else "ok",
+            "problems": self.problems,
+            "served_taps": str(self.served) if self.served else None,
+            "trained_taps": str(self.trained) if self.trained else None,
+            "trained_basis": self.trained_basis,
+            "fix": self.fix,
+            "fixed_taps": str(self.fixed_taps) if self.fixed_taps else None,
+            "evaluations": {k: v.to_dict() for k, v in self.evals.items()},
+            "recorded_training_metrics": self.recorded,
+            "search": self.search.to_dict() if self.search else None,
+            "static": self.static.to_dict(),
+            "lint": self.lint.to_dict() if self.lint is not None else None,
+            "notes": self.notes,
+        }
+
+
+def _primary(report: CheckReport):
+    """The verdict row a plain launch uses (vLLM: the default runner)."""
+    rows = report.verdicts
+    for v in rows:
+        row = next(r for r in conv.ROWS if r.key == v.row_key)
+        if row.default_runner:
+            return v
+    return rows[0]
+
+
+def doctor(drafter: Path | str, target: Path | str, opts: DoctorOptions, progress=None) -> DoctorReport:
+    ckpt: DrafterCheckpoint = read_drafter(drafter)
+    tinfo = read_target(target)
+    static = check(ckpt, tinfo, [opts.engine])
+    primary = _primary(static)
+    served = primary.served.taps
+    trained = static.trained.wiring
+    rep = DoctorReport(
+        str(drafter),
+        primary.engine,
+        static,
+        None,
+        served,
+        trained,
+        f"{static.trained.basis} (confidence {static.trained.confidence})",
+    )
+    rep.recorded = (ckpt.provenance.training or {}).get("held_out") if ckpt.provenance else None
+    if primary.served.failure:
+        rep.problems.append(f"{primary.engine}: {primary.served.failure}")
+    elif primary.status == "mismatch":
+        rep.problems.append(
+            f"{primary.engine} feeds {served} but the drafter was trained on {trained} "
+            f"({static.trained.basis})"
+        )
+    for f in static.findings + primary.findings:
+        if f.severity == "problem":
+            rep.problems.append(f.message)
+    if opts.launch:
+        from eaglewire import flags
+
+        name, _, version = opts.engine.partition("==")
+        rep.lint = flags.lint(
+            opts.launch, engine=name, engine_version=version or None, target_arch=tinfo.architecture
+        )
+        for c in rep.lint.changes:
+            if c.severity == "problem":
+                rep.problems.append(f"launch flags: {c.message}")
+    tdir = Path(target)
+    if not (tdir.is_dir() and any(tdir.glob("*.safetensors"))):
+        rep.notes.append("target folder has no weights: static check and lint only (no standalone test)")
+        _set_fix(rep, primary.row_key, trained, ckpt)
+        return rep
+    _runtime(rep, ckpt, tdir, opts, primary.row_key, progress)
+    return rep
+
+
+def _runtime(
+    rep: DoctorReport, ckpt: DrafterCheckpoint, tdir: Path, opts: DoctorOptions, row_key: str, progress
+) -> None:
+    tgt = load_target(tdir)
+    L = tgt.info.num_layers
+    model = Eagle3Drafter.from_checkpoint(ckpt, embed_tokens=tgt.model.get_input_embeddings().weight.detach())
+    samples = prompt_samples(tgt, opts.data, limit=opts.samples, max_len=opts.prompt_len + opts.new_tokens)
+    data = chain_data(tgt, samples, list(range(L + 1)), opts.prompt_len, opts.new_tokens)
+    say = progress or (lambda *_: None)
+    n_aux = model.arch.n_aux
+    if rep.served is not None and len(rep.served) == n_aux:
+        say("test under the served taps")
+        rep.evals["served"] = evaluate(model, data, rep.served, opts.steps, "chain", trees=DEFAULT_TREES[:2])
+    if rep.trained is not None and len(rep.trained) == n_aux and rep.trained != rep.served:
+        say("test under the trained taps")
+        rep.evals["trained"] = evaluate(
+            model, data, rep.trained, opts.steps, "chain", trees=DEFAULT_TREES[:2]
+        )
+    ref = rep.evals.get("trained") or rep.evals.get("served")
+    ref_acc = max([e.acc[0] for e in rep.evals.values()] + ([rep.recorded["acc"][0]] if rep.recorded else []))
+    served_acc = rep.evals["served"].acc[0] if "served" in rep.evals else 0.0
+    rows = max(1, (ref.rows if ref else 1))
+    noise = 3 * math.sqrt(max(1e-4, ref_acc * (1 - ref_acc)) / rows)
+    far = ref_acc - served_acc > max(opts.drop_threshold, noise)
+    want_search = opts.search == "always" or (
+        opts.search == "auto" and (far or rep.trained is None or "served" not in rep.evals)
+    )
+    best = rep.trained
+    if want_search:
+        say("wiring search")
+        seeds = [w for w in (rep.served, rep.trained, default_wiring(L)) if w is not None]
+        rep.search = search(model, data, L, seeds, served=rep.served)
+        best = rep.search.best.wiring
+        tied = {str(c.wiring) for c in rep.search.tied}
+        if rep.trained is not None and str(rep.trained) in tied:
+            best = rep.trained  # the search agrees with what the checkpoint says
+        elif rep.trained is not None:
+            rep.problems.append(
+                f"the wiring search finds {best} fits the drafter better than the inferred {rep.trained}"
+            )
+        else:
+            rep.notes.append(f"training taps unknown: the search says {best}")
+        if (
+            "served" in rep.evals
+            and rep.served is not None
+            and str(rep.served) not in tied
+            and best != rep.served
+        ):
+            msg = (
+                f"the drafter tests far better under {best} than under the served {rep.served} "
+                f"(step-0 acc {rep.search.best.acc0:.3f} vs {served_acc:.3f})"
+            )
+            if not any(msg[:40] in p for p in rep.problems):
+                rep.problems.append(msg)
+    _set_fix(rep, row_key, best, ckpt)
+    if rep.fixed_taps is not None and len(rep.fixed_taps) == n_aux and rep.fixed_taps != rep.served:
+        say("test with the fix applied")
+        rep.evals["fixed"] = evaluate(
+            model, data, rep.fixed_taps, opts.steps, "chain", trees=DEFAULT_TREES[:2]
+        )
+
+
+def _set_fix(rep: DoctorReport, row_key: str, taps: Wiring | None, ckpt: DrafterCheckpoint) -> None:
+    """The engine's config value for `taps`, the fixed config.json, and the taps the engine then feeds."""
+    if taps is None or (rep.served is not None and taps == rep.served):
+        return
+    row = next(r for r in conv.ROWS if r.key == row_key)
+    fix = conv.config_value_for(row, taps, rep.static.target.num_layers)
+    if not fix.expressible:
+        rep.fix = {"expressible": False, "reason": fix.reason}
+        return
+    v = next(x for x in rep.static.verdicts if x.row_key == row_key)
+    v.fix = fix
+    cfg = fixed_config(rep.static, ckpt.config)
+    rep.fix = {"expressible": True, "key": fix.key, "value": fix.value, "notes": fix.notes, "config": cfg}
+    after = conv.resolve(row, cfg, rep.static.target.num_layers)
+    rep.fixed_taps = after.taps

@@ -1,0 +1,273 @@
+"""The standalone drafter test: per-step acceptance and predicted accept length, no serving engine.
+
+Two measurements on the same drafter and taps:
+- chain: on the target's own greedy continuations of prompts, the drafter runs as an engine's chain draft does
+  (its own hidden state and its own proposed tokens fed back). Per step k: unconditional agreement with the
+  target's greedy token, conditional agreement alpha_k (given every earlier step agreed), predicted chain accept
+  length tau(K) = 1 + sum_k prod_{i<=k} alpha_i (bonus token included, SGLang/vLLM convention), and SGLang tree
+  settings simulated on the same rows (sglang-tree.md).
+- teacher-forced: on the data as given, true tokens fed at each step, own hidden state fed back: the acc_k that
+  EAGLE, SpecForge, speculators and `eaglewire train` log, so it is comparable with recorded training metrics.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import torch
+
+from eaglewire.capture import CapturedSample, TargetHead
+from eaglewire.data import Sample
+from eaglewire.drafter import Eagle3Drafter
+from eaglewire.taps import Wiring
+from eaglewire.targets import LoadedTarget, forward_taps
+from eaglewire.tree import TreeBuilder, greedy_accept
+
+CONVENTION = (
+    "accept length includes the bonus token (SGLang completion_tokens/verify_ct, vLLM 1 + accepted/drafts)"
+)
+
+
+@dataclass(frozen=True)
+class TreeSetting:
+    steps: int  # speculative_num_steps
+    topk: int  # speculative_eagle_topk
+    draft_tokens: int  # speculative_num_draft_tokens (root included)
+
+    def __str__(self) -> str:
+        return f"steps={self.steps} topk={self.topk} draft_tokens={self.draft_tokens}"
+
+
+DEFAULT_TREES = (TreeSetting(3, 1, 4), TreeSetting(5, 1, 6), TreeSetting(5, 4, 8), TreeSetting(6, 4, 16))
+
+
+@dataclass
+class Evaluation:
+    wiring: str
+    mode: str  # "chain" | "teacher"
+    steps: int
+    acc: list[float]  # unconditional, per step
+    cond_acc: list[float]  # conditional alpha_k
+    tau: list[float]  # predicted chain accept length with 1..K steps
+    rows: int  # positions scored at step 0
+    ce: float  # step-0 cross-entropy to the target's distribution over the draft vocab (nats)
+    tree: dict[str, float] = field(default_factory=dict)  # setting -> mean simulated accept length
+    correct0: list[torch.Tensor] = field(
+        default_factory=list, repr=False
+    )  # per sample, step-0 hits on scored rows
+
+    def to_dict(self) -> dict:
+        return {
+            "wiring": self.wiring,
+            "mode": self.mode,
+            "steps": self.steps,
+            "acc": [round(x, 4) for x in self.acc],
+            "cond_acc": [round(x, 4) for x in self.cond_acc],
+            "predicted_tau": [round(x, 4) for x in self.tau],
+            "rows": self.rows,
+            "ce": round(self.ce, 5),
+            "tree_accept_length": {k: round(v, 4) for k, v in self.tree.items()},
+            "convention": CONVENTION,
+        }
+
+
+def predicted_tau(cond: list[float]) -> list[float]:
+    """tau(K) for K = 1..len(cond): 1 + sum_{k<K} prod_{i<=k} alpha_i."""
+    out, run, total = [], 1.0, 1.0
+    for a in cond:
+        run *= a
+        total += run
+        out.append(total)
+    return out
+
+
+# ---- data ---------------------------------------------------------------------------------------------------
+
+
+@torch.no_grad()
+def greedy_continuations(
+    target: LoadedTarget, samples: list[Sample], prompt_len: int, new_tokens: int
+) -> list[Sample]:
+    """prompt (the first prompt_len tokens of each sample) + the target's greedy continuation; the loss mask marks
+    the continuation, which is exactly what a greedy serving engine verifies against."""
+    out = []
+    eos = getattr(target.tokenizer, "eos_token_id", None) if target.tokenizer is not None else None
+    for s in samples:
+        prompt = s.input_ids[:prompt_len][None]
+        gen = target.model.generate(
+            prompt, max_new_tokens=new_tokens, do_sample=False, pad_token_id=eos, eos_token_id=None
+        )
+        ids = gen[0]
+        mask = torch.zeros(ids.numel(), dtype=torch.bool)
+        mask[prompt.shape[1] :] = True
+        out.append(Sample(ids, mask, s.source))
+    return out
+
+
+def captured(target: LoadedTarget, samples: list[Sample], taps: list[int]) -> list[CapturedSample]:
+    """Run the target once per sample, keeping the taps asked for and the logits."""
+    L = target.info.num_layers
+    keep = sorted(set(taps) | {L})
+    out = []
+    for s in samples:
+        hidden, logits = forward_taps(target, s.input_ids[None], keep)
+        out.append(
+            CapturedSample(
+                s.input_ids,
+                s.loss_mask,
+                {t: h[0].float() for t, h in zip(keep, hidden, strict=True)},
+                logits[0].float(),
+            )
+        )
+    return out
+
+
+# ---- scoring --------------------------------------------------------------------------------------------------
+
+
+def _target_logits(s: CapturedSample, head: TargetHead | None) -> torch.Tensor:
+    if s.logits is not None:
+        return s.logits.float()
+    assert head is not None, "captured data without logits needs the target head"
+    return head(s.hidden[max(s.hidden)])
+
+
+@torch.no_grad()
+def evaluate(
+    model: Eagle3Drafter,
+    samples: list[CapturedSample],
+    wiring: Wiring,
+    steps: int = 5,
+    mode: str = "chain",
+    head: TargetHead | None = None,
+    trees: tuple[TreeSetting, ...] = (),
+    aux_override=None,
+) -> Evaluation:
+    """Per-step acceptance of `model` fed `wiring` on `samples` (see module docstring for the two modes).
+    `aux_override(i, sample) -> [T, n*H]` replaces the concatenated taps (the wiring search uses it)."""
+    model.eval()
+    targets = torch.arange(model.arch.draft_vocab_size) + model.d2t
+    feed = "own" if mode == "chain" else "teacher"
+    hits = [0] * steps
+    valid = [0] * steps
+    cond = [0] * steps
+    ce_sum, ce_n = 0.0, 0
+    tree_sum = {str(t): 0.0 for t in trees}
+    tree_n = {str(t): 0 for t in trees}
+    correct0 = []
+    for i, s in enumerate(samples):
+        T = s.input_ids.numel()
+        if T < 3:
+            correct0.append(torch.zeros(0, dtype=torch.bool))
+            continue
+        aux = (aux_override(i, s) if aux_override is not None else s.aux(wiring))[: T - 1][None].float()
+        z = _target_logits(s, head)[1:T]
+        g = z.argmax(-1)  # g[r] = target's greedy token at position r+2
+        mask = s.loss_mask[2:T]
+        n = T - 2
+        un = model.unroll(aux, s.input_ids[1:T][None], steps, feed=feed)
+        all_ok = None
+        for k in range(steps):
+            rows = n - k
+            if rows <= 0:
+                continue
+            lg = un.logits[k][0, :rows].float()
+            d = targets[lg.argmax(-1)]
+            m = mask[k : k + rows]
+            ok = d == g[k : k + rows]
+            all_ok = ok if all_ok is None else (all_ok[:rows] & ok)
+            hits[k] += int((ok & m).sum())
+            valid[k] += int(m.sum())
+            cond[k] += int((all_ok & m).sum())
+            if k == 0:
+                correct0.append(ok[m[:rows]])
+                p = torch.softmax(z[:rows][:, targets], -1)
+                ce = -(p * torch.log_softmax(lg, -1)).sum(-1)
+                ce_sum += float(ce[m].sum())
+                ce_n += int(m.sum())
+        for t in trees:
+            acc_len, ok_rows = simulate_tree(model, aux, s.input_ids[1:T], g, mask, t)
+            tree_sum[str(t)] += float(acc_len[ok_rows].sum())
+            tree_n[str(t)] += int(ok_rows.sum())
+    acc = [h / v if v else 0.0 for h, v in zip(hits, valid, strict=True)]
+    cond_acc = [
+        cond[k] / (valid[0] if k == 0 else cond[k - 1]) if (valid[0] if k == 0 else cond[k - 1]) else 0.0
+        for k in range(steps)
+    ]
+    return Evaluation(
+        wiring=str(wiring),
+        mode=mode,
+        steps=steps,
+        acc=acc,
+        cond_acc=cond_acc,
+        tau=predicted_tau(cond_acc),
+        rows=valid[0],
+        ce=ce_sum / ce_n if ce_n else float("nan"),
+        tree={k: tree_sum[k] / tree_n[k] for k in tree_sum if tree_n[k]},
+        correct0=correct0,
+    )
+
+
+@torch.no_grad()
+def simulate_tree(
+    model: Eagle3Drafter,
+    aux: torch.Tensor,
+    ids_in: torch.Tensor,
+    greedy: torch.Tensor,
+    mask: torch.Tensor,
+    setting: TreeSetting,
+):
+    """Draft SGLang's tree at every row at once and walk it with the target's greedy continuation.
+    Returns (accept length per row, rows with a full greedy continuation in the scored region)."""
+    N, K, D = setting.steps, setting.topk, setting.draft_tokens
+    n = ids_in.numel() - 1  # rows with a predicted token
+    to_target = lambda i: i + model.d2t[i]  # noqa: E731
+    state = model.unrolled_state(ids_in.numel(), aux.dtype, aux.device)
+    pos = torch.arange(ids_in.numel())[None]
+    logits, h0 = model.unrolled_step(ids_in[None], model.project(aux), pos, state)
+    builder = TreeBuilder(torch.softmax(logits[0].float(), -1), K, to_target)
+    hid = h0.expand(K, -1, -1)
+    for i in range(N - 1):
+        tok = builder.front_tokens().T  # [K, rows]
+        lg, hout = model.unrolled_step(tok, hid, pos + 1 + i, state)
+        inherit = builder.expand(torch.softmax(lg.float(), -1).permute(1, 0, 2))  # [rows, K]
+        hid = torch.gather(
+            hout.permute(1, 0, 2), 1, inherit[..., None].expand(-1, -1, hout.shape[-1])
+        ).permute(1, 0, 2)
+    tree = builder.select(D)
+    rows = ids_in.numel()
+    cont = torch.full((rows, N), -1, dtype=torch.long)
+    ok_rows = torch.zeros(rows, dtype=torch.bool)
+    for r in range(n):
+        end = r + N
+        if end <= n:
+            cont[r] = greedy[r:end]
+            ok_rows[r] = bool(mask[r:end].all())
+    return greedy_accept(tree, cont, N), ok_rows
+
+
+# ---- choosing the data ------------------------------------------------------------------------------------------
+
+
+def prompt_samples(target: LoadedTarget, data=None, limit: int = 16, max_len: int = 512) -> list[Sample]:
+    """Samples to test on: `data` (a file/folder/JSONL), or the held-out stdlib files for the bundled target."""
+    from eaglewire import zoo
+    from eaglewire.data import load_samples
+    from eaglewire.errors import InputError
+
+    if target.tokenizer is None:
+        raise InputError(f"{target.path}: the standalone test needs the target's tokenizer")
+    if data is not None:
+        return load_samples(data, target.tokenizer, max_len=max_len, limit=limit)
+    if zoo.is_zoo_target(target.info):
+        return zoo.held_out_samples(target.tokenizer, max_len=max_len, limit=limit)
+    raise InputError(
+        "give --data (text, folder or JSONL) to test on; only the bundled zoo target has default data"
+    )
+
+
+def chain_data(
+    target: LoadedTarget, samples: list[Sample], taps: list[int], prompt_len: int = 64, new_tokens: int = 128
+) -> list[CapturedSample]:
+    """The target's greedy continuations of the samples' first `prompt_len` tokens, captured (chain mode)."""
+    return captured(target, greedy_continuations(target, samples, prompt_len, new_tokens), taps)

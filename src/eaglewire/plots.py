@@ -1,0 +1,166 @@
+"""PNG plots and the HTML report page (matplotlib, headless)."""
+
+from __future__ import annotations
+
+import html
+import json
+from pathlib import Path
+
+import matplotlib
+
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt
+
+
+def acceptance_plot(
+    path: Path, curves: dict[str, list[float]], title: str, ylabel: str = "conditional acceptance"
+) -> Path:
+    """Per-step acceptance for several wirings (e.g. trained vs served)."""
+    fig, ax = plt.subplots(figsize=(6.4, 4.0), dpi=110)
+    for label, ys in curves.items():
+        ax.plot(range(len(ys)), ys, marker="o", label=label)
+    ax.set_xlabel("draft step k (0 = first drafted token)")
+    ax.set_ylabel(ylabel)
+    ax.set_ylim(0, 1)
+    ax.set_xticks(range(max((len(v) for v in curves.values()), default=1)))
+    ax.grid(alpha=0.3)
+    ax.set_title(title)
+    ax.legend(loc="upper right")
+    fig.tight_layout()
+    fig.savefig(path)
+    plt.close(fig)
+    return path
+
+
+def heatmap_plot(path: Path, values, title: str, marked: dict[str, list[int]] | None = None) -> Path:
+    """slot x tap heatmap of step-0 accuracy; `marked` draws the named wirings (e.g. best, served) on top."""
+    import numpy as np
+
+    data = np.array(values, dtype=float)
+    slots, taps = data.shape
+    fig, ax = plt.subplots(figsize=(max(6.0, 0.35 * taps + 2), 1.0 + 0.8 * slots), dpi=110)
+    im = ax.imshow(
+        data, aspect="auto", cmap="viridis", vmin=np.nanmin(data) if np.isfinite(data).any() else 0
+    )
+    ax.set_xlabel("tap h<k> fed to the slot (others at the best wiring)")
+    ax.set_ylabel("fc slot (ascending)")
+    ax.set_xticks(range(taps))
+    ax.set_xticklabels(
+        [f"h{k}" for k in range(taps)], rotation=90 if taps > 20 else 0, fontsize=7 if taps > 20 else 9
+    )
+    ax.set_yticks(range(slots))
+    markers = {"best": ("o", "white"), "served": ("x", "red"), "trained": ("s", "orange")}
+    for name, wiring in (marked or {}).items():
+        m, c = markers.get(name, ("^", "cyan"))
+        ax.scatter(
+            sorted(wiring),
+            range(len(wiring)),
+            marker=m,
+            color=c,
+            s=60,
+            label=name,
+            facecolors="none" if m in "os" else None,
+        )
+    if marked:
+        ax.legend(loc="upper left", bbox_to_anchor=(1.15, 1.0), fontsize=8)
+    fig.colorbar(im, ax=ax, label="step-0 accuracy")
+    ax.set_title(title)
+    fig.tight_layout()
+    fig.savefig(path)
+    plt.close(fig)
+    return path
+
+
+def bar_plot(
+    path: Path,
+    labels: list[str],
+    values: list[float],
+    ylabel: str,
+    title: str,
+    annotate: list[str] | None = None,
+) -> Path:
+    fig, ax = plt.subplots(figsize=(max(6.0, 0.9 * len(labels) + 2), 4.0), dpi=110)
+    bars = ax.bar(range(len(labels)), values, color="#4C72B0")
+    ax.set_xticks(range(len(labels)))
+    ax.set_xticklabels(labels, rotation=20, ha="right", fontsize=8)
+    ax.set_ylabel(ylabel)
+    ax.set_title(title)
+    ax.grid(axis="y", alpha=0.3)
+    for b, text in zip(bars, annotate or [f"{v:.2f}" for v in values], strict=False):
+        ax.annotate(
+            text, (b.get_x() + b.get_width() / 2, b.get_height()), ha="center", va="bottom", fontsize=8
+        )
+    fig.tight_layout()
+    fig.savefig(path)
+    plt.close(fig)
+    return path
+
+
+def html_page(path: Path, title: str, sections: list[tuple[str, str]], images: list[str], data: dict) -> Path:
+    """A self-contained page: text sections, the PNGs (relative paths) and the JSON report."""
+    parts = [
+        f"<!doctype html><html><head><meta charset='utf-8'><title>{html.escape(title)}</title>",
+        "<style>body{font-family:sans-serif;max-width:1000px;margin:2em auto;line-height:1.4}"
+        "pre{background:#f4f4f4;padding:1em;overflow:auto}.bad{color:#b00}.ok{color:#070}</style></head><body>",
+        f"<h1>{html.escape(title)}</h1>",
+    ]
+    for heading, body in sections:
+        parts.append(f"<h2>{html.escape(heading)}</h2><pre>{html.escape(body)}</pre>")
+    for img in images:
+        parts.append(f"<p><img src='{html.escape(img)}' style='max-width:100%'></p>")
+    parts.append(
+        "<h2>Report (JSON)</h2><pre>"
+        + html.escape(json.dumps(data, indent=2, default=str))
+        + "</pre></body></html>"
+    )
+    path.write_text("\n".join(parts))
+    return path
+
+
+def doctor_report(rep, out: Path) -> list[Path]:
+    """PNGs (per-step acceptance of trained vs served taps, the search heatmap) and an HTML page."""
+    out.mkdir(parents=True, exist_ok=True)
+    written = []
+    curves = {f"{name} taps {ev.wiring}": ev.cond_acc for name, ev in rep.evals.items()}
+    if curves:
+        written.append(
+            acceptance_plot(out / "acceptance.png", curves, "Per-step conditional acceptance (chain, greedy)")
+        )
+        taus = {f"{name} {ev.wiring}": ev.tau for name, ev in rep.evals.items()}
+        written.append(
+            acceptance_plot(
+                out / "predicted_tau.png",
+                {k: [t / (i + 2) for i, t in enumerate(v)] for k, v in taus.items()},
+                "Predicted accept length / max possible, per chain length",
+                "tau / (k + 2)",
+            )
+        )
+    if rep.search is not None:
+        marked = {"best": list(rep.search.best.wiring.indices)}
+        if rep.served is not None:
+            marked["served"] = list(rep.served.indices)
+        written.append(
+            heatmap_plot(
+                out / "wiring_heatmap.png",
+                rep.search.heatmap.tolist(),
+                "Step-0 accuracy: slot j fed tap h<k>",
+                marked,
+            )
+        )
+    data = rep.to_dict()
+    sections = [
+        ("Verdict", ("PROBLEM\n" if rep.has_problem else "OK\n") + "\n".join(rep.problems)),
+        (
+            "Taps",
+            f"served: {rep.served}\ntrained: {rep.trained} ({rep.trained_basis})\nafter the fix: {rep.fixed_taps}",
+        ),
+    ]
+    if rep.fix:
+        sections.append(("Fix", json.dumps({k: v for k, v in rep.fix.items() if k != "config"}, indent=2)))
+    written.append(
+        html_page(
+            out / "index.html", f"eaglewire doctor: {rep.drafter}", sections, [p.name for p in written], data
+        )
+    )
+    (out / "report.json").write_text(json.dumps(data, indent=2, default=str))
+    return written
