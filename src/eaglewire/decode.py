@@ -1,0 +1,397 @@
+"""The reference EAGLE-3 speculative decoder: lossless, chain or SGLang tree, greedy or sampling, batch 1.
+
+One round (`_round`) reads top to bottom: draft (a chain, or SGLang's tree), verify every drafted token in ONE
+target forward (a tree mask and depth positions for trees), accept (greedy: the longest path that matches the
+target's argmax; sampling: exact rejection sampling), keep only the accepted path in both KV caches, and feed the
+drafter the target's taps of the accepted tokens. Bookkeeping (caches, masks, tap capture) lives below it.
+
+Conventions (SGLang's): the root is the last committed token, not yet in the target's KV cache; the drafter's row
+at position p takes (taps of token p, token p+1). Accept length = accepted drafts + the bonus token.
+"""
+
+from __future__ import annotations
+
+import inspect
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+
+import torch
+
+from eaglewire.drafter import DraftCache, Eagle3Drafter
+from eaglewire.taps import Wiring
+from eaglewire.targets import decoder_layers
+from eaglewire.tree import Tree, TreeBuilder
+
+
+@dataclass
+class DecodeConfig:
+    steps: int = 4  # SGLang speculative_num_steps (draft depth)
+    topk: int = 1  # speculative_eagle_topk (1 = chain)
+    draft_tokens: int | None = None  # speculative_num_draft_tokens incl. the root (chain: steps + 1)
+    temperature: float = 0.0  # 0 = greedy
+    top_p: float = 1.0
+    top_k: int = 0
+    max_new_tokens: int = 128
+    eos_token_id: int | None = None
+    seed: int | None = None
+
+    @property
+    def num_draft_tokens(self) -> int:
+        return self.steps + 1 if self.topk == 1 else (self.draft_tokens or self.steps + 1)
+
+
+@dataclass
+class DecodeStats:
+    new_tokens: int = 0
+    verify_steps: int = 0
+    target_forwards: int = 0
+    draft_forwards: int = 0
+    accept_lengths: list[int] = field(default_factory=list)  # per verify: accepted drafts + bonus
+    seconds: float = 0.0
+    prefill_seconds: float = 0.0
+
+    @property
+    def tau(self) -> float:
+        """Mean accept length per verify step, bonus included (the prefill's token is not counted)."""
+        return sum(self.accept_lengths) / len(self.accept_lengths) if self.accept_lengths else 0.0
+
+    @property
+    def tokens_per_second(self) -> float:
+        return self.new_tokens / self.seconds if self.seconds > 0 else 0.0
+
+
+# ---- sampling helpers -----------------------------------------------------------------------------------------
+
+
+def warp(logits: torch.Tensor, cfg: DecodeConfig) -> torch.Tensor:
+    """Target probabilities after temperature, top-k and top-p (the distribution a sampler must preserve)."""
+    x = logits.float() / cfg.temperature
+    if cfg.top_k > 0:
+        kth = torch.topk(x, min(cfg.top_k, x.shape[-1]), dim=-1).values[..., -1:]
+        x = x.masked_fill(x < kth, float("-inf"))
+    probs = torch.softmax(x, -1)
+    if cfg.top_p < 1.0:
+        sp, si = torch.sort(probs, descending=True, dim=-1)
+        drop = sp.cumsum(-1) - sp > cfg.top_p
+        sp = sp.masked_fill(drop, 0.0)
+        probs = torch.zeros_like(probs).scatter(-1, si, sp)
+        probs = probs / probs.sum(-1, keepdim=True)
+    return probs
+
+
+def sample(probs: torch.Tensor, gen: torch.Generator | None) -> int:
+    return int(torch.multinomial(probs, 1, generator=gen))
+
+
+# ---- the target: one forward with tap capture and a KV cache ----------------------------------------------------
+
+
+class TargetRunner:
+    """A transformers causal LM with a KV cache, capturing the wiring's taps (h_L pre-norm) on every forward."""
+
+    def __init__(self, model, wiring: Wiring):
+        self.model = model
+        self.wiring = wiring.served()
+        layers = decoder_layers(model)
+        self.L = len(layers)
+        self._seen: dict[int, torch.Tensor] = {}
+        self._hooks = []
+        for t in self.wiring.indices:
+            module = model.get_input_embeddings() if t == 0 else layers[t - 1]
+            self._hooks.append(module.register_forward_hook(self._hook(t)))
+        params = inspect.signature(model.forward).parameters
+        self.cache_kw = "cache" if "cache" in params else "past_key_values"  # transformers 5.24 renamed it
+        self.dtype = next(model.parameters()).dtype
+        self.cache = None
+        self.length = 0
+
+    def _hook(self, tap: int):
+        def fn(_module, _inputs, output):
+            self._seen[tap] = output[0] if isinstance(output, tuple) else output
+
+        return fn
+
+    def close(self) -> None:
+        for h in self._hooks:
+            h.remove()
+
+    def reset(self) -> None:
+        from transformers import DynamicCache
+
+        self.cache = DynamicCache(config=self.model.config)
+        self.length = 0
+
+    @torch.no_grad()
+    def forward(self, ids: torch.Tensor, positions: torch.Tensor, tree_mask: torch.Tensor | None = None):
+        """Run `ids` [1, n] after the cached tokens. tree_mask: [n, n] bool among the new tokens (None = causal).
+        Returns (logits [n, V], concatenated taps [n, n_aux * H])."""
+        n = ids.shape[1]
+        kwargs = {"input_ids": ids, "position_ids": positions, self.cache_kw: self.cache, "use_cache": True}
+        if tree_mask is not None:
+            full = torch.ones(n, self.length + n, dtype=torch.bool)
+            full[:, self.length :] = tree_mask
+            kwargs["attention_mask"] = torch.zeros(1, 1, n, self.length + n, dtype=self.dtype).masked_fill(
+                ~full, torch.finfo(self.dtype).min
+            )
+        out = self.model(**kwargs)
+        self.length += n
+        taps = torch.cat([self._seen[t] for t in self.wiring.indices], dim=-1)[0]
+        return out.logits[0], taps
+
+    def keep(self, index: torch.Tensor) -> None:
+        """Keep cache rows [0, start) plus the new rows at `index` (absolute positions, ascending)."""
+        for layer in self.cache.layers:
+            layer.keys = layer.keys.index_select(-2, index)
+            layer.values = layer.values.index_select(-2, index)
+        self.length = int(index.numel())
+
+
+# ---- the decoder ------------------------------------------------------------------------------------------------
+
+
+class SpeculativeDecoder:
+    def __init__(self, target_model, drafter: Eagle3Drafter, wiring: Wiring):
+        if len(wiring) != drafter.arch.n_aux:
+            raise ValueError(
+                f"wiring {wiring} has {len(wiring)} taps, the drafter's fc takes {drafter.arch.n_aux}"
+            )
+        self.target = TargetRunner(target_model, wiring)
+        self.drafter = drafter.eval()
+
+    def generate(
+        self, input_ids: torch.Tensor, cfg: DecodeConfig, stats: DecodeStats | None = None
+    ) -> torch.Tensor:
+        """All new tokens (1-D)."""
+        chunks = list(self.stream(input_ids, cfg, stats))
+        return torch.cat(chunks) if chunks else torch.empty(0, dtype=torch.long)
+
+    @torch.no_grad()
+    def stream(
+        self, input_ids: torch.Tensor, cfg: DecodeConfig, stats: DecodeStats | None = None
+    ) -> Iterator[torch.Tensor]:
+        """Yields the tokens produced by the prefill, then by each verify step."""
+        stats = stats if stats is not None else DecodeStats()
+        gen = torch.Generator().manual_seed(cfg.seed) if cfg.seed is not None else None
+        t0 = time.perf_counter()
+        prompt = input_ids.reshape(1, -1)
+        P = prompt.shape[1]
+        self.target.reset()
+        logits, taps = self.target.forward(prompt, torch.arange(P)[None])
+        stats.target_forwards += 1
+        root = self._pick(logits[-1], cfg, gen)
+        produced = 1
+        stats.prefill_seconds = time.perf_counter() - t0
+        yield torch.tensor([root])
+        if root == cfg.eos_token_id or cfg.max_new_tokens <= 1:
+            stats.new_tokens, stats.seconds = produced, time.perf_counter() - t0
+            return
+        # draft-extend over the prompt: row p = (taps of token p, token p+1), the last row takes the root
+        dcache = DraftCache.empty(len(self.drafter.layers))
+        next_tokens = torch.cat([prompt[0, 1:], torch.tensor([root])])[None]
+        d_logits, d_hidden = self.drafter.step(
+            next_tokens, self.drafter.project(taps[None]), torch.arange(P)[None], dcache
+        )
+        stats.draft_forwards += 1
+        state = (d_logits[0, -1], d_hidden[0, -1])  # what the drafter says after the root
+        while produced < cfg.max_new_tokens:
+            out, state = self._round(
+                root, state, dcache, cfg, gen, stats, budget=cfg.max_new_tokens - produced
+            )
+            stats.verify_steps += 1
+            stats.accept_lengths.append(len(out))
+            if cfg.eos_token_id is not None and cfg.eos_token_id in out:
+                out = out[: out.index(cfg.eos_token_id) + 1]
+            produced += len(out)
+            yield torch.tensor(out)
+            root = out[-1]
+            if root == cfg.eos_token_id:
+                break
+        stats.new_tokens = produced
+        stats.seconds = time.perf_counter() - t0
+
+    def _round(
+        self, root: int, state, dcache: DraftCache, cfg: DecodeConfig, gen, stats: DecodeStats, budget: int
+    ):
+        """One speculative step. Returns (the tokens it commits: accepted drafts + bonus, the drafter's next state)."""
+        S = self.target.length  # committed tokens in the target's cache; the root goes at position S
+        depth = min(cfg.steps, budget - 1)
+        if cfg.topk == 1:
+            tokens, parents, q = self._draft_chain(state, dcache, S, depth, cfg, gen, stats)
+        else:
+            tokens, parents, q = self._draft_tree(state, dcache, S, depth, cfg, stats)
+        n = len(tokens)
+        depths = _depths(parents)
+        ids = torch.tensor([[root, *tokens]])
+        positions = S + torch.tensor([[0, *depths]])
+        mask = None if cfg.topk == 1 else _tree_mask(parents)
+        logits, taps = self.target.forward(ids, positions, mask)
+        stats.target_forwards += 1
+        path, bonus = self._accept(tokens, parents, q, logits, cfg, gen)
+        keep = (
+            torch.cat([torch.arange(S + 1), S + 1 + torch.tensor(path, dtype=torch.long)])
+            if path
+            else torch.arange(S + 1)
+        )
+        if n:
+            self.target.keep(keep)
+        committed = [tokens[j] for j in path] + [bonus]
+        # the drafter forgets its drafts and reads the target's taps of the accepted tokens
+        dcache.crop(S)
+        rows = [0, *[j + 1 for j in path]]
+        d_logits, d_hidden = self.drafter.step(
+            torch.tensor([committed]),
+            self.drafter.project(taps[rows][None]),
+            S + 1 + torch.arange(len(rows))[None],
+            dcache,
+        )
+        stats.draft_forwards += 1
+        return committed, (d_logits[0, -1], d_hidden[0, -1])
+
+    # ---- drafting ----------------------------------------------------------------------------------------------
+
+    def _draft_chain(self, state, dcache: DraftCache, S: int, depth: int, cfg: DecodeConfig, gen, stats):
+        """Chain: argmax (greedy) or a sample from the drafter's own distribution (sampling)."""
+        logits, hidden = state
+        tokens, q = [], []
+        for i in range(depth):
+            if cfg.temperature > 0:
+                probs = self._draft_probs(logits, cfg)
+                d = sample(probs, gen)
+                q.append(probs)
+            else:
+                d = int(logits.argmax())
+            tok = int(self.drafter.to_target(torch.tensor(d)))
+            tokens.append(tok)
+            if i + 1 < depth:
+                lg, hd = self.drafter.step(
+                    torch.tensor([[tok]]), hidden[None, None], torch.tensor([[S + i]]), dcache
+                )
+                stats.draft_forwards += 1
+                logits, hidden = lg[0, -1], hd[0, -1]
+        return tokens, list(range(-1, len(tokens) - 1)), q
+
+    def _draft_probs(self, logits: torch.Tensor, cfg: DecodeConfig) -> torch.Tensor:
+        """The drafter's proposal distribution over TARGET ids (zero outside the draft vocabulary)."""
+        p = warp(logits, cfg)
+        full = torch.zeros(self.drafter.arch.vocab_size)
+        full[self.drafter.to_target(torch.arange(p.numel()))] = p
+        return full
+
+    def _draft_tree(self, state, dcache: DraftCache, S: int, depth: int, cfg: DecodeConfig, stats):
+        """SGLang's tree: K slots per step, each attending the prefix and its own earlier rows (slot layout)."""
+        K, D = cfg.topk, cfg.num_draft_tokens
+        logits, hidden = state
+        to_target = self.drafter.to_target
+        builder = TreeBuilder(torch.softmax(logits.float(), -1)[None], K, to_target)
+        hid = hidden.expand(K, -1)
+        prefix = dcache.length
+        for i in range(depth - 1):
+            tok = builder.front_tokens()[0]  # [K]
+            mask = torch.ones(K, prefix + K * (i + 1), dtype=torch.bool)
+            slot = torch.arange(K)
+            for j in range(i + 1):
+                mask[:, prefix + j * K : prefix + (j + 1) * K] = slot[:, None] == slot[None, :]
+            lg, hd = self.drafter.step(
+                tok[None], hid[None], torch.full((1, K), S + i), dcache, mask[None, None]
+            )
+            stats.draft_forwards += 1
+            inherit = builder.expand(torch.softmax(lg[0].float(), -1)[None])[0]
+            hid = hd[0][inherit]
+        tree: Tree = builder.select(min(D, builder.size + 1)) if depth > 0 else None
+        if tree is None:
+            return [], [], []
+        tokens = tree.tokens[0].tolist()
+        parents = [int(p) - 1 for p in tree.parents[0]]  # -1 = root, else index into tokens
+        return tokens, parents, []
+
+    # ---- verification ------------------------------------------------------------------------------------------
+
+    def _pick(self, logits: torch.Tensor, cfg: DecodeConfig, gen) -> int:
+        return int(logits.argmax()) if cfg.temperature <= 0 else sample(warp(logits, cfg), gen)
+
+    def _accept(self, tokens, parents, q, logits, cfg: DecodeConfig, gen):
+        """(accepted node indices along one root-to-node path, the bonus token). logits row 0 = root, j+1 = node j."""
+        children: dict[int, list[int]] = {}
+        for j, p in enumerate(parents):
+            children.setdefault(p, []).append(j)
+        path, cur = [], -1
+        if cfg.temperature <= 0:
+            while True:
+                want = int(logits[cur + 1].argmax())
+                nxt = next((c for c in children.get(cur, []) if tokens[c] == want), None)
+                if nxt is None:
+                    return path, want
+                path.append(nxt)
+                cur = nxt
+        if cfg.topk == 1 and q:
+            # Leviathan et al.: accept d with prob min(1, p(d)/q(d)); on rejection sample from max(p - q, 0)
+            for j, d in enumerate(tokens):
+                p = warp(logits[j], cfg)
+                if torch.rand(1, generator=gen).item() < min(1.0, float(p[d] / q[j][d])):
+                    path.append(j)
+                    continue
+                residual = (p - q[j]).clamp(min=0)
+                return path, sample(residual / residual.sum(), gen)
+            return path, sample(warp(logits[len(tokens)], cfg), gen)
+        # tree (recursive rejection with deterministic candidates = SGLang's target-only verify): at each node
+        # try its children in order, accepting child c with probability p'(c) where p' is the target's
+        # distribution with the already rejected siblings removed; if all fail, sample from what remains.
+        while True:
+            p = warp(logits[cur + 1], cfg)
+            chosen = None
+            for c in children.get(cur, []):
+                pc = float(p[tokens[c]])
+                if pc > 0 and torch.rand(1, generator=gen).item() < pc / float(p.sum()):
+                    chosen = c
+                    break
+                p = p.clone()
+                p[tokens[c]] = 0.0
+            if chosen is None:
+                return path, sample(p / p.sum(), gen)
+            path.append(chosen)
+            cur = chosen
+
+
+def _depths(parents: list[int]) -> list[int]:
+    out = []
+    for p in parents:
+        out.append(1 if p < 0 else out[p] + 1)
+    return out
+
+
+def _tree_mask(parents: list[int]) -> torch.Tensor:
+    """[n+1, n+1] bool: row i attends the root, its ancestors and itself (row 0 = root)."""
+    n = len(parents)
+    m = torch.zeros(n + 1, n + 1, dtype=torch.bool)
+    m[:, 0] = True
+    for j, p in enumerate(parents):
+        m[j + 1] = m[p + 1] if p >= 0 else m[0]
+        m[j + 1, j + 1] = True
+    return m
+
+
+@torch.no_grad()
+def greedy_reference(
+    model, input_ids: torch.Tensor, max_new_tokens: int, eos_token_id: int | None = None
+) -> torch.Tensor:
+    """The target's own greedy decoding (one token per forward, KV cache): what lossless greedy must equal."""
+    from transformers import DynamicCache
+
+    runner_kw = "cache" if "cache" in inspect.signature(model.forward).parameters else "past_key_values"
+    cache = DynamicCache(config=model.config)
+    ids = input_ids.reshape(1, -1)
+    out = []
+    pos = 0
+    for _ in range(max_new_tokens):
+        n = ids.shape[1]
+        logits = model(
+            input_ids=ids, position_ids=torch.arange(pos, pos + n)[None], use_cache=True, **{runner_kw: cache}
+        ).logits
+        pos += n
+        tok = int(logits[0, -1].argmax())
+        out.append(tok)
+        if tok == eos_token_id:
+            break
+        ids = torch.tensor([[tok]])
+    return torch.tensor(out, dtype=torch.long)
