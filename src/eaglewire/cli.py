@@ -492,6 +492,216 @@ def doctor(
     _exit(rep.has_problem)
 
 
+def _load_pair(target: Path, drafter: Path, taps: str | None):
+    """Target + drafter + the wiring to feed (given, or the drafter's trained taps)."""
+    from eaglewire.check import trained_taps
+    from eaglewire.drafter import Eagle3Drafter
+    from eaglewire.formats import read_drafter
+    from eaglewire.targets import load_target
+
+    tgt = load_target(target)
+    ckpt = read_drafter(drafter)
+    if taps:
+        wiring = Wiring.parse(taps).validate(tgt.info.num_layers)
+    else:
+        tr = trained_taps(ckpt, tgt.info)
+        if tr.wiring is None:
+            raise InputError(f"{drafter}: cannot tell its training taps ({tr.basis}); pass --taps")
+        wiring = tr.wiring
+    model = Eagle3Drafter.from_checkpoint(ckpt, embed_tokens=tgt.model.get_input_embeddings().weight.detach())
+    return tgt, model, wiring
+
+
+@app.command()
+def generate(
+    target: Path = typer.Option(..., "--target", help="Target model folder."),
+    drafter: Path = typer.Option(..., "--drafter", help="Drafter folder."),
+    prompt: str = typer.Option(..., "--prompt", help="Prompt text."),
+    steps: int = typer.Option(4, "--steps", help="Draft depth (SGLang --speculative-num-steps)."),
+    topk: int = typer.Option(1, "--topk", help="Branching (SGLang --speculative-eagle-topk); 1 = chain."),
+    draft_tokens: int | None = typer.Option(None, "--draft-tokens", help="Verified tokens incl. the root (SGLang --speculative-num-draft-tokens)."),
+    temperature: float = typer.Option(0.0, "--temperature", help="0 = greedy (output identical to the target's greedy decoding)."),
+    top_p: float = typer.Option(1.0, "--top-p"),
+    top_k: int = typer.Option(0, "--top-k"),
+    max_new_tokens: int = typer.Option(128, "--max-new-tokens"),
+    seed: int | None = typer.Option(None, "--seed"),
+    taps: str | None = typer.Option(None, "--taps", help="Feed these taps instead of the trained ones."),
+    json_out: bool = JSON,
+) -> None:
+    """Speculative generation with the reference decoder: streams the text, then one line of stats."""
+    from eaglewire.decode import DecodeConfig, DecodeStats, SpeculativeDecoder
+
+    tgt, model, wiring = _load_pair(target, drafter, taps)
+    if tgt.tokenizer is None:
+        raise InputError(f"{target}: no tokenizer in the target folder")
+    if topk > 1 and draft_tokens is None:
+        raise InputError("--topk > 1 needs --draft-tokens (e.g. --steps 5 --topk 4 --draft-tokens 8)")
+    cfg = DecodeConfig(steps=steps, topk=topk, draft_tokens=draft_tokens, temperature=temperature, top_p=top_p,
+                       top_k=top_k, max_new_tokens=max_new_tokens, eos_token_id=tgt.tokenizer.eos_token_id, seed=seed)
+    ids = tgt.tokenizer(prompt, return_tensors="pt", add_special_tokens=False)["input_ids"][0]
+    if ids.numel() == 0:
+        raise InputError("--prompt is empty after tokenization")
+    stats = DecodeStats()
+    dec = SpeculativeDecoder(tgt.model, model, wiring)
+    tokens: list[int] = []
+    printed = ""
+    for chunk in dec.stream(ids, cfg, stats):
+        tokens += chunk.tolist()
+        if not json_out:
+            text = tgt.tokenizer.decode(tokens)
+            sys.stdout.write(text[len(printed) :])
+            sys.stdout.flush()
+            printed = text
+    info = {"tau": round(stats.tau, 3), "tokens_per_second": round(stats.tokens_per_second, 1),
+            "new_tokens": stats.new_tokens, "verify_steps": stats.verify_steps, "target_forwards": stats.target_forwards,
+            "draft_forwards": stats.draft_forwards, "taps": str(wiring)}
+    if json_out:
+        report.print_json({"text": tgt.tokenizer.decode(tokens), **info})
+    else:
+        print()
+        report.console(stderr=True).print(
+            f"[dim]tau {stats.tau:.2f} (accepted drafts + bonus per verify) | {stats.tokens_per_second:.1f} tokens/s | "
+            f"{stats.new_tokens} tokens, {stats.verify_steps} verify steps, {stats.target_forwards} target forwards[/]")
+
+
+@app.command()
+def bench(
+    target: Path = typer.Option(..., "--target", help="Target model folder."),
+    drafter: Path = typer.Option(..., "--drafter", help="Drafter folder."),
+    prompts: Path | None = typer.Option(None, "--prompts", help="JSONL/text prompts (default for the zoo target: held-out stdlib code)."),
+    n_prompts: int = typer.Option(8, "--n-prompts"),
+    prompt_len: int = typer.Option(96, "--prompt-len"),
+    max_new_tokens: int = typer.Option(128, "--max-new-tokens"),
+    assistant: Path | None = typer.Option(None, "--assistant", help="Small draft LM for transformers' assisted generation (default for the zoo: the bundled one)."),
+    setting: list[str] = typer.Option(None, "--setting", help="steps[,topk,draft_tokens] (repeatable); default 3 4 5 6 and trees 4,2,6 5,4,8."),
+    out: Path = typer.Option(Path("bench-results"), "--out", help="Folder for decode.json and decode.png."),
+    json_out: bool = JSON,
+) -> None:
+    """tokens/s and tau: plain greedy, eaglewire chain/tree, assisted generation, prompt lookup (interleaved runs)."""
+    from transformers import AutoModelForCausalLM
+
+    from eaglewire import zoo
+    from eaglewire.bench import run_bench
+    from eaglewire.decode import DecodeConfig
+    from eaglewire.evaluate import prompt_samples
+    from eaglewire.plots import bar_plot
+
+    tgt, model, wiring = _load_pair(target, drafter, None)
+    samples = prompt_samples(tgt, prompts, limit=n_prompts, max_len=prompt_len)
+    ids = [s.input_ids[:prompt_len] for s in samples]
+    configs = []
+    for text in setting or ["3", "4", "5", "6", "4,2,6", "5,4,8"]:
+        try:
+            parts = [int(x) for x in text.split(",")]
+        except ValueError:
+            raise InputError(f"--setting {text!r}: write steps or steps,topk,draft_tokens") from None
+        configs.append(DecodeConfig(steps=parts[0], topk=parts[1] if len(parts) > 1 else 1,
+                                    draft_tokens=parts[2] if len(parts) > 2 else None))
+    helper = None
+    apath = assistant or (zoo.zoo_dir() / "assistant" if zoo.is_zoo_target(tgt.info) else None)
+    if apath is not None and (apath / "config.json").exists():
+        helper = AutoModelForCausalLM.from_pretrained(str(apath), local_files_only=True).eval()
+    with report.ProgressBar("bench", enabled=not json_out) as bar:
+        res = run_bench(tgt.model, model, wiring, ids, max_new_tokens, configs, helper, progress=bar)
+    data = res.to_dict()
+    out.mkdir(parents=True, exist_ok=True)
+    (out / "decode.json").write_text(__import__("json").dumps(data, indent=2))
+    rows = data["methods"]
+    bar_plot(out / "decode.png", [r["method"] for r in rows], [r["tokens_per_second_median"] for r in rows], "tokens/s (median)",
+             f"Greedy decoding on {target.name}: {data['prompts']} prompts, {max_new_tokens} new tokens",
+             [f"{r['tokens_per_second_median']:.0f}\n" + (f"tau {r['tau_median']:.2f}" if r["tau_median"] else "") for r in rows])
+    if json_out:
+        report.print_json(data)
+        return
+    c = report.console()
+    from rich.table import Table
+
+    t = Table(header_style="bold")
+    for col in ("method", "tokens/s", "speed-up", "tau", "speed-up/tau", "non-loop speed-up"):
+        t.add_column(col)
+    for r in rows:
+        t.add_row(r["method"], f"{r['tokens_per_second_median']:.1f}", f"{r['speedup']:.2f}x",
+                  "-" if r["tau_median"] is None else f"{r['tau_median']:.2f}",
+                  "-" if r["efficiency_speedup_per_tau"] is None else f"{r['efficiency_speedup_per_tau']:.2f}",
+                  "-" if r["non_loop_prompts"]["speedup"] is None else f"{r['non_loop_prompts']['speedup']:.2f}x")
+    c.print(t)
+    c.print(f"baseline: {data['baseline']}; loop prompts: {data['loop_prompts']}; wrote {out / 'decode.json'} and {out / 'decode.png'}")
+
+
+@app.command()
+def advise(
+    drafter: Path = typer.Argument(..., help="Drafter folder."),
+    target: Path = typer.Option(..., "--target", help="Target model folder."),
+    data: Path | None = typer.Option(None, "--data", help="Prompts (default for the zoo target: held-out stdlib)."),
+    samples: int = typer.Option(8, "--samples"),
+    max_steps: int = typer.Option(7, "--max-steps"),
+    json_out: bool = JSON,
+) -> None:
+    """Predict tau and speed-up over (steps, top-k, draft tokens); recommend SGLang and vLLM launch settings."""
+    from eaglewire.advise import advise as run_advise
+    from eaglewire.advise import measure_costs
+    from eaglewire.evaluate import chain_data, prompt_samples
+
+    tgt, model, wiring = _load_pair(target, drafter, None)
+    base = prompt_samples(tgt, data, limit=samples)
+    items = chain_data(tgt, base, list(wiring.indices), 64, 96)
+    costs = measure_costs(tgt.model, model, wiring)
+    adv = run_advise(model, items, wiring, costs, max_steps, draft_path=str(drafter), target_path=str(target))
+    if json_out:
+        report.print_json(adv.to_dict())
+        return
+    from rich.table import Table
+
+    c = report.console()
+    t = Table(header_style="bold", title="predicted (measured costs on this machine; tau simulated on greedy continuations)")
+    for col in ("steps", "topk", "draft tokens", "tau", "speed-up"):
+        t.add_column(col)
+    for o in sorted(adv.options, key=lambda o: -o.speedup)[:12]:
+        t.add_row(str(o.steps), str(o.topk), str(o.draft_tokens), f"{o.tau:.2f}", f"{o.speedup:.2f}x")
+    c.print(t)
+    c.print(f"SGLang: {adv.sglang_flags}")
+    c.print(f"vLLM:   --speculative-config '{adv.vllm_config}'")
+    for n in adv.notes:
+        c.print(f"[dim]note: {n}[/]")
+
+
+zoo_app = typer.Typer(help="The bundled zoo: a small real target, a tiny DeepSeek-V3, an assistant LM and drafters.")
+app.add_typer(zoo_app, name="zoo")
+
+
+@zoo_app.command("build")
+def zoo_build(
+    stage: list[str] = typer.Option(None, "--stage", help="target, deepseek, assistant, drafters (default: all, in order)."),
+    work: Path = typer.Option(Path("runs/zoo-build"), "--work", help="Resumable work folder."),
+    into: Path | None = typer.Option(None, "--into", help="Write the artifacts here instead of the package's zoo/ folder."),
+) -> None:
+    """Rebuild the zoo from scratch with fixed seeds (about 2-3 hours on 2 CPU cores)."""
+    from eaglewire import zoo
+    from eaglewire.zoo.build import build
+
+    stages = tuple(stage) if stage else ("target", "deepseek", "assistant", "drafters")
+    bad = [s for s in stages if s not in ("target", "deepseek", "assistant", "drafters")]
+    if bad:
+        raise InputError(f"--stage {bad[0]!r}: use target, deepseek, assistant or drafters")
+    bars = []
+
+    def progress(name):
+        bar = report.ProgressBar(f"zoo {name}")
+        bar.__enter__()
+        bars.append(bar)
+        return bar
+
+    try:
+        cards = build(into or zoo.zoo_dir(), work, stages, progress)
+    finally:
+        for b in bars:
+            b.__exit__(None, None, None)
+    for name, card in cards.items():
+        loss = card.get("held_out_loss")
+        acc = (card.get("held_out") or {}).get("acc")
+        report.console().print(f"{name}: " + (f"held-out loss {loss:.4f}" if loss is not None else f"held-out acc {acc}"))
+
+
 def main(argv: list[str] | None = None) -> int:
     try:
         rc = app(args=argv, standalone_mode=False)

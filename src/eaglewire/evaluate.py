@@ -216,9 +216,11 @@ def simulate_tree(
     greedy: torch.Tensor,
     mask: torch.Tensor,
     setting: TreeSetting,
+    more_draft_tokens: tuple[int, ...] = (),
 ):
     """Draft SGLang's tree at every row at once and walk it with the target's greedy continuation.
-    Returns (accept length per row, rows with a full greedy continuation in the scored region)."""
+    Returns (accept length per row, rows with a full greedy continuation in the scored region); with
+    `more_draft_tokens`, a dict {draft_tokens: accept lengths} over the same pool instead of one tensor."""
     N, K, D = setting.steps, setting.topk, setting.draft_tokens
     n = ids_in.numel() - 1  # rows with a predicted token
     to_target = lambda i: i + model.d2t[i]  # noqa: E731
@@ -234,7 +236,6 @@ def simulate_tree(
         hid = torch.gather(
             hout.permute(1, 0, 2), 1, inherit[..., None].expand(-1, -1, hout.shape[-1])
         ).permute(1, 0, 2)
-    tree = builder.select(D)
     rows = ids_in.numel()
     cont = torch.full((rows, N), -1, dtype=torch.long)
     ok_rows = torch.zeros(rows, dtype=torch.bool)
@@ -243,7 +244,9 @@ def simulate_tree(
         if end <= n:
             cont[r] = greedy[r:end]
             ok_rows[r] = bool(mask[r:end].all())
-    return greedy_accept(tree, cont, N), ok_rows
+    if more_draft_tokens:
+        return {d: greedy_accept(builder.select(d), cont, N) for d in (D, *more_draft_tokens)}, ok_rows
+    return greedy_accept(builder.select(D), cont, N), ok_rows
 
 
 # ---- choosing the data ------------------------------------------------------------------------------------------

@@ -145,13 +145,16 @@ def train_target(
     eval_seqs: torch.Tensor,
     work: Path,
     progress: Callable[[int, int, dict], None] | None = None,
+    build_model: Callable | None = None,
+    name: str = "target",
 ):
-    """Train (or resume) the target; returns (model, log). `log` holds the held-out loss curve."""
+    """Train (or resume) a causal LM (default: the Llama target of `recipe`); returns (model, log).
+    `log` holds the held-out loss curve. `build_model(recipe, tokenizer)` makes another architecture."""
     from transformers import LlamaForCausalLM
 
     torch.set_num_threads(recipe.threads)
     torch.manual_seed(recipe.seed)
-    model = LlamaForCausalLM(llama_config(recipe, tokenizer))
+    model = build_model(recipe, tokenizer) if build_model else LlamaForCausalLM(llama_config(recipe, tokenizer))
     model.train()
     decay = [p for n, p in model.named_parameters() if p.dim() >= 2]
     no_decay = [p for n, p in model.named_parameters() if p.dim() < 2]
@@ -161,7 +164,7 @@ def train_target(
         betas=(0.9, 0.95),
     )
     work.mkdir(parents=True, exist_ok=True)
-    ckpt = work / "target-train.pt"
+    ckpt = work / f"{name}-train.pt"
     log: dict = {"eval": [], "train": []}
     start = 0
     if ckpt.exists():

@@ -1,0 +1,175 @@
+"""`eaglewire advise`: which (steps, top-k, draft tokens) to launch SGLang and vLLM with.
+
+Accept lengths come from the standalone test on the target's greedy continuations: chain settings from the
+per-step conditional acceptance, tree settings from SGLang's tree simulated on the same rows. Costs are measured
+here: a target forward over n new tokens after a cached context, a draft step over K rows, the draft-extend over
+the accepted rows. Predicted speed-up = tau * t(plain token) / (t_verify(D) + (N-1) t_draft(K) + t_extend(tau)).
+The same arithmetic prices a real serving engine only up to its own overheads; the ranking is what transfers.
+"""
+
+from __future__ import annotations
+
+import itertools
+import json
+import shlex
+import statistics
+import time
+from dataclasses import dataclass, field
+
+import torch
+
+from eaglewire.capture import CapturedSample
+from eaglewire.decode import TargetRunner
+from eaglewire.drafter import DraftCache, Eagle3Drafter
+from eaglewire.evaluate import TreeSetting, evaluate, simulate_tree
+from eaglewire.taps import Wiring
+
+
+@dataclass
+class Costs:
+    plain_ms: float  # one target forward of 1 token (plain decoding's cost per token)
+    verify_ms: dict[int, float]  # n new tokens
+    draft_ms: dict[int, float]  # one draft step over K rows
+    extend_ms: dict[int, float]  # draft-extend over n rows
+
+
+@dataclass
+class Option:
+    steps: int
+    topk: int
+    draft_tokens: int
+    tau: float
+    speedup: float
+
+
+@dataclass
+class Advice:
+    options: list[Option]
+    costs: Costs
+    best_sglang: Option
+    best_chain: Option
+    sglang_flags: str
+    vllm_config: str
+    notes: list[str] = field(default_factory=list)
+
+    def to_dict(self) -> dict:
+        return {
+            "best_sglang": self.best_sglang.__dict__, "best_chain": self.best_chain.__dict__,
+            "sglang_flags": self.sglang_flags, "vllm_speculative_config": self.vllm_config,
+            "options": [o.__dict__ for o in sorted(self.options, key=lambda o: -o.speedup)],
+            "costs_ms": self.costs.__dict__, "notes": self.notes,
+            "tau_convention": "tokens per target verify step, bonus included",
+        }
+
+
+def _median_ms(fn, repeats: int) -> float:
+    times = []
+    for _ in range(repeats):
+        t0 = time.perf_counter()
+        fn()
+        times.append((time.perf_counter() - t0) * 1000)
+    return statistics.median(times)
+
+
+@torch.no_grad()
+def measure_costs(target_model, drafter: Eagle3Drafter, wiring: Wiring, context: int = 256, max_n: int = 32,
+                  ks: tuple[int, ...] = (1, 2, 4, 8), repeats: int = 15) -> Costs:
+    vocab = target_model.config.vocab_size
+    runner = TargetRunner(target_model, wiring)
+    ctx = torch.randint(0, vocab, (1, context))
+
+    def verify(n: int) -> float:
+        def once():
+            runner.reset()
+            runner.forward(ctx, torch.arange(context)[None])
+            t0 = time.perf_counter()
+            runner.forward(torch.randint(0, vocab, (1, n)), torch.arange(context, context + n)[None])
+            return (time.perf_counter() - t0) * 1000
+
+        once()
+        return statistics.median(once() for _ in range(repeats))
+
+    ns = sorted({1, 2, 3, 4, 5, 6, 7, 8, 10, 12, 16, 24, 32} & set(range(1, max_n + 1)))
+    verify_ms = {n: verify(n) for n in ns}
+    runner.reset()
+    _, taps = runner.forward(ctx, torch.arange(context)[None])
+    runner.close()
+    H = drafter.arch.hidden_size
+    cache = DraftCache.empty(len(drafter.layers))
+    drafter.step(ctx[:, 1:], drafter.project(taps[None, :-1]), torch.arange(context - 1)[None], cache)
+    base = cache.length
+
+    def draft(k: int) -> float:
+        def once():
+            cache.crop(base)
+            drafter.step(torch.randint(0, vocab, (1, k)), torch.randn(1, k, H), torch.full((1, k), base),
+                         cache, torch.ones(1, 1, k, base + k, dtype=torch.bool))
+
+        once()
+        return _median_ms(once, repeats)
+
+    def extend(n: int) -> float:
+        def once():
+            cache.crop(base)
+            drafter.step(torch.randint(0, vocab, (1, n)), drafter.project(taps[None, :n]), base + torch.arange(n)[None], cache)
+
+        once()
+        return _median_ms(once, repeats)
+
+    return Costs(verify_ms[1], verify_ms, {k: draft(k) for k in ks}, {n: extend(n) for n in (1, 2, 3, 4, 6, 8)})
+
+
+def _interp(table: dict[int, float], n: float) -> float:
+    keys = sorted(table)
+    if n <= keys[0]:
+        return table[keys[0]]
+    for a, b in itertools.pairwise(keys):
+        if a <= n <= b:
+            return table[a] + (table[b] - table[a]) * (n - a) / (b - a)
+    return table[keys[-1]] * n / keys[-1]
+
+
+def predicted_speedup(costs: Costs, steps: int, topk: int, draft_tokens: int, tau: float) -> float:
+    round_ms = _interp(costs.verify_ms, draft_tokens) + (steps - 1) * _interp(costs.draft_ms, topk) + _interp(costs.extend_ms, tau)
+    return tau * costs.plain_ms / round_ms
+
+
+@torch.no_grad()
+def advise(model: Eagle3Drafter, data: list[CapturedSample], wiring: Wiring, costs: Costs, max_steps: int = 8,
+           topks: tuple[int, ...] = (1, 2, 4, 8), draft_path: str = "DRAFTER", target_path: str = "TARGET") -> Advice:
+    ev = evaluate(model, data, wiring, max_steps, "chain")
+    options = [Option(k, 1, k + 1, ev.tau[k - 1], predicted_speedup(costs, k, 1, k + 1, ev.tau[k - 1])) for k in range(1, max_steps + 1)]
+    for steps in range(2, max_steps + 1):
+        for k in topks:
+            if k == 1:
+                continue
+            pool = k + (steps - 1) * k * k
+            ds = sorted({d for d in (4, 6, 8, 12, 16, 24, 32) if d - 1 <= pool and d > steps + 1})
+            if not ds:
+                continue
+            sums = {d: 0.0 for d in ds}
+            count = 0
+            for s in data:
+                T = s.input_ids.numel()
+                aux = s.aux(wiring)[: T - 1][None].float()
+                g = s.logits[1:T].argmax(-1)
+                acc, ok = simulate_tree(model, aux, s.input_ids[1:T], g, s.loss_mask[2:T], TreeSetting(steps, k, ds[0]), tuple(ds[1:]))
+                for d in ds:
+                    sums[d] += float(acc[d][ok].sum())
+                count += int(ok.sum())
+            for d in ds:
+                tau = sums[d] / max(1, count)
+                options.append(Option(steps, k, d, tau, predicted_speedup(costs, steps, k, d, tau)))
+    best = max(options, key=lambda o: o.speedup)
+    chain = max((o for o in options if o.topk == 1), key=lambda o: o.speedup)
+    flags = f"--speculative-algorithm EAGLE3 --speculative-num-steps {best.steps} --speculative-eagle-topk {best.topk} --speculative-num-draft-tokens {best.draft_tokens}"
+    vllm = json.dumps({"method": "eagle3", "model": draft_path, "num_speculative_tokens": chain.steps})
+    notes = [f"SGLang: with --speculative-eagle-topk 1 the draft tokens are forced to steps + 1 ({chain.steps + 1} here)",
+             "vLLM drafts EAGLE-3 as a chain: num_speculative_tokens = SGLang steps with topk 1"]
+    from eaglewire import flags as flag_rules
+
+    launch = ["python", "-m", "sglang.launch_server", "--model-path", target_path, "--speculative-draft-model-path", draft_path, *shlex.split(flags)]
+    rep = flag_rules.lint(launch, engine="sglang")
+    if rep.has_problem:
+        notes.append("the recommended SGLang flags trip a rule: " + "; ".join(c.message for c in rep.problems))
+    return Advice(options, costs, best, chain, flags, vllm, notes)

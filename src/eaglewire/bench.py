@@ -1,0 +1,188 @@
+"""Decoding benchmarks: tokens/s and accept length of plain greedy decoding, eaglewire chain and tree settings,
+transformers' assisted generation with a small draft LM, and prompt-lookup decoding, on the same target and
+prompts, runs interleaved (method order rotates per prompt), warm-up excluded, medians reported.
+
+tau convention everywhere: tokens produced per target verify step, bonus token included; the prefill's token is
+excluded (SGLang's completion_tokens / verify_ct counts it, slightly overstating tau on short outputs).
+"""
+
+from __future__ import annotations
+
+import statistics
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+import torch
+
+from eaglewire.decode import DecodeConfig, DecodeStats, SpeculativeDecoder, greedy_reference
+from eaglewire.drafter import Eagle3Drafter
+from eaglewire.taps import Wiring
+from eaglewire.zoo.target import repetition
+
+
+@dataclass
+class Run:
+    prompt: int
+    tokens: int
+    seconds: float
+    verify_steps: int | None = None  # None for plain decoding (one target forward per token)
+
+    @property
+    def tau(self) -> float | None:
+        return None if not self.verify_steps else (self.tokens - 1) / self.verify_steps
+
+
+@dataclass
+class Method:
+    name: str
+    kind: str  # plain | eaglewire | assisted | prompt-lookup
+    settings: dict
+    runs: list[Run] = field(default_factory=list)
+
+    def tokens_per_second(self, prompts: set[int] | None = None) -> float:
+        rs = [r for r in self.runs if prompts is None or r.prompt in prompts]
+        return statistics.median(r.tokens / r.seconds for r in rs) if rs else 0.0
+
+    def tau(self, prompts: set[int] | None = None) -> float | None:
+        rs = [r for r in self.runs if r.tau is not None and (prompts is None or r.prompt in prompts)]
+        return statistics.median(r.tau for r in rs) if rs else None
+
+
+@dataclass
+class BenchResult:
+    methods: list[Method]
+    prompts: int
+    loop_prompts: list[int]  # prompts whose greedy continuation is a repetition loop
+    max_new_tokens: int
+    baseline: str
+    threads: int
+
+    def to_dict(self) -> dict:
+        base = next(m for m in self.methods if m.name == self.baseline)
+        clean = set(range(self.prompts)) - set(self.loop_prompts)
+        rows = []
+        for m in self.methods:
+            tps = m.tokens_per_second()
+            speed = tps / base.tokens_per_second() if base.tokens_per_second() else 0.0
+            tau = m.tau()
+            row = {
+                "method": m.name, "kind": m.kind, "settings": m.settings,
+                "tokens_per_second_median": round(tps, 2), "speedup": round(speed, 3),
+                "tau_median": None if tau is None else round(tau, 3),
+                "efficiency_speedup_per_tau": None if not tau else round(speed / tau, 3),
+                "non_loop_prompts": {
+                    "tokens_per_second_median": round(m.tokens_per_second(clean), 2),
+                    "speedup": round(m.tokens_per_second(clean) / base.tokens_per_second(clean), 3) if clean else None,
+                    "tau_median": None if m.tau(clean) is None else round(m.tau(clean), 3),
+                },
+            }
+            rows.append(row)
+        best = max((r for r in rows if r["kind"] == "eaglewire"), key=lambda r: r["speedup"], default=None)
+        return {
+            "baseline": self.baseline, "prompts": self.prompts, "loop_prompts": self.loop_prompts,
+            "max_new_tokens": self.max_new_tokens, "threads": self.threads, "methods": rows,
+            "best_eaglewire": best,
+            "tau_convention": "tokens per target verify step, bonus included, prefill token excluded",
+        }
+
+
+def _timed(fn: Callable[[], tuple[int, int | None]]) -> tuple[int, float, int | None]:
+    t0 = time.perf_counter()
+    tokens, verifies = fn()
+    return tokens, time.perf_counter() - t0, verifies
+
+
+class _CountingStreamer:
+    """Counts transformers' streamer chunks: after the prompt, one `put` per verify step (assisted/lookup)."""
+
+    def __init__(self):
+        self.puts = -1  # the first put is the prompt
+
+    def put(self, value):
+        self.puts += 1
+
+    def end(self):
+        pass
+
+
+def run_bench(
+    target_model,
+    drafter: Eagle3Drafter,
+    wiring: Wiring,
+    prompts: list[torch.Tensor],
+    max_new_tokens: int = 128,
+    settings: list[DecodeConfig] | None = None,
+    assistant=None,
+    assistant_tokens: tuple[int, ...] = (4,),
+    lookup_tokens: tuple[int, ...] = (4,),
+    warmup: int = 1,
+    progress: Callable[[int, int, dict | None], None] | None = None,
+) -> BenchResult:
+    """Every method on every prompt, interleaved; the first `warmup` prompts run but are not recorded."""
+    settings = settings or [DecodeConfig(steps=k, max_new_tokens=max_new_tokens) for k in (3, 4, 5)]
+    model = target_model.eval()
+    dec = SpeculativeDecoder(model, drafter, wiring)
+    pad = model.config.eos_token_id if isinstance(model.config.eos_token_id, int) else 0
+    methods: list[tuple[Method, Callable]] = []
+
+    def plain_loop(ids):
+        out = greedy_reference(model, ids, max_new_tokens)
+        return len(out), None
+
+    def plain_generate(ids):
+        out = model.generate(ids[None], max_new_tokens=max_new_tokens, min_new_tokens=max_new_tokens, do_sample=False, pad_token_id=pad)
+        return out.shape[1] - ids.numel(), None
+
+    methods.append((Method("plain greedy (own loop)", "plain", {}), plain_loop))
+    methods.append((Method("plain greedy (transformers generate)", "plain", {}), plain_generate))
+    for cfg in settings:
+        cfg.max_new_tokens = max_new_tokens
+
+        def spec(ids, cfg=cfg):
+            stats = DecodeStats()
+            dec.generate(ids, cfg, stats)
+            return stats.new_tokens, stats.verify_steps
+
+        name = f"eaglewire chain {cfg.steps}" if cfg.topk == 1 else f"eaglewire tree {cfg.steps},{cfg.topk},{cfg.num_draft_tokens}"
+        methods.append((Method(name, "eaglewire", {"steps": cfg.steps, "topk": cfg.topk, "draft_tokens": cfg.num_draft_tokens}), spec))
+    if assistant is not None:
+        for k in assistant_tokens:
+            def assisted(ids, k=k):
+                assistant.generation_config.num_assistant_tokens = k
+                assistant.generation_config.num_assistant_tokens_schedule = "constant"
+                assistant.generation_config.assistant_confidence_threshold = 0.0
+                s = _CountingStreamer()
+                out = model.generate(ids[None], assistant_model=assistant, max_new_tokens=max_new_tokens,
+                                     min_new_tokens=max_new_tokens, do_sample=False, pad_token_id=pad, streamer=s)
+                return out.shape[1] - ids.numel(), s.puts - 1
+
+            methods.append((Method(f"assisted generation k={k}", "assisted", {"num_assistant_tokens": k}), assisted))
+    for k in lookup_tokens:
+        def lookup(ids, k=k):
+            s = _CountingStreamer()
+            out = model.generate(ids[None], prompt_lookup_num_tokens=k, max_new_tokens=max_new_tokens,
+                                 min_new_tokens=max_new_tokens, do_sample=False, pad_token_id=pad, streamer=s)
+            return out.shape[1] - ids.numel(), s.puts - 1
+
+        methods.append((Method(f"prompt lookup k={k}", "prompt-lookup", {"prompt_lookup_num_tokens": k}), lookup))
+
+    loops = []
+    total = len(prompts) + warmup
+    with torch.no_grad():
+        for i in range(total):
+            ids = prompts[(i - warmup) % len(prompts)]
+            order = methods[i % len(methods):] + methods[: i % len(methods)]
+            for m, fn in order:
+                tokens, seconds, verifies = _timed(lambda fn=fn, ids=ids: fn(ids))
+                if i >= warmup:
+                    m.runs.append(Run(i - warmup, tokens, seconds, verifies))
+            if i >= warmup:
+                cont = greedy_reference(model, ids, min(64, max_new_tokens)).tolist()
+                if repetition(cont) > 0.5:
+                    loops.append(i - warmup)
+            if progress:
+                progress(i + 1, total, None)
+    ms = [m for m, _ in methods]
+    base = max((m for m in ms if m.kind == "plain"), key=lambda m: m.tokens_per_second())
+    return BenchResult(ms, len(prompts), loops, max_new_tokens, base.name, torch.get_num_threads())

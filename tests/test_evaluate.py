@@ -1,0 +1,103 @@
+"""The standalone test's machinery agrees with the decoder it predicts."""
+
+import torch
+from test_decode import pair
+
+from eaglewire.capture import CapturedSample
+from eaglewire.decode import DecodeConfig, DecodeStats, SpeculativeDecoder
+from eaglewire.evaluate import TreeSetting, evaluate, simulate_tree
+from eaglewire.targets import LoadedTarget, forward_taps, read_target
+
+
+def _as_loaded(model, path):
+    model.save_pretrained(path)
+    return LoadedTarget(model, None, read_target(path), path)
+
+
+def _captured(tgt: LoadedTarget, ids: torch.Tensor, prompt_len: int) -> CapturedSample:
+    hidden, logits = forward_taps(tgt, ids[None])
+    mask = torch.zeros(ids.numel(), dtype=torch.bool)
+    mask[prompt_len:] = True
+    return CapturedSample(ids, mask, {i: h[0] for i, h in enumerate(hidden)}, logits[0])
+
+
+def test_simulated_tree_equals_the_decoders_tree(tmp_path):
+    """SGLang's tree drafted at every row at once (evaluate) = the tree the decoder drafts at that row."""
+    target, drafter, wiring = pair(2, 12, 3, 10)
+    prompt = torch.tensor([3, 1, 4, 1, 5, 9, 2])
+    P = prompt.numel()
+    for steps, topk, dt in [(3, 2, 6), (4, 3, 10), (2, 4, 5)]:
+        dec = SpeculativeDecoder(target, drafter, wiring)
+        seen = {}
+        orig = dec._draft_tree
+
+        def spy(*a, orig=orig, seen=seen, **k):
+            out = orig(*a, **k)
+            seen.setdefault("tree", out)
+            return out
+
+        dec._draft_tree = spy
+        out = dec.generate(prompt, DecodeConfig(steps=steps, topk=topk, draft_tokens=dt, max_new_tokens=12))
+        tokens, parents, _ = seen["tree"]
+        seq = torch.cat([prompt, out[:1]])  # prompt + root
+        tgt = _as_loaded(target, tmp_path / f"t{steps}{topk}")
+        s = _captured(tgt, seq, P)
+        T = seq.numel()
+        aux = s.aux(wiring)[: T - 1][None]
+        from eaglewire.tree import TreeBuilder
+
+        # rebuild with the evaluate path and compare the tree at the root's row (P - 1)
+        captured = {}
+        orig_select = TreeBuilder.select
+
+        def grab(self, d, captured=captured, orig_select=orig_select):
+            t = orig_select(self, d)
+            captured["t"] = t
+            return t
+
+        TreeBuilder.select = grab
+        try:
+            simulate_tree(drafter, aux, seq[1:T], torch.zeros(T - 1, dtype=torch.long), torch.ones(T - 2, dtype=torch.bool),
+                          TreeSetting(steps, topk, dt))
+        finally:
+            TreeBuilder.select = orig_select
+        t = captured["t"]
+        assert t.tokens[P - 1].tolist() == tokens
+        assert [int(p) - 1 for p in t.parents[P - 1]] == parents
+
+
+def test_chain_tree_k1_equals_leading_correct_steps(tmp_path):
+    """A K=1 tree's accept length is 1 + the leading correct steps of the own-fed chain: the predicted tau
+    from conditional acceptance is exactly the mean of the simulated chain accept lengths."""
+    target, drafter, wiring = pair(4, 12, 3, 12)
+    tgt = _as_loaded(target, tmp_path / "t")
+    out = SpeculativeDecoder(target, drafter, wiring).generate(torch.tensor([1, 2, 3]), DecodeConfig(steps=1, max_new_tokens=40))
+    seq = torch.cat([torch.tensor([1, 2, 3]), out])
+    s = _captured(tgt, seq, 3)
+    steps = 4
+    ev = evaluate(drafter, [s], wiring, steps, "chain", trees=(TreeSetting(steps, 1, steps + 1),))
+    T = seq.numel()
+    acc, ok = simulate_tree(drafter, s.aux(wiring)[: T - 1][None], seq[1:T], s.logits[1:T].argmax(-1), s.loss_mask[2:T],
+                            TreeSetting(steps, 1, steps + 1))
+    assert abs(float(acc[ok].float().mean()) - ev.tree[str(TreeSetting(steps, 1, steps + 1))]) < 1e-6
+    # the same rows, walked by hand: 1 + the number of leading steps whose own-fed draft is the greedy token
+    un = drafter.unroll(s.aux(wiring)[: T - 1][None], seq[1:T][None], steps, feed="own")
+    g = s.logits[1:T].argmax(-1)
+    for r in torch.nonzero(ok).flatten().tolist():
+        lead = 0
+        while lead < steps and int(drafter.to_target(un.logits[lead][0, r].argmax())) == int(g[r + lead]):
+            lead += 1
+        assert int(acc[r]) == 1 + lead
+
+
+def test_predicted_tau_matches_measured_on_a_learnable_pair(tmp_path):
+    """Measured decoder tau vs the chain prediction on the same greedy trajectory (tiny vocab: real acceptance)."""
+    target, drafter, wiring = pair(3, 6, 3, 6)
+    tgt = _as_loaded(target, tmp_path / "t")
+    prompt = torch.tensor([1, 2, 3, 4])
+    steps = 3
+    stats = DecodeStats()
+    out = SpeculativeDecoder(target, drafter, wiring).generate(prompt, DecodeConfig(steps=steps, max_new_tokens=200), stats)
+    seq = torch.cat([prompt, out])
+    ev = evaluate(drafter, [_captured(tgt, seq, prompt.numel())], wiring, steps, "chain")
+    assert abs(ev.tau[-1] - stats.tau) / stats.tau < 0.1, (ev.tau, stats.tau)
