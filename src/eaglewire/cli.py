@@ -665,6 +665,32 @@ def advise(
         c.print(f"[dim]note: {n}[/]")
 
 
+@app.command("bench-all")
+def bench_all(
+    out: Path = typer.Option(Path("bench-results"), "--out", help="Folder for the JSON results and plots."),
+    decode: bool = typer.Option(True, "--decode/--no-decode", help="Also run the decoding benchmark on the zoo."),
+) -> None:
+    """Every benchmark (`make bench`): training/capture throughput, search cost, evaluation speed, decoding."""
+    from eaglewire import zoo
+    from eaglewire.benchmarks import run_all
+
+    err = report.console(stderr=True)
+    results = run_all(out, progress=lambda msg: err.print(f"[dim]... {msg}[/]"))
+    c = report.console()
+    if "train" in results:
+        t = results["train"]
+        c.print(f"capture: {t['capture_all_taps_tokens_per_second']} tokens/s (all taps); training: {t['train_tokens_per_second']} tokens/s")
+    s = results["search"]
+    c.print(f"search on a 61-layer target: {s['search_cost_multiple']}x one standalone evaluation (goal <= 10x)")
+    e = s["eval_vs_speculators"]
+    if "ratio" in e:
+        c.print(f"evaluation throughput vs speculators' forward: {e['ratio']}x (goal >= 1.0x)")
+    if decode and zoo.is_built() and (zoo.drafter_dir("default") / "config.json").exists():
+        err.print("[dim]... decoding benchmark[/]")
+        bench(target=zoo.target_dir(), drafter=zoo.drafter_dir("default"), prompts=None, n_prompts=8, prompt_len=96,
+              max_new_tokens=128, assistant=None, setting=None, out=out, json_out=False)
+
+
 zoo_app = typer.Typer(help="The bundled zoo: a small real target, a tiny DeepSeek-V3, an assistant LM and drafters.")
 app.add_typer(zoo_app, name="zoo")
 

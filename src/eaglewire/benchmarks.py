@@ -1,0 +1,183 @@
+"""`make bench`: every speed target as a measured number in JSON (never a timed unit test).
+
+- train.json: training and capture throughput on the zoo target (tokens/s);
+- search.json: the wiring search's cost on a 61-layer target as a multiple of one standalone evaluation of the
+  same samples (goal <= 10x), and the evaluation's throughput against the speculators library's own forward on
+  the same drafter and inputs (goal >= 1.0x);
+- decode.json + decode.png: plain greedy vs eaglewire chain/tree vs assisted generation vs prompt lookup.
+"""
+
+from __future__ import annotations
+
+import json
+import platform
+import tempfile
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+import torch
+
+from eaglewire import __version__
+
+
+def _machine() -> dict:
+    return {"eaglewire": __version__, "torch": torch.__version__, "threads": torch.get_num_threads(),
+            "python": platform.python_version(), "machine": platform.machine()}
+
+
+def _timeit(fn: Callable[[], object]) -> float:
+    t0 = time.perf_counter()
+    fn()
+    return time.perf_counter() - t0
+
+
+def bench_train_capture(zoo_target: Path, steps: int = 6, samples: int = 16) -> dict:
+    from eaglewire import zoo
+    from eaglewire.capture import OnlineSource, capture
+    from eaglewire.taps import Wiring
+    from eaglewire.targets import load_target
+    from eaglewire.train import TrainConfig, train_drafter
+
+    tgt = load_target(zoo_target)
+    windows = zoo.held_out_samples(tgt.tokenizer, 512, limit=samples)
+    tokens = sum(s.input_ids.numel() for s in windows)
+    with tempfile.TemporaryDirectory() as tmp:
+        cap_s = _timeit(lambda: capture(tgt, windows, Path(tmp) / "cap", None, samples_per_shard=8))
+        cap3_s = _timeit(lambda: capture(tgt, windows, Path(tmp) / "cap3", Wiring.parse("h2,h4,h5"), samples_per_shard=8))
+        out = {}
+        for bf16 in (False, True):
+            cfg = TrainConfig(taps="h2,h4,h5", draft_vocab_size=2048, ttt_steps=5, steps=steps, batch_size=4,
+                              eval_every=10**6, checkpoint_every=10**6, bf16=bf16)
+            src = OnlineSource(tgt, windows, Wiring.parse("h2,h4,h5"))
+            res = train_drafter(tgt, src, Path(tmp) / f"d{bf16}", cfg, val_fraction=0.0)
+            out["bf16" if bf16 else "fp32"] = round(res.tokens_per_second, 1)
+    return {
+        "target": str(zoo_target), "machine": _machine(),
+        "capture_all_taps_tokens_per_second": round(tokens / cap_s, 1),
+        "capture_3_taps_tokens_per_second": round(tokens / cap3_s, 1),
+        "train_tokens_per_second": out,
+        "train_note": "online capture (target forward included), TTT 5 steps, batch 4 x 512 tokens, 1 drafter layer",
+    }
+
+
+def bench_search(layers: int = 61, hidden: int = 96, samples: int = 8, seq: int = 160, steps: int = 5) -> dict:
+    """Search cost on a 61-layer (random-weight) Llama: speed is what is measured here, not recovery."""
+    from transformers import LlamaConfig, LlamaForCausalLM
+
+    from eaglewire.data import Sample
+    from eaglewire.drafter import Eagle3Drafter, init_weights
+    from eaglewire.evaluate import captured, evaluate
+    from eaglewire.formats import DrafterArch
+    from eaglewire.search import search
+    from eaglewire.taps import default_wiring
+    from eaglewire.targets import LoadedTarget, read_target
+
+    torch.manual_seed(0)
+    cfg = LlamaConfig(vocab_size=512, hidden_size=hidden, intermediate_size=2 * hidden, num_hidden_layers=layers,
+                      num_attention_heads=4, num_key_value_heads=2)
+    model = LlamaForCausalLM(cfg).eval()
+    with tempfile.TemporaryDirectory() as tmp:
+        model.config.save_pretrained(tmp)
+        tgt = LoadedTarget(model, None, read_target(tmp), Path(tmp))
+    arch = DrafterArch(hidden_size=hidden, intermediate_size=2 * hidden, num_layers=1, num_heads=4, num_kv_heads=2,
+                       head_dim=hidden // 4, rms_norm_eps=1e-6, vocab_size=512, draft_vocab_size=256,
+                       target_hidden_size=hidden, n_aux=3)
+    drafter = init_weights(Eagle3Drafter(arch)).eval()
+    g = torch.Generator().manual_seed(0)
+    data = [Sample(torch.randint(0, 512, (seq,), generator=g), torch.ones(seq, dtype=torch.bool)) for _ in range(samples)]
+    wiring = default_wiring(layers)
+    t_cap3 = _timeit(lambda: captured(tgt, data, list(wiring.indices)))
+    items3 = captured(tgt, data, list(wiring.indices))
+    t_eval = _timeit(lambda: evaluate(drafter, items3, wiring, steps, "chain"))
+    t_cap_all = _timeit(lambda: captured(tgt, data, list(range(layers + 1))))
+    items = captured(tgt, data, list(range(layers + 1)))
+    res = {}
+    t_search = _timeit(lambda: res.setdefault("r", search(drafter, items, layers, [wiring])))
+    one_eval = t_cap3 + t_eval
+    return {
+        "target": f"random Llama, {layers} layers, hidden {hidden}", "samples": samples, "tokens_per_sample": seq,
+        "standalone_eval_seconds": round(one_eval, 3),
+        "standalone_eval_parts": {"capture_3_taps": round(t_cap3, 3), "drafter_chain_5_steps": round(t_eval, 3)},
+        "search_seconds": round(t_cap_all + t_search, 3),
+        "search_parts": {"capture_all_taps": round(t_cap_all, 3), "candidates": round(t_search, 3),
+                         "candidates_scored": res["r"].evaluated},
+        "search_cost_multiple": round((t_cap_all + t_search) / one_eval, 2),
+        "goal_multiple": 10.0, "machine": _machine(),
+    }
+
+
+def bench_eval_vs_speculators(steps: int = 3, seq: int = 256, repeats: int = 5) -> dict:
+    """Our drafter's unrolled forward vs speculators' Eagle3DraftModel forward, same weights and inputs."""
+    from eaglewire.drafter import Eagle3Drafter
+    from eaglewire.formats import read_drafter
+
+    try:
+        from speculators.config import SpeculatorsConfig, VerifierConfig
+        from speculators.models.eagle3 import Eagle3DraftModel, Eagle3SpeculatorConfig
+        from speculators.proposals.greedy import GreedyTokenProposalConfig
+    except ImportError:
+        return {"skipped": "the speculators library is not installed (make installs it as the test oracle)"}
+    from transformers import LlamaConfig
+
+    hidden = 384
+    tl = LlamaConfig(vocab_size=4096, hidden_size=hidden, intermediate_size=1024, num_hidden_layers=1,
+                     num_attention_heads=6, num_key_value_heads=2, max_position_embeddings=2048)
+    tl._attn_implementation = "eager"
+    cfg = Eagle3SpeculatorConfig(
+        transformer_layer_config=tl, draft_vocab_size=2048, eagle_aux_hidden_state_layer_ids=[2, 4, 5],
+        speculators_config=SpeculatorsConfig(algorithm="eagle3", proposal_methods=[GreedyTokenProposalConfig()],
+                                             default_proposal_method="greedy",
+                                             verifier=VerifierConfig(name_or_path=None, architectures=[])),
+    )
+    torch.manual_seed(0)
+    ref = Eagle3DraftModel(cfg).eval()
+    with torch.no_grad():
+        for _name, p in ref.named_parameters():
+            if p.isnan().any():
+                p.normal_(0, 0.02)
+        chosen = torch.sort(torch.randperm(4096)[:2048]).values
+        ref.d2t.copy_(chosen - torch.arange(2048))
+        ref.t2d.zero_()
+        ref.t2d[chosen] = True
+    with tempfile.TemporaryDirectory() as tmp:
+        ref.save_pretrained(tmp)
+        ours = Eagle3Drafter.from_checkpoint(read_drafter(tmp)).eval()
+    aux = torch.randn(1, seq, 3 * hidden)
+    ids = torch.randint(0, 4096, (1, seq))
+
+    def run_ref():
+        with torch.no_grad():
+            ref(hidden_states=aux, input_ids=ids, document_ids=torch.zeros_like(ids), ttt_steps=steps)
+
+    def run_ours():
+        with torch.no_grad():
+            ours.unroll(aux, ids, steps, feed="teacher")
+
+    run_ref(), run_ours()
+    t_ref = sorted(_timeit(run_ref) for _ in range(repeats))[repeats // 2]
+    t_ours = sorted(_timeit(run_ours) for _ in range(repeats))[repeats // 2]
+    return {
+        "drafter": "1 layer, hidden 384, draft vocab 2048", "tokens": seq, "ttt_steps": steps,
+        "speculators_tokens_per_second": round(seq / t_ref, 1), "eaglewire_tokens_per_second": round(seq / t_ours, 1),
+        "ratio": round(t_ref / t_ours, 3), "goal_ratio": 1.0,
+        "note": "speculators 0.9.0 with eager attention (its flex-attention default is for GPUs)",
+    }
+
+
+def run_all(out: Path, progress: Callable[[str], None] | None = None) -> dict:
+    from eaglewire import zoo
+
+    say = progress or (lambda _: None)
+    out.mkdir(parents=True, exist_ok=True)
+    results = {}
+    if zoo.is_built():
+        say("training and capture throughput")
+        results["train"] = bench_train_capture(zoo.target_dir())
+    say("wiring search cost on a 61-layer target")
+    results["search"] = bench_search()
+    say("evaluation throughput vs speculators")
+    results["search"]["eval_vs_speculators"] = bench_eval_vs_speculators()
+    for name, data in results.items():
+        (out / f"{name}.json").write_text(json.dumps(data, indent=2))
+    return results
