@@ -11,7 +11,7 @@ from pathlib import Path
 from eaglewire import conventions as conv
 from eaglewire.check import CheckReport, check, fixed_config
 from eaglewire.drafter import Eagle3Drafter
-from eaglewire.evaluate import DEFAULT_TREES, Evaluation, chain_data, evaluate, prompt_samples
+from eaglewire.evaluate import DEFAULT_TREES, Evaluation, captured, chain_data, evaluate, prompt_samples
 from eaglewire.formats import DrafterCheckpoint, read_drafter
 from eaglewire.search import SearchResult, search
 from eaglewire.taps import Wiring, default_wiring
@@ -146,12 +146,20 @@ def _runtime(
         rep.evals["trained"] = evaluate(
             model, data, rep.trained, opts.steps, "chain", trees=DEFAULT_TREES[:2]
         )
-    ref = rep.evals.get("trained") or rep.evals.get("served")
-    ref_acc = max([e.acc[0] for e in rep.evals.values()] + ([rep.recorded["acc"][0]] if rep.recorded else []))
+    # evidence that the served taps are wrong: the trained taps test better on the same data, or the served taps
+    # test (teacher-forced, as training logs it) far below the accuracy recorded at training time
+    drops = []
+    if "served" in rep.evals and "trained" in rep.evals:
+        e = rep.evals["served"]
+        drops.append((rep.evals["trained"].acc[0] - e.acc[0], e.rows))
+    if rep.recorded and rep.recorded.get("acc") and rep.served is not None and len(rep.served) == n_aux:
+        say("teacher-forced check against the recorded training accuracy")
+        natural = captured(tgt, samples, list(rep.served.indices))
+        tf = evaluate(model, natural, rep.served, 1, "teacher")
+        rep.evals["served-teacher"] = tf
+        drops.append((rep.recorded["acc"][0] - tf.acc[0], tf.rows))
+    far = any(d > max(opts.drop_threshold, 3 * math.sqrt(0.25 / max(1, n))) for d, n in drops)
     served_acc = rep.evals["served"].acc[0] if "served" in rep.evals else 0.0
-    rows = max(1, (ref.rows if ref else 1))
-    noise = 3 * math.sqrt(max(1e-4, ref_acc * (1 - ref_acc)) / rows)
-    far = ref_acc - served_acc > max(opts.drop_threshold, noise)
     want_search = opts.search == "always" or (
         opts.search == "auto" and (far or rep.trained is None or "served" not in rep.evals)
     )
