@@ -700,6 +700,7 @@ def zoo_build(
     stage: list[str] = typer.Option(None, "--stage", help="target, deepseek, assistant, drafters (default: all, in order)."),
     work: Path = typer.Option(Path("runs/zoo-build"), "--work", help="Resumable work folder."),
     into: Path | None = typer.Option(None, "--into", help="Write the artifacts here instead of the package's zoo/ folder."),
+    drafter: list[str] = typer.Option(None, "--drafter", help="Only these drafters (default, custom-taps) in the drafters stage."),
 ) -> None:
     """Rebuild the zoo from scratch with fixed seeds (about 2-3 hours on 2 CPU cores)."""
     from eaglewire import zoo
@@ -718,7 +719,7 @@ def zoo_build(
         return bar
 
     try:
-        cards = build(into or zoo.zoo_dir(), work, stages, progress)
+        cards = build(into or zoo.zoo_dir(), work, stages, progress, drafters=tuple(drafter) if drafter else None)
     finally:
         for b in bars:
             b.__exit__(None, None, None)

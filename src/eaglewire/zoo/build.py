@@ -42,6 +42,7 @@ class DrafterRecipe:
     bf16: bool = True
     seed: int = 0
     val_windows: int = 48
+    threads: int = 1  # part of the recipe: the numbers depend on it (both drafters can train side by side)
 
 
 def drafter_recipes(num_layers: int) -> list[DrafterRecipe]:
@@ -114,7 +115,7 @@ def build_drafter(r: DrafterRecipe, zoo: Path, work: Path, progress: Callable | 
     val = OnlineSource(tgt, zoo_pkg.held_out_samples(tgt.tokenizer, r.max_len, limit=r.val_windows), wiring)
     cfg = TrainConfig(taps=r.taps, draft_vocab_size=r.draft_vocab, ttt_steps=r.ttt_steps, steps=r.steps,
                       batch_size=r.batch_size, lr=r.lr, warmup_steps=r.warmup, bf16=r.bf16, eval_every=200,
-                      checkpoint_every=50, seed=r.seed, threads=2)
+                      checkpoint_every=50, seed=r.seed, threads=r.threads)
     out = work / r.name
     res = train_drafter(tgt, train, out, cfg, val_source=val, data_note="stdlib corpus (zoo train split)", progress=progress)
     dest = zoo / "drafters" / r.name
@@ -160,7 +161,8 @@ def write_drafter_card(dest: Path, card: dict, chain: dict | None = None) -> Non
 
 
 def build(zoo: Path, work: Path, stages: tuple[str, ...] = ("target", "deepseek", "assistant", "drafters"),
-          progress: Callable[[str], Callable | None] | None = None, recipe: lm.TargetRecipe | None = None) -> dict:
+          progress: Callable[[str], Callable | None] | None = None, recipe: lm.TargetRecipe | None = None,
+          drafters: tuple[str, ...] | None = None) -> dict:
     """Run the stages in order; returns the cards. `progress(stage)` gives a per-stage progress callback."""
     cards = {}
     cb = progress or (lambda stage: None)
@@ -175,6 +177,8 @@ def build(zoo: Path, work: Path, stages: tuple[str, ...] = ("target", "deepseek"
 
         L = read_target(target_dir_of(zoo)).num_layers
         for r in drafter_recipes(L):
+            if drafters and r.name not in drafters:
+                continue
             cards[r.name] = build_drafter(r, zoo, work / "drafters", cb(r.name))
             write_drafter_card(zoo / "drafters" / r.name, cards[r.name])
     return cards

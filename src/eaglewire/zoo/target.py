@@ -20,12 +20,17 @@ SAMPLE_NEW_TOKENS = 96
 
 
 def held_out_prompts(tokenizer, n: int = 8, lines: int = PROMPT_LINES) -> list[tuple[str, str]]:
-    """(relpath, prompt) pairs: the first `lines` non-empty-ish lines of held-out files, in sorted order."""
+    """(relpath, prompt) pairs from held-out files, in sorted order: `lines` lines of code ending inside the
+    first top-level function or class body (past the module docstring and imports), so the model writes code."""
     _, held = corpus.split(corpus.collect())
     out = []
     for f in held:
-        text = corpus.read_text(f)
-        body = "\n".join(text.splitlines()[:lines]) + "\n"
+        src = corpus.read_text(f).splitlines()
+        starts = [i for i, line in enumerate(src) if line.startswith(("def ", "class ")) and i >= 8]
+        if not starts:
+            continue
+        end = min(len(src), starts[0] + 6)
+        body = "\n".join(src[max(0, end - lines) : end]) + "\n"
         if len(body.strip()) > 200:
             out.append((f.relpath, body))
         if len(out) == n:
