@@ -226,6 +226,10 @@ class OnlineSource:
     def target_head(self) -> TargetHead:
         return TargetHead.of(self.target)
 
+    def sample_meta(self, i: int) -> Sample:
+        """Token ids and loss mask without running the target (draft-vocabulary counts need only these)."""
+        return self.samples[i]
+
     def __getitem__(self, i: int) -> CapturedSample:
         s = self.samples[i]
         hidden, logits = forward_taps(self.target, s.input_ids[None], self.taps.indices)
