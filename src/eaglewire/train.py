@@ -528,6 +528,7 @@ def train_drafter(
     data_note: str = "",
     progress: Callable[[int, int, dict], None] | None = None,
     stop_after: int | None = None,
+    save_dtype: torch.dtype | None = None,
 ) -> TrainResult:
     """Train on `source` (CaptureReader, OnlineSource, ...) for the LoadedTarget `target`; write the drafter
     (EAGLE/SGLang format + provenance, optionally a speculators copy) into `out`."""
@@ -568,7 +569,19 @@ def train_drafter(
     if res.steps < cfg.steps or world()[0] != 0:
         return res
     model, t2d = res.extra["model"], res.extra["t2d"]
+    if save_dtype is not None and save_dtype != torch.float32:
+        # ship rounded weights, and record the held-out numbers of exactly those weights
+        with torch.no_grad():
+            for p in model.parameters():
+                p.copy_(p.to(save_dtype).float())
+        if val_idx:
+            head = (val_source or source).target_head()
+            targets = draft_to_target(model.d2t, model.arch.draft_vocab_size)
+            wiring = Wiring.parse(cfg.taps).served()
+            res.val = evaluate_ttt(model, val_source or source, val_idx, wiring, head, targets, cfg.ttt_steps, cfg.step_decay)
     ckpt = to_checkpoint(model, t2d, cfg, target.info, res, data_note)
+    if save_dtype is not None:
+        ckpt.tensors = {k: (v.to(save_dtype) if v.is_floating_point() else v) for k, v in ckpt.tensors.items()}
     taps = Wiring.parse(ckpt.provenance.taps)
     config, ids, _, notes = format_config(ckpt, "eagle", taps, target.info)
     write_drafter(

@@ -83,9 +83,9 @@ def build_small_lm(kind: str, out: Path, work: Path, progress: Callable | None =
     build = _deepseek_model if kind == "deepseek" else None
     model, log = lm.train_target(recipe, tokenizer, train_seqs, eval_seqs, work, progress, build_model=build, name=kind)
     out.mkdir(parents=True, exist_ok=True)
-    model.to(torch.float32).save_pretrained(out, safe_serialization=True)
+    model.to(torch.bfloat16).save_pretrained(out, safe_serialization=True)
     tokenizer.save_pretrained(out)
-    loss = lm.held_out_loss(model, eval_seqs)
+    loss = lm.held_out_loss(model.float(), eval_seqs)
     card = {"kind": kind, "recipe": asdict(recipe), "parameters": sum(p.numel() for p in model.parameters()),
             "held_out_loss": round(loss, 5), "eval_curve": log["eval"]}
     (out / "zoo_card.json").write_text(json.dumps(card, indent=1) + "\n")
@@ -117,7 +117,8 @@ def build_drafter(r: DrafterRecipe, zoo: Path, work: Path, progress: Callable | 
                       batch_size=r.batch_size, lr=r.lr, warmup_steps=r.warmup, bf16=r.bf16, eval_every=200,
                       checkpoint_every=50, seed=r.seed, threads=r.threads)
     out = work / r.name
-    res = train_drafter(tgt, train, out, cfg, val_source=val, data_note="stdlib corpus (zoo train split)", progress=progress)
+    res = train_drafter(tgt, train, out, cfg, val_source=val, data_note="stdlib corpus (zoo train split)",
+                        progress=progress, save_dtype=torch.bfloat16)
     dest = zoo / "drafters" / r.name
     if dest.exists():
         shutil.rmtree(dest)
