@@ -57,8 +57,14 @@ def test_simulated_tree_equals_the_decoders_tree(tmp_path):
 
         TreeBuilder.select = grab
         try:
-            simulate_tree(drafter, aux, seq[1:T], torch.zeros(T - 1, dtype=torch.long), torch.ones(T - 2, dtype=torch.bool),
-                          TreeSetting(steps, topk, dt))
+            simulate_tree(
+                drafter,
+                aux,
+                seq[1:T],
+                torch.zeros(T - 1, dtype=torch.long),
+                torch.ones(T - 2, dtype=torch.bool),
+                TreeSetting(steps, topk, dt),
+            )
         finally:
             TreeBuilder.select = orig_select
         t = captured["t"]
@@ -71,14 +77,22 @@ def test_chain_tree_k1_equals_leading_correct_steps(tmp_path):
     from conditional acceptance is exactly the mean of the simulated chain accept lengths."""
     target, drafter, wiring = pair(4, 12, 3, 12)
     tgt = _as_loaded(target, tmp_path / "t")
-    out = SpeculativeDecoder(target, drafter, wiring).generate(torch.tensor([1, 2, 3]), DecodeConfig(steps=1, max_new_tokens=40))
+    out = SpeculativeDecoder(target, drafter, wiring).generate(
+        torch.tensor([1, 2, 3]), DecodeConfig(steps=1, max_new_tokens=40)
+    )
     seq = torch.cat([torch.tensor([1, 2, 3]), out])
     s = _captured(tgt, seq, 3)
     steps = 4
     ev = evaluate(drafter, [s], wiring, steps, "chain", trees=(TreeSetting(steps, 1, steps + 1),))
     T = seq.numel()
-    acc, ok = simulate_tree(drafter, s.aux(wiring)[: T - 1][None], seq[1:T], s.logits[1:T].argmax(-1), s.loss_mask[2:T],
-                            TreeSetting(steps, 1, steps + 1))
+    acc, ok = simulate_tree(
+        drafter,
+        s.aux(wiring)[: T - 1][None],
+        seq[1:T],
+        s.logits[1:T].argmax(-1),
+        s.loss_mask[2:T],
+        TreeSetting(steps, 1, steps + 1),
+    )
     assert abs(float(acc[ok].float().mean()) - ev.tree[str(TreeSetting(steps, 1, steps + 1))]) < 1e-6
     # the same rows, walked by hand: 1 + the number of leading steps whose own-fed draft is the greedy token
     un = drafter.unroll(s.aux(wiring)[: T - 1][None], seq[1:T][None], steps, feed="own")
@@ -97,7 +111,9 @@ def test_predicted_tau_matches_measured_on_a_learnable_pair(tmp_path):
     prompt = torch.tensor([1, 2, 3, 4])
     steps = 3
     stats = DecodeStats()
-    out = SpeculativeDecoder(target, drafter, wiring).generate(prompt, DecodeConfig(steps=steps, max_new_tokens=200), stats)
+    out = SpeculativeDecoder(target, drafter, wiring).generate(
+        prompt, DecodeConfig(steps=steps, max_new_tokens=200), stats
+    )
     seq = torch.cat([prompt, out])
     ev = evaluate(drafter, [_captured(tgt, seq, prompt.numel())], wiring, steps, "chain")
     assert abs(ev.tau[-1] - stats.tau) / stats.tau < 0.1, (ev.tau, stats.tau)

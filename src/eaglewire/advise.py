@@ -54,10 +54,13 @@ class Advice:
 
     def to_dict(self) -> dict:
         return {
-            "best_sglang": self.best_sglang.__dict__, "best_chain": self.best_chain.__dict__,
-            "sglang_flags": self.sglang_flags, "vllm_speculative_config": self.vllm_config,
+            "best_sglang": self.best_sglang.__dict__,
+            "best_chain": self.best_chain.__dict__,
+            "sglang_flags": self.sglang_flags,
+            "vllm_speculative_config": self.vllm_config,
             "options": [o.__dict__ for o in sorted(self.options, key=lambda o: -o.speedup)],
-            "costs_ms": self.costs.__dict__, "notes": self.notes,
+            "costs_ms": self.costs.__dict__,
+            "notes": self.notes,
             "tau_convention": "tokens per target verify step, bonus included",
         }
 
@@ -72,8 +75,15 @@ def _median_ms(fn, repeats: int) -> float:
 
 
 @torch.no_grad()
-def measure_costs(target_model, drafter: Eagle3Drafter, wiring: Wiring, context: int = 256, max_n: int = 32,
-                  ks: tuple[int, ...] = (1, 2, 4, 8), repeats: int = 15) -> Costs:
+def measure_costs(
+    target_model,
+    drafter: Eagle3Drafter,
+    wiring: Wiring,
+    context: int = 256,
+    max_n: int = 32,
+    ks: tuple[int, ...] = (1, 2, 4, 8),
+    repeats: int = 15,
+) -> Costs:
     vocab = target_model.config.vocab_size
     runner = TargetRunner(target_model, wiring)
     ctx = torch.randint(0, vocab, (1, context))
@@ -102,8 +112,13 @@ def measure_costs(target_model, drafter: Eagle3Drafter, wiring: Wiring, context:
     def draft(k: int) -> float:
         def once():
             cache.crop(base)
-            drafter.step(torch.randint(0, vocab, (1, k)), torch.randn(1, k, H), torch.full((1, k), base),
-                         cache, torch.ones(1, 1, k, base + k, dtype=torch.bool))
+            drafter.step(
+                torch.randint(0, vocab, (1, k)),
+                torch.randn(1, k, H),
+                torch.full((1, k), base),
+                cache,
+                torch.ones(1, 1, k, base + k, dtype=torch.bool),
+            )
 
         once()
         return _median_ms(once, repeats)
@@ -111,12 +126,19 @@ def measure_costs(target_model, drafter: Eagle3Drafter, wiring: Wiring, context:
     def extend(n: int) -> float:
         def once():
             cache.crop(base)
-            drafter.step(torch.randint(0, vocab, (1, n)), drafter.project(taps[None, :n]), base + torch.arange(n)[None], cache)
+            drafter.step(
+                torch.randint(0, vocab, (1, n)),
+                drafter.project(taps[None, :n]),
+                base + torch.arange(n)[None],
+                cache,
+            )
 
         once()
         return _median_ms(once, repeats)
 
-    return Costs(verify_ms[1], verify_ms, {k: draft(k) for k in ks}, {n: extend(n) for n in (1, 2, 3, 4, 6, 8)})
+    return Costs(
+        verify_ms[1], verify_ms, {k: draft(k) for k in ks}, {n: extend(n) for n in (1, 2, 3, 4, 6, 8)}
+    )
 
 
 def _interp(table: dict[int, float], n: float) -> float:
@@ -130,15 +152,30 @@ def _interp(table: dict[int, float], n: float) -> float:
 
 
 def predicted_speedup(costs: Costs, steps: int, topk: int, draft_tokens: int, tau: float) -> float:
-    round_ms = _interp(costs.verify_ms, draft_tokens) + (steps - 1) * _interp(costs.draft_ms, topk) + _interp(costs.extend_ms, tau)
+    round_ms = (
+        _interp(costs.verify_ms, draft_tokens)
+        + (steps - 1) * _interp(costs.draft_ms, topk)
+        + _interp(costs.extend_ms, tau)
+    )
     return tau * costs.plain_ms / round_ms
 
 
 @torch.no_grad()
-def advise(model: Eagle3Drafter, data: list[CapturedSample], wiring: Wiring, costs: Costs, max_steps: int = 8,
-           topks: tuple[int, ...] = (1, 2, 4, 8), draft_path: str = "DRAFTER", target_path: str = "TARGET") -> Advice:
+def advise(
+    model: Eagle3Drafter,
+    data: list[CapturedSample],
+    wiring: Wiring,
+    costs: Costs,
+    max_steps: int = 8,
+    topks: tuple[int, ...] = (1, 2, 4, 8),
+    draft_path: str = "DRAFTER",
+    target_path: str = "TARGET",
+) -> Advice:
     ev = evaluate(model, data, wiring, max_steps, "chain")
-    options = [Option(k, 1, k + 1, ev.tau[k - 1], predicted_speedup(costs, k, 1, k + 1, ev.tau[k - 1])) for k in range(1, max_steps + 1)]
+    options = [
+        Option(k, 1, k + 1, ev.tau[k - 1], predicted_speedup(costs, k, 1, k + 1, ev.tau[k - 1]))
+        for k in range(1, max_steps + 1)
+    ]
     for steps in range(2, max_steps + 1):
         for k in topks:
             if k == 1:
@@ -153,7 +190,15 @@ def advise(model: Eagle3Drafter, data: list[CapturedSample], wiring: Wiring, cos
                 T = s.input_ids.numel()
                 aux = s.aux(wiring)[: T - 1][None].float()
                 g = s.logits[1:T].argmax(-1)
-                acc, ok = simulate_tree(model, aux, s.input_ids[1:T], g, s.loss_mask[2:T], TreeSetting(steps, k, ds[0]), tuple(ds[1:]))
+                acc, ok = simulate_tree(
+                    model,
+                    aux,
+                    s.input_ids[1:T],
+                    g,
+                    s.loss_mask[2:T],
+                    TreeSetting(steps, k, ds[0]),
+                    tuple(ds[1:]),
+                )
                 for d in ds:
                     sums[d] += float(acc[d][ok].sum())
                 count += int(ok.sum())
@@ -164,12 +209,25 @@ def advise(model: Eagle3Drafter, data: list[CapturedSample], wiring: Wiring, cos
     chain = max((o for o in options if o.topk == 1), key=lambda o: o.speedup)
     flags = f"--speculative-algorithm EAGLE3 --speculative-num-steps {best.steps} --speculative-eagle-topk {best.topk} --speculative-num-draft-tokens {best.draft_tokens}"
     vllm = json.dumps({"method": "eagle3", "model": draft_path, "num_speculative_tokens": chain.steps})
-    notes = [f"SGLang: with --speculative-eagle-topk 1 the draft tokens are forced to steps + 1 ({chain.steps + 1} here)",
-             "vLLM drafts EAGLE-3 as a chain: num_speculative_tokens = SGLang steps with topk 1"]
+    notes = [
+        f"SGLang: with --speculative-eagle-topk 1 the draft tokens are forced to steps + 1 ({chain.steps + 1} here)",
+        "vLLM drafts EAGLE-3 as a chain: num_speculative_tokens = SGLang steps with topk 1",
+    ]
     from eaglewire import flags as flag_rules
 
-    launch = ["python", "-m", "sglang.launch_server", "--model-path", target_path, "--speculative-draft-model-path", draft_path, *shlex.split(flags)]
+    launch = [
+        "python",
+        "-m",
+        "sglang.launch_server",
+        "--model-path",
+        target_path,
+        "--speculative-draft-model-path",
+        draft_path,
+        *shlex.split(flags),
+    ]
     rep = flag_rules.lint(launch, engine="sglang")
     if rep.has_problem:
-        notes.append("the recommended SGLang flags trip a rule: " + "; ".join(c.message for c in rep.problems))
+        notes.append(
+            "the recommended SGLang flags trip a rule: " + "; ".join(c.message for c in rep.problems)
+        )
     return Advice(options, costs, best, chain, flags, vllm, notes)

@@ -67,21 +67,30 @@ class BenchResult:
             speed = tps / base.tokens_per_second() if base.tokens_per_second() else 0.0
             tau = m.tau()
             row = {
-                "method": m.name, "kind": m.kind, "settings": m.settings,
-                "tokens_per_second_median": round(tps, 2), "speedup": round(speed, 3),
+                "method": m.name,
+                "kind": m.kind,
+                "settings": m.settings,
+                "tokens_per_second_median": round(tps, 2),
+                "speedup": round(speed, 3),
                 "tau_median": None if tau is None else round(tau, 3),
                 "efficiency_speedup_per_tau": None if not tau else round(speed / tau, 3),
                 "non_loop_prompts": {
                     "tokens_per_second_median": round(m.tokens_per_second(clean), 2),
-                    "speedup": round(m.tokens_per_second(clean) / base.tokens_per_second(clean), 3) if clean else None,
+                    "speedup": round(m.tokens_per_second(clean) / base.tokens_per_second(clean), 3)
+                    if clean
+                    else None,
                     "tau_median": None if m.tau(clean) is None else round(m.tau(clean), 3),
                 },
             }
             rows.append(row)
         best = max((r for r in rows if r["kind"] == "eaglewire"), key=lambda r: r["speedup"], default=None)
         return {
-            "baseline": self.baseline, "prompts": self.prompts, "loop_prompts": self.loop_prompts,
-            "max_new_tokens": self.max_new_tokens, "threads": self.threads, "methods": rows,
+            "baseline": self.baseline,
+            "prompts": self.prompts,
+            "loop_prompts": self.loop_prompts,
+            "max_new_tokens": self.max_new_tokens,
+            "threads": self.threads,
+            "methods": rows,
             "best_eaglewire": best,
             "tau_convention": "tokens per target verify step, bonus included, prefill token excluded",
         }
@@ -131,7 +140,13 @@ def run_bench(
         return len(out), None
 
     def plain_generate(ids):
-        out = model.generate(ids[None], max_new_tokens=max_new_tokens, min_new_tokens=max_new_tokens, do_sample=False, pad_token_id=pad)
+        out = model.generate(
+            ids[None],
+            max_new_tokens=max_new_tokens,
+            min_new_tokens=max_new_tokens,
+            do_sample=False,
+            pad_token_id=pad,
+        )
         return out.shape[1] - ids.numel(), None
 
     methods.append((Method("plain greedy (own loop)", "plain", {}), plain_loop))
@@ -144,35 +159,68 @@ def run_bench(
             dec.generate(ids, cfg, stats)
             return stats.new_tokens, stats.verify_steps
 
-        name = f"eaglewire chain {cfg.steps}" if cfg.topk == 1 else f"eaglewire tree {cfg.steps},{cfg.topk},{cfg.num_draft_tokens}"
-        methods.append((Method(name, "eaglewire", {"steps": cfg.steps, "topk": cfg.topk, "draft_tokens": cfg.num_draft_tokens}), spec))
+        name = (
+            f"eaglewire chain {cfg.steps}"
+            if cfg.topk == 1
+            else f"eaglewire tree {cfg.steps},{cfg.topk},{cfg.num_draft_tokens}"
+        )
+        methods.append(
+            (
+                Method(
+                    name,
+                    "eaglewire",
+                    {"steps": cfg.steps, "topk": cfg.topk, "draft_tokens": cfg.num_draft_tokens},
+                ),
+                spec,
+            )
+        )
     if assistant is not None:
         for k in assistant_tokens:
+
             def assisted(ids, k=k):
                 assistant.generation_config.num_assistant_tokens = k
                 assistant.generation_config.num_assistant_tokens_schedule = "constant"
                 assistant.generation_config.assistant_confidence_threshold = 0.0
                 s = _CountingStreamer()
-                out = model.generate(ids[None], assistant_model=assistant, max_new_tokens=max_new_tokens,
-                                     min_new_tokens=max_new_tokens, do_sample=False, pad_token_id=pad, streamer=s)
+                out = model.generate(
+                    ids[None],
+                    assistant_model=assistant,
+                    max_new_tokens=max_new_tokens,
+                    min_new_tokens=max_new_tokens,
+                    do_sample=False,
+                    pad_token_id=pad,
+                    streamer=s,
+                )
                 return out.shape[1] - ids.numel(), s.puts - 1
 
-            methods.append((Method(f"assisted generation k={k}", "assisted", {"num_assistant_tokens": k}), assisted))
+            methods.append(
+                (Method(f"assisted generation k={k}", "assisted", {"num_assistant_tokens": k}), assisted)
+            )
     for k in lookup_tokens:
+
         def lookup(ids, k=k):
             s = _CountingStreamer()
-            out = model.generate(ids[None], prompt_lookup_num_tokens=k, max_new_tokens=max_new_tokens,
-                                 min_new_tokens=max_new_tokens, do_sample=False, pad_token_id=pad, streamer=s)
+            out = model.generate(
+                ids[None],
+                prompt_lookup_num_tokens=k,
+                max_new_tokens=max_new_tokens,
+                min_new_tokens=max_new_tokens,
+                do_sample=False,
+                pad_token_id=pad,
+                streamer=s,
+            )
             return out.shape[1] - ids.numel(), s.puts - 1
 
-        methods.append((Method(f"prompt lookup k={k}", "prompt-lookup", {"prompt_lookup_num_tokens": k}), lookup))
+        methods.append(
+            (Method(f"prompt lookup k={k}", "prompt-lookup", {"prompt_lookup_num_tokens": k}), lookup)
+        )
 
     loops = []
     total = len(prompts) + warmup
     with torch.no_grad():
         for i in range(total):
             ids = prompts[(i - warmup) % len(prompts)]
-            order = methods[i % len(methods):] + methods[: i % len(methods)]
+            order = methods[i % len(methods) :] + methods[: i % len(methods)]
             for m, fn in order:
                 tokens, seconds, verifies = _timed(lambda fn=fn, ids=ids: fn(ids))
                 if i >= warmup:

@@ -22,8 +22,13 @@ from eaglewire import __version__
 
 
 def _machine() -> dict:
-    return {"eaglewire": __version__, "torch": torch.__version__, "threads": torch.get_num_threads(),
-            "python": platform.python_version(), "machine": platform.machine()}
+    return {
+        "eaglewire": __version__,
+        "torch": torch.__version__,
+        "threads": torch.get_num_threads(),
+        "python": platform.python_version(),
+        "machine": platform.machine(),
+    }
 
 
 def _timeit(fn: Callable[[], object]) -> float:
@@ -44,16 +49,27 @@ def bench_train_capture(zoo_target: Path, steps: int = 6, samples: int = 16) -> 
     tokens = sum(s.input_ids.numel() for s in windows)
     with tempfile.TemporaryDirectory() as tmp:
         cap_s = _timeit(lambda: capture(tgt, windows, Path(tmp) / "cap", None, samples_per_shard=8))
-        cap3_s = _timeit(lambda: capture(tgt, windows, Path(tmp) / "cap3", Wiring.parse("h2,h4,h5"), samples_per_shard=8))
+        cap3_s = _timeit(
+            lambda: capture(tgt, windows, Path(tmp) / "cap3", Wiring.parse("h2,h4,h5"), samples_per_shard=8)
+        )
         out = {}
         for bf16 in (False, True):
-            cfg = TrainConfig(taps="h2,h4,h5", draft_vocab_size=2048, ttt_steps=5, steps=steps, batch_size=4,
-                              eval_every=10**6, checkpoint_every=10**6, bf16=bf16)
+            cfg = TrainConfig(
+                taps="h2,h4,h5",
+                draft_vocab_size=2048,
+                ttt_steps=5,
+                steps=steps,
+                batch_size=4,
+                eval_every=10**6,
+                checkpoint_every=10**6,
+                bf16=bf16,
+            )
             src = OnlineSource(tgt, windows, Wiring.parse("h2,h4,h5"))
             res = train_drafter(tgt, src, Path(tmp) / f"d{bf16}", cfg, val_fraction=0.0)
             out["bf16" if bf16 else "fp32"] = round(res.tokens_per_second, 1)
     return {
-        "target": str(zoo_target), "machine": _machine(),
+        "target": str(zoo_target),
+        "machine": _machine(),
         "capture_all_taps_tokens_per_second": round(tokens / cap_s, 1),
         "capture_3_taps_tokens_per_second": round(tokens / cap3_s, 1),
         "train_tokens_per_second": out,
@@ -61,7 +77,9 @@ def bench_train_capture(zoo_target: Path, steps: int = 6, samples: int = 16) -> 
     }
 
 
-def bench_search(layers: int = 61, hidden: int = 96, samples: int = 8, seq: int = 160, steps: int = 5) -> dict:
+def bench_search(
+    layers: int = 61, hidden: int = 96, samples: int = 8, seq: int = 160, steps: int = 5
+) -> dict:
     """Search cost on a 61-layer (random-weight) Llama: speed is what is measured here, not recovery."""
     from transformers import LlamaConfig, LlamaForCausalLM
 
@@ -74,18 +92,37 @@ def bench_search(layers: int = 61, hidden: int = 96, samples: int = 8, seq: int 
     from eaglewire.targets import LoadedTarget, read_target
 
     torch.manual_seed(0)
-    cfg = LlamaConfig(vocab_size=512, hidden_size=hidden, intermediate_size=2 * hidden, num_hidden_layers=layers,
-                      num_attention_heads=4, num_key_value_heads=2)
+    cfg = LlamaConfig(
+        vocab_size=512,
+        hidden_size=hidden,
+        intermediate_size=2 * hidden,
+        num_hidden_layers=layers,
+        num_attention_heads=4,
+        num_key_value_heads=2,
+    )
     model = LlamaForCausalLM(cfg).eval()
     with tempfile.TemporaryDirectory() as tmp:
         model.config.save_pretrained(tmp)
         tgt = LoadedTarget(model, None, read_target(tmp), Path(tmp))
-    arch = DrafterArch(hidden_size=hidden, intermediate_size=2 * hidden, num_layers=1, num_heads=4, num_kv_heads=2,
-                       head_dim=hidden // 4, rms_norm_eps=1e-6, vocab_size=512, draft_vocab_size=256,
-                       target_hidden_size=hidden, n_aux=3)
+    arch = DrafterArch(
+        hidden_size=hidden,
+        intermediate_size=2 * hidden,
+        num_layers=1,
+        num_heads=4,
+        num_kv_heads=2,
+        head_dim=hidden // 4,
+        rms_norm_eps=1e-6,
+        vocab_size=512,
+        draft_vocab_size=256,
+        target_hidden_size=hidden,
+        n_aux=3,
+    )
     drafter = init_weights(Eagle3Drafter(arch)).eval()
     g = torch.Generator().manual_seed(0)
-    data = [Sample(torch.randint(0, 512, (seq,), generator=g), torch.ones(seq, dtype=torch.bool)) for _ in range(samples)]
+    data = [
+        Sample(torch.randint(0, 512, (seq,), generator=g), torch.ones(seq, dtype=torch.bool))
+        for _ in range(samples)
+    ]
     wiring = default_wiring(layers)
     t_cap3 = _timeit(lambda: captured(tgt, data, list(wiring.indices)))
     items3 = captured(tgt, data, list(wiring.indices))
@@ -96,14 +133,23 @@ def bench_search(layers: int = 61, hidden: int = 96, samples: int = 8, seq: int 
     t_search = _timeit(lambda: res.setdefault("r", search(drafter, items, layers, [wiring])))
     one_eval = t_cap3 + t_eval
     return {
-        "target": f"random Llama, {layers} layers, hidden {hidden}", "samples": samples, "tokens_per_sample": seq,
+        "target": f"random Llama, {layers} layers, hidden {hidden}",
+        "samples": samples,
+        "tokens_per_sample": seq,
         "standalone_eval_seconds": round(one_eval, 3),
-        "standalone_eval_parts": {"capture_3_taps": round(t_cap3, 3), "drafter_chain_5_steps": round(t_eval, 3)},
+        "standalone_eval_parts": {
+            "capture_3_taps": round(t_cap3, 3),
+            "drafter_chain_5_steps": round(t_eval, 3),
+        },
         "search_seconds": round(t_cap_all + t_search, 3),
-        "search_parts": {"capture_all_taps": round(t_cap_all, 3), "candidates": round(t_search, 3),
-                         "candidates_scored": res["r"].evaluated},
+        "search_parts": {
+            "capture_all_taps": round(t_cap_all, 3),
+            "candidates": round(t_search, 3),
+            "candidates_scored": res["r"].evaluated,
+        },
         "search_cost_multiple": round((t_cap_all + t_search) / one_eval, 2),
-        "goal_multiple": 10.0, "machine": _machine(),
+        "goal_multiple": 10.0,
+        "machine": _machine(),
     }
 
 
@@ -121,14 +167,26 @@ def bench_eval_vs_speculators(steps: int = 3, seq: int = 256, repeats: int = 5) 
     from transformers import LlamaConfig
 
     hidden = 384
-    tl = LlamaConfig(vocab_size=4096, hidden_size=hidden, intermediate_size=1024, num_hidden_layers=1,
-                     num_attention_heads=6, num_key_value_heads=2, max_position_embeddings=2048)
+    tl = LlamaConfig(
+        vocab_size=4096,
+        hidden_size=hidden,
+        intermediate_size=1024,
+        num_hidden_layers=1,
+        num_attention_heads=6,
+        num_key_value_heads=2,
+        max_position_embeddings=2048,
+    )
     tl._attn_implementation = "eager"
     cfg = Eagle3SpeculatorConfig(
-        transformer_layer_config=tl, draft_vocab_size=2048, eagle_aux_hidden_state_layer_ids=[2, 4, 5],
-        speculators_config=SpeculatorsConfig(algorithm="eagle3", proposal_methods=[GreedyTokenProposalConfig()],
-                                             default_proposal_method="greedy",
-                                             verifier=VerifierConfig(name_or_path=None, architectures=[])),
+        transformer_layer_config=tl,
+        draft_vocab_size=2048,
+        eagle_aux_hidden_state_layer_ids=[2, 4, 5],
+        speculators_config=SpeculatorsConfig(
+            algorithm="eagle3",
+            proposal_methods=[GreedyTokenProposalConfig()],
+            default_proposal_method="greedy",
+            verifier=VerifierConfig(name_or_path=None, architectures=[]),
+        ),
     )
     torch.manual_seed(0)
     ref = Eagle3DraftModel(cfg).eval()
@@ -158,9 +216,13 @@ def bench_eval_vs_speculators(steps: int = 3, seq: int = 256, repeats: int = 5) 
     t_ref = sorted(_timeit(run_ref) for _ in range(repeats))[repeats // 2]
     t_ours = sorted(_timeit(run_ours) for _ in range(repeats))[repeats // 2]
     return {
-        "drafter": "1 layer, hidden 384, draft vocab 2048", "tokens": seq, "ttt_steps": steps,
-        "speculators_tokens_per_second": round(seq / t_ref, 1), "eaglewire_tokens_per_second": round(seq / t_ours, 1),
-        "ratio": round(t_ref / t_ours, 3), "goal_ratio": 1.0,
+        "drafter": "1 layer, hidden 384, draft vocab 2048",
+        "tokens": seq,
+        "ttt_steps": steps,
+        "speculators_tokens_per_second": round(seq / t_ref, 1),
+        "eaglewire_tokens_per_second": round(seq / t_ours, 1),
+        "ratio": round(t_ref / t_ours, 3),
+        "goal_ratio": 1.0,
         "note": "speculators 0.9.0 with eager attention (its flex-attention default is for GPUs)",
     }
 

@@ -519,8 +519,12 @@ def generate(
     prompt: str = typer.Option(..., "--prompt", help="Prompt text."),
     steps: int = typer.Option(4, "--steps", help="Draft depth (SGLang --speculative-num-steps)."),
     topk: int = typer.Option(1, "--topk", help="Branching (SGLang --speculative-eagle-topk); 1 = chain."),
-    draft_tokens: int | None = typer.Option(None, "--draft-tokens", help="Verified tokens incl. the root (SGLang --speculative-num-draft-tokens)."),
-    temperature: float = typer.Option(0.0, "--temperature", help="0 = greedy (output identical to the target's greedy decoding)."),
+    draft_tokens: int | None = typer.Option(
+        None, "--draft-tokens", help="Verified tokens incl. the root (SGLang --speculative-num-draft-tokens)."
+    ),
+    temperature: float = typer.Option(
+        0.0, "--temperature", help="0 = greedy (output identical to the target's greedy decoding)."
+    ),
     top_p: float = typer.Option(1.0, "--top-p"),
     top_k: int = typer.Option(0, "--top-k"),
     max_new_tokens: int = typer.Option(128, "--max-new-tokens"),
@@ -536,8 +540,17 @@ def generate(
         raise InputError(f"{target}: no tokenizer in the target folder")
     if topk > 1 and draft_tokens is None:
         raise InputError("--topk > 1 needs --draft-tokens (e.g. --steps 5 --topk 4 --draft-tokens 8)")
-    cfg = DecodeConfig(steps=steps, topk=topk, draft_tokens=draft_tokens, temperature=temperature, top_p=top_p,
-                       top_k=top_k, max_new_tokens=max_new_tokens, eos_token_id=tgt.tokenizer.eos_token_id, seed=seed)
+    cfg = DecodeConfig(
+        steps=steps,
+        topk=topk,
+        draft_tokens=draft_tokens,
+        temperature=temperature,
+        top_p=top_p,
+        top_k=top_k,
+        max_new_tokens=max_new_tokens,
+        eos_token_id=tgt.tokenizer.eos_token_id,
+        seed=seed,
+    )
     ids = tgt.tokenizer(prompt, return_tensors="pt", add_special_tokens=False)["input_ids"][0]
     if ids.numel() == 0:
         raise InputError("--prompt is empty after tokenization")
@@ -552,28 +565,45 @@ def generate(
             sys.stdout.write(text[len(printed) :])
             sys.stdout.flush()
             printed = text
-    info = {"tau": round(stats.tau, 3), "tokens_per_second": round(stats.tokens_per_second, 1),
-            "new_tokens": stats.new_tokens, "verify_steps": stats.verify_steps, "target_forwards": stats.target_forwards,
-            "draft_forwards": stats.draft_forwards, "taps": str(wiring)}
+    info = {
+        "tau": round(stats.tau, 3),
+        "tokens_per_second": round(stats.tokens_per_second, 1),
+        "new_tokens": stats.new_tokens,
+        "verify_steps": stats.verify_steps,
+        "target_forwards": stats.target_forwards,
+        "draft_forwards": stats.draft_forwards,
+        "taps": str(wiring),
+    }
     if json_out:
         report.print_json({"text": tgt.tokenizer.decode(tokens), **info})
     else:
         print()
         report.console(stderr=True).print(
             f"[dim]tau {stats.tau:.2f} (accepted drafts + bonus per verify) | {stats.tokens_per_second:.1f} tokens/s | "
-            f"{stats.new_tokens} tokens, {stats.verify_steps} verify steps, {stats.target_forwards} target forwards[/]")
+            f"{stats.new_tokens} tokens, {stats.verify_steps} verify steps, {stats.target_forwards} target forwards[/]"
+        )
 
 
 @app.command()
 def bench(
     target: Path = typer.Option(..., "--target", help="Target model folder."),
     drafter: Path = typer.Option(..., "--drafter", help="Drafter folder."),
-    prompts: Path | None = typer.Option(None, "--prompts", help="JSONL/text prompts (default for the zoo target: held-out stdlib code)."),
+    prompts: Path | None = typer.Option(
+        None, "--prompts", help="JSONL/text prompts (default for the zoo target: held-out stdlib code)."
+    ),
     n_prompts: int = typer.Option(8, "--n-prompts"),
     prompt_len: int = typer.Option(96, "--prompt-len"),
     max_new_tokens: int = typer.Option(128, "--max-new-tokens"),
-    assistant: Path | None = typer.Option(None, "--assistant", help="Small draft LM for transformers' assisted generation (default for the zoo: the bundled one)."),
-    setting: list[str] = typer.Option(None, "--setting", help="steps[,topk,draft_tokens] (repeatable); default 3 4 5 6 and trees 4,2,6 5,4,8."),
+    assistant: Path | None = typer.Option(
+        None,
+        "--assistant",
+        help="Small draft LM for transformers' assisted generation (default for the zoo: the bundled one).",
+    ),
+    setting: list[str] = typer.Option(
+        None,
+        "--setting",
+        help="steps[,topk,draft_tokens] (repeatable); default 3 4 5 6 and trees 4,2,6 5,4,8.",
+    ),
     out: Path = typer.Option(Path("bench-results"), "--out", help="Folder for decode.json and decode.png."),
     json_out: bool = JSON,
 ) -> None:
@@ -595,8 +625,13 @@ def bench(
             parts = [int(x) for x in text.split(",")]
         except ValueError:
             raise InputError(f"--setting {text!r}: write steps or steps,topk,draft_tokens") from None
-        configs.append(DecodeConfig(steps=parts[0], topk=parts[1] if len(parts) > 1 else 1,
-                                    draft_tokens=parts[2] if len(parts) > 2 else None))
+        configs.append(
+            DecodeConfig(
+                steps=parts[0],
+                topk=parts[1] if len(parts) > 1 else 1,
+                draft_tokens=parts[2] if len(parts) > 2 else None,
+            )
+        )
     helper = None
     apath = assistant or (zoo.zoo_dir() / "assistant" if zoo.is_zoo_target(tgt.info) else None)
     if apath is not None and (apath / "config.json").exists():
@@ -607,9 +642,18 @@ def bench(
     out.mkdir(parents=True, exist_ok=True)
     (out / "decode.json").write_text(__import__("json").dumps(data, indent=2))
     rows = data["methods"]
-    bar_plot(out / "decode.png", [r["method"] for r in rows], [r["tokens_per_second_median"] for r in rows], "tokens/s (median)",
-             f"Greedy decoding on {target.name}: {data['prompts']} prompts, {max_new_tokens} new tokens",
-             [f"{r['tokens_per_second_median']:.0f}\n" + (f"tau {r['tau_median']:.2f}" if r["tau_median"] else "") for r in rows])
+    bar_plot(
+        out / "decode.png",
+        [r["method"] for r in rows],
+        [r["tokens_per_second_median"] for r in rows],
+        "tokens/s (median)",
+        f"Greedy decoding on {target.name}: {data['prompts']} prompts, {max_new_tokens} new tokens",
+        [
+            f"{r['tokens_per_second_median']:.0f}\n"
+            + (f"tau {r['tau_median']:.2f}" if r["tau_median"] else "")
+            for r in rows
+        ],
+    )
     if json_out:
         report.print_json(data)
         return
@@ -620,19 +664,27 @@ def bench(
     for col in ("method", "tokens/s", "speed-up", "tau", "speed-up/tau", "non-loop speed-up"):
         t.add_column(col)
     for r in rows:
-        t.add_row(r["method"], f"{r['tokens_per_second_median']:.1f}", f"{r['speedup']:.2f}x",
-                  "-" if r["tau_median"] is None else f"{r['tau_median']:.2f}",
-                  "-" if r["efficiency_speedup_per_tau"] is None else f"{r['efficiency_speedup_per_tau']:.2f}",
-                  "-" if r["non_loop_prompts"]["speedup"] is None else f"{r['non_loop_prompts']['speedup']:.2f}x")
+        t.add_row(
+            r["method"],
+            f"{r['tokens_per_second_median']:.1f}",
+            f"{r['speedup']:.2f}x",
+            "-" if r["tau_median"] is None else f"{r['tau_median']:.2f}",
+            "-" if r["efficiency_speedup_per_tau"] is None else f"{r['efficiency_speedup_per_tau']:.2f}",
+            "-" if r["non_loop_prompts"]["speedup"] is None else f"{r['non_loop_prompts']['speedup']:.2f}x",
+        )
     c.print(t)
-    c.print(f"baseline: {data['baseline']}; loop prompts: {data['loop_prompts']}; wrote {out / 'decode.json'} and {out / 'decode.png'}")
+    c.print(
+        f"baseline: {data['baseline']}; loop prompts: {data['loop_prompts']}; wrote {out / 'decode.json'} and {out / 'decode.png'}"
+    )
 
 
 @app.command()
 def advise(
     drafter: Path = typer.Argument(..., help="Drafter folder."),
     target: Path = typer.Option(..., "--target", help="Target model folder."),
-    data: Path | None = typer.Option(None, "--data", help="Prompts (default for the zoo target: held-out stdlib)."),
+    data: Path | None = typer.Option(
+        None, "--data", help="Prompts (default for the zoo target: held-out stdlib)."
+    ),
     samples: int = typer.Option(8, "--samples"),
     max_steps: int = typer.Option(7, "--max-steps"),
     json_out: bool = JSON,
@@ -653,7 +705,10 @@ def advise(
     from rich.table import Table
 
     c = report.console()
-    t = Table(header_style="bold", title="predicted (measured costs on this machine; tau simulated on greedy continuations)")
+    t = Table(
+        header_style="bold",
+        title="predicted (measured costs on this machine; tau simulated on greedy continuations)",
+    )
     for col in ("steps", "topk", "draft tokens", "tau", "speed-up"):
         t.add_column(col)
     for o in sorted(adv.options, key=lambda o: -o.speedup)[:12]:
@@ -668,7 +723,9 @@ def advise(
 @app.command("bench-all")
 def bench_all(
     out: Path = typer.Option(Path("bench-results"), "--out", help="Folder for the JSON results and plots."),
-    decode: bool = typer.Option(True, "--decode/--no-decode", help="Also run the decoding benchmark on the zoo."),
+    decode: bool = typer.Option(
+        True, "--decode/--no-decode", help="Also run the decoding benchmark on the zoo."
+    ),
 ) -> None:
     """Every benchmark (`make bench`): training/capture throughput, search cost, evaluation speed, decoding."""
     from eaglewire import zoo
@@ -679,28 +736,50 @@ def bench_all(
     c = report.console()
     if "train" in results:
         t = results["train"]
-        c.print(f"capture: {t['capture_all_taps_tokens_per_second']} tokens/s (all taps); training: {t['train_tokens_per_second']} tokens/s")
+        c.print(
+            f"capture: {t['capture_all_taps_tokens_per_second']} tokens/s (all taps); training: {t['train_tokens_per_second']} tokens/s"
+        )
     s = results["search"]
-    c.print(f"search on a 61-layer target: {s['search_cost_multiple']}x one standalone evaluation (goal <= 10x)")
+    c.print(
+        f"search on a 61-layer target: {s['search_cost_multiple']}x one standalone evaluation (goal <= 10x)"
+    )
     e = s["eval_vs_speculators"]
     if "ratio" in e:
         c.print(f"evaluation throughput vs speculators' forward: {e['ratio']}x (goal >= 1.0x)")
     if decode and zoo.is_built() and (zoo.drafter_dir("default") / "config.json").exists():
         err.print("[dim]... decoding benchmark[/]")
-        bench(target=zoo.target_dir(), drafter=zoo.drafter_dir("default"), prompts=None, n_prompts=8, prompt_len=96,
-              max_new_tokens=128, assistant=None, setting=None, out=out, json_out=False)
+        bench(
+            target=zoo.target_dir(),
+            drafter=zoo.drafter_dir("default"),
+            prompts=None,
+            n_prompts=8,
+            prompt_len=96,
+            max_new_tokens=128,
+            assistant=None,
+            setting=None,
+            out=out,
+            json_out=False,
+        )
 
 
-zoo_app = typer.Typer(help="The bundled zoo: a small real target, a tiny DeepSeek-V3, an assistant LM and drafters.")
+zoo_app = typer.Typer(
+    help="The bundled zoo: a small real target, a tiny DeepSeek-V3, an assistant LM and drafters."
+)
 app.add_typer(zoo_app, name="zoo")
 
 
 @zoo_app.command("build")
 def zoo_build(
-    stage: list[str] = typer.Option(None, "--stage", help="target, deepseek, assistant, drafters (default: all, in order)."),
+    stage: list[str] = typer.Option(
+        None, "--stage", help="target, deepseek, assistant, drafters (default: all, in order)."
+    ),
     work: Path = typer.Option(Path("runs/zoo-build"), "--work", help="Resumable work folder."),
-    into: Path | None = typer.Option(None, "--into", help="Write the artifacts here instead of the package's zoo/ folder."),
-    drafter: list[str] = typer.Option(None, "--drafter", help="Only these drafters (default, custom-taps) in the drafters stage."),
+    into: Path | None = typer.Option(
+        None, "--into", help="Write the artifacts here instead of the package's zoo/ folder."
+    ),
+    drafter: list[str] = typer.Option(
+        None, "--drafter", help="Only these drafters (default, custom-taps) in the drafters stage."
+    ),
 ) -> None:
     """Rebuild the zoo from scratch with fixed seeds (about 2-3 hours on 2 CPU cores)."""
     from eaglewire import zoo
@@ -719,14 +798,18 @@ def zoo_build(
         return bar
 
     try:
-        cards = build(into or zoo.zoo_dir(), work, stages, progress, drafters=tuple(drafter) if drafter else None)
+        cards = build(
+            into or zoo.zoo_dir(), work, stages, progress, drafters=tuple(drafter) if drafter else None
+        )
     finally:
         for b in bars:
             b.__exit__(None, None, None)
     for name, card in cards.items():
         loss = card.get("held_out_loss")
         acc = (card.get("held_out") or {}).get("acc")
-        report.console().print(f"{name}: " + (f"held-out loss {loss:.4f}" if loss is not None else f"held-out acc {acc}"))
+        report.console().print(
+            f"{name}: " + (f"held-out loss {loss:.4f}" if loss is not None else f"held-out acc {acc}")
+        )
 
 
 def main(argv: list[str] | None = None) -> int:

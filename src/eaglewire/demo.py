@@ -56,23 +56,57 @@ def configs_only(out: Console, tmp: Path) -> bool:
     launch = shlex.split((ex / "launch.txt").read_text().strip().format(target=target, drafter=drafter))
     engine = "sglang==0.5.23"
     fixed = tmp / "kimi-drafter-fixed"
-    rcs = [run(out, ["check", str(drafter), "--target", str(target), "--engine", engine, "--fix-into", str(fixed)]),
-           run(out, ["lint", "--engine", engine, "--", *launch])]
+    rcs = [
+        run(
+            out,
+            ["check", str(drafter), "--target", str(target), "--engine", engine, "--fix-into", str(fixed)],
+        ),
+        run(out, ["lint", "--engine", engine, "--", *launch]),
+    ]
     report = flags.lint(launch, engine="sglang", engine_version="0.5.23")
     out.print(Rule("after applying the printed fixes", style="bold"))
-    rcs += [run(out, ["check", str(fixed), "--target", str(target), "--engine", engine]),
-            run(out, ["lint", "--engine", engine, "--", *(report.fixed_argv or launch)])]
+    rcs += [
+        run(out, ["check", str(fixed), "--target", str(target), "--engine", engine]),
+        run(out, ["lint", "--engine", engine, "--", *(report.fixed_argv or launch)]),
+    ]
     return rcs == [1, 1, 0, 0]
 
 
 def on_the_zoo(out: Console, tmp: Path) -> bool:
     target = zoo.target_dir()
     drafter = export_like_kimi(zoo.drafter_dir("custom-taps"), tmp / "custom-taps-exported")
-    launch = ["python", "-m", "sglang.launch_server", "--model-path", str(target), "--speculative-algorithm", "EAGLE3",
-              "--speculative-draft-model-path", str(drafter), "--speculative-num-steps", "1",
-              "--speculative-eagle-topk", "1", "--speculative-num-draft-tokens", "16"]
-    rc = run(out, ["doctor", str(drafter), "--target", str(target), "--engine", "sglang==0.5.23",
-                   "--report", str(tmp / "report"), "--", *launch])
+    launch = [
+        "python",
+        "-m",
+        "sglang.launch_server",
+        "--model-path",
+        str(target),
+        "--speculative-algorithm",
+        "EAGLE3",
+        "--speculative-draft-model-path",
+        str(drafter),
+        "--speculative-num-steps",
+        "1",
+        "--speculative-eagle-topk",
+        "1",
+        "--speculative-num-draft-tokens",
+        "16",
+    ]
+    rc = run(
+        out,
+        [
+            "doctor",
+            str(drafter),
+            "--target",
+            str(target),
+            "--engine",
+            "sglang==0.5.23",
+            "--report",
+            str(tmp / "report"),
+            "--",
+            *launch,
+        ],
+    )
     return rc == 1
 
 
@@ -83,12 +117,18 @@ def main() -> int:
         out.print(Rule("[bold]1. The Kimi-K2.5 case from configs alone[/]"))
         ok = configs_only(out, tmp)
         if zoo.is_built() and (zoo.drafter_dir("custom-taps") / "config.json").exists():
-            out.print(Rule("[bold]2. The same fault on a real model: doctor on the zoo's custom-taps drafter[/]"))
+            out.print(
+                Rule("[bold]2. The same fault on a real model: doctor on the zoo's custom-taps drafter[/]")
+            )
             ok = on_the_zoo(out, tmp) and ok
         else:
             out.print("[yellow]zoo drafters not built yet: run `make zoo` for part 2[/]")
     out.print(Rule(style="dim"))
-    out.print("[bold green]Demo complete: faults found and fixed.[/]" if ok else "[bold red]Unexpected exit codes above.[/]")
+    out.print(
+        "[bold green]Demo complete: faults found and fixed.[/]"
+        if ok
+        else "[bold red]Unexpected exit codes above.[/]"
+    )
     return 0 if ok else 1
 
 

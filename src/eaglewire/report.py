@@ -309,8 +309,10 @@ def render_doctor(rep, out: Console) -> None:
             )
     if "served-teacher" in rep.evals and rep.recorded and rep.recorded.get("acc"):
         tf = rep.evals["served-teacher"]
-        out.print(f"teacher-forced step-0 acc under the served taps: {tf.acc[0]:.3f} vs {rep.recorded['acc'][0]:.3f} "
-                  f"recorded at training time ({tf.rows} positions)")
+        out.print(
+            f"teacher-forced step-0 acc under the served taps: {tf.acc[0]:.3f} vs {rep.recorded['acc'][0]:.3f} "
+            f"recorded at training time ({tf.rows} positions)"
+        )
     if rep.search is not None:
         out.print(Rule("wiring search", style="dim"))
         render_search(rep.search, out, L)

@@ -578,10 +578,14 @@ def train_drafter(
             head = (val_source or source).target_head()
             targets = draft_to_target(model.d2t, model.arch.draft_vocab_size)
             wiring = Wiring.parse(cfg.taps).served()
-            res.val = evaluate_ttt(model, val_source or source, val_idx, wiring, head, targets, cfg.ttt_steps, cfg.step_decay)
+            res.val = evaluate_ttt(
+                model, val_source or source, val_idx, wiring, head, targets, cfg.ttt_steps, cfg.step_decay
+            )
     ckpt = to_checkpoint(model, t2d, cfg, target.info, res, data_note)
     if save_dtype is not None:
-        ckpt.tensors = {k: (v.to(save_dtype) if v.is_floating_point() else v) for k, v in ckpt.tensors.items()}
+        ckpt.tensors = {
+            k: (v.to(save_dtype) if v.is_floating_point() else v) for k, v in ckpt.tensors.items()
+        }
     taps = Wiring.parse(ckpt.provenance.taps)
     config, ids, _, notes = format_config(ckpt, "eagle", taps, target.info)
     write_drafter(

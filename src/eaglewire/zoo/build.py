@@ -20,12 +20,36 @@ import torch
 
 from eaglewire.zoo import corpus, lm, target
 
-DEEPSEEK = lm.TargetRecipe(hidden_size=128, num_layers=6, num_heads=4, num_kv_heads=4, intermediate_size=384,
-                           steps=400, batch_size=8, seq_len=256, lr=2e-3, warmup_steps=40, eval_every=100,
-                           checkpoint_every=100, eval_sequences=32)
-ASSISTANT = lm.TargetRecipe(hidden_size=128, num_layers=2, num_heads=4, num_kv_heads=2, intermediate_size=384,
-                            steps=600, batch_size=8, seq_len=512, lr=2e-3, warmup_steps=50, eval_every=200,
-                            checkpoint_every=100, eval_sequences=32)
+DEEPSEEK = lm.TargetRecipe(
+    hidden_size=128,
+    num_layers=6,
+    num_heads=4,
+    num_kv_heads=4,
+    intermediate_size=384,
+    steps=400,
+    batch_size=8,
+    seq_len=256,
+    lr=2e-3,
+    warmup_steps=40,
+    eval_every=100,
+    checkpoint_every=100,
+    eval_sequences=32,
+)
+ASSISTANT = lm.TargetRecipe(
+    hidden_size=128,
+    num_layers=2,
+    num_heads=4,
+    num_kv_heads=2,
+    intermediate_size=384,
+    steps=600,
+    batch_size=8,
+    seq_len=512,
+    lr=2e-3,
+    warmup_steps=50,
+    eval_every=200,
+    checkpoint_every=100,
+    eval_sequences=32,
+)
 
 
 @dataclass
@@ -60,12 +84,28 @@ def _deepseek_model(recipe: lm.TargetRecipe, tokenizer):
 
     eos = tokenizer.convert_tokens_to_ids(lm.EOS)
     cfg = DeepseekV3Config(
-        vocab_size=recipe.vocab_size, hidden_size=recipe.hidden_size, intermediate_size=recipe.intermediate_size,
-        moe_intermediate_size=recipe.hidden_size, num_hidden_layers=recipe.num_layers,
-        num_attention_heads=recipe.num_heads, num_key_value_heads=recipe.num_kv_heads, n_routed_experts=4,
-        n_shared_experts=1, num_experts_per_tok=2, first_k_dense_replace=1, kv_lora_rank=32, q_lora_rank=64,
-        qk_nope_head_dim=16, qk_rope_head_dim=16, v_head_dim=32, n_group=1, topk_group=1,
-        max_position_embeddings=recipe.max_position_embeddings, bos_token_id=eos, eos_token_id=eos, pad_token_id=eos,
+        vocab_size=recipe.vocab_size,
+        hidden_size=recipe.hidden_size,
+        intermediate_size=recipe.intermediate_size,
+        moe_intermediate_size=recipe.hidden_size,
+        num_hidden_layers=recipe.num_layers,
+        num_attention_heads=recipe.num_heads,
+        num_key_value_heads=recipe.num_kv_heads,
+        n_routed_experts=4,
+        n_shared_experts=1,
+        num_experts_per_tok=2,
+        first_k_dense_replace=1,
+        kv_lora_rank=32,
+        q_lora_rank=64,
+        qk_nope_head_dim=16,
+        qk_rope_head_dim=16,
+        v_head_dim=32,
+        n_group=1,
+        topk_group=1,
+        max_position_embeddings=recipe.max_position_embeddings,
+        bos_token_id=eos,
+        eos_token_id=eos,
+        pad_token_id=eos,
         tie_word_embeddings=False,
     )
     return DeepseekV3ForCausalLM(cfg)
@@ -79,21 +119,35 @@ def build_small_lm(kind: str, out: Path, work: Path, progress: Callable | None =
     recipe = DEEPSEEK if kind == "deepseek" else ASSISTANT
     train_files, held = corpus.split(corpus.collect())
     train_seqs = lm.chunk(lm.token_stream(tokenizer, lm.corpus_texts(train_files)), recipe.seq_len)
-    eval_seqs = lm.chunk(lm.token_stream(tokenizer, lm.corpus_texts(held)), recipe.seq_len)[: recipe.eval_sequences]
+    eval_seqs = lm.chunk(lm.token_stream(tokenizer, lm.corpus_texts(held)), recipe.seq_len)[
+        : recipe.eval_sequences
+    ]
     build = _deepseek_model if kind == "deepseek" else None
-    model, log = lm.train_target(recipe, tokenizer, train_seqs, eval_seqs, work, progress, build_model=build, name=kind)
+    model, log = lm.train_target(
+        recipe, tokenizer, train_seqs, eval_seqs, work, progress, build_model=build, name=kind
+    )
     out.mkdir(parents=True, exist_ok=True)
     model.to(torch.bfloat16).save_pretrained(out, safe_serialization=True)
     tokenizer.save_pretrained(out)
     loss = lm.held_out_loss(model.float(), eval_seqs)
-    card = {"kind": kind, "recipe": asdict(recipe), "parameters": sum(p.numel() for p in model.parameters()),
-            "held_out_loss": round(loss, 5), "eval_curve": log["eval"]}
+    card = {
+        "kind": kind,
+        "recipe": asdict(recipe),
+        "parameters": sum(p.numel() for p in model.parameters()),
+        "held_out_loss": round(loss, 5),
+        "eval_curve": log["eval"],
+    }
     (out / "zoo_card.json").write_text(json.dumps(card, indent=1) + "\n")
-    what = "tiny DeepSeek-V3 (MLA + MoE) target" if kind == "deepseek" else "assistant draft LM (assisted-generation baseline)"
+    what = (
+        "tiny DeepSeek-V3 (MLA + MoE) target"
+        if kind == "deepseek"
+        else "assistant draft LM (assisted-generation baseline)"
+    )
     (out / "README.md").write_text(
         f"# eaglewire zoo: {what}\n\n{card['parameters'] / 1e6:.2f}M parameters, {recipe.num_layers} layers, hidden "
         f"{recipe.hidden_size}; {recipe.steps} steps on the stdlib corpus with the zoo tokenizer; held-out loss "
-        f"{loss:.3f} nats/token. Rebuilt by `make zoo`.\n")
+        f"{loss:.3f} nats/token. Rebuilt by `make zoo`.\n"
+    )
     return card
 
 
@@ -113,12 +167,31 @@ def build_drafter(r: DrafterRecipe, zoo: Path, work: Path, progress: Callable | 
     wiring = Wiring.parse(r.taps)
     train = OnlineSource(tgt, zoo_pkg.train_samples(tgt.tokenizer, r.max_len), wiring)
     val = OnlineSource(tgt, zoo_pkg.held_out_samples(tgt.tokenizer, r.max_len, limit=r.val_windows), wiring)
-    cfg = TrainConfig(taps=r.taps, draft_vocab_size=r.draft_vocab, ttt_steps=r.ttt_steps, steps=r.steps,
-                      batch_size=r.batch_size, lr=r.lr, warmup_steps=r.warmup, bf16=r.bf16, eval_every=200,
-                      checkpoint_every=50, seed=r.seed, threads=r.threads)
+    cfg = TrainConfig(
+        taps=r.taps,
+        draft_vocab_size=r.draft_vocab,
+        ttt_steps=r.ttt_steps,
+        steps=r.steps,
+        batch_size=r.batch_size,
+        lr=r.lr,
+        warmup_steps=r.warmup,
+        bf16=r.bf16,
+        eval_every=200,
+        checkpoint_every=50,
+        seed=r.seed,
+        threads=r.threads,
+    )
     out = work / r.name
-    res = train_drafter(tgt, train, out, cfg, val_source=val, data_note="stdlib corpus (zoo train split)",
-                        progress=progress, save_dtype=torch.bfloat16)
+    res = train_drafter(
+        tgt,
+        train,
+        out,
+        cfg,
+        val_source=val,
+        data_note="stdlib corpus (zoo train split)",
+        progress=progress,
+        save_dtype=torch.bfloat16,
+    )
     dest = zoo / "drafters" / r.name
     if dest.exists():
         shutil.rmtree(dest)
@@ -126,9 +199,19 @@ def build_drafter(r: DrafterRecipe, zoo: Path, work: Path, progress: Callable | 
     for f in ("config.json", "model.safetensors", "train_history.json"):
         shutil.copy2(out / f, dest / f)
     val_m = res.val
-    card = {"name": r.name, "taps": str(wiring.served()), "recipe": asdict(r), "steps": res.steps,
-            "held_out": {"acc": val_m.acc, "cond_acc": val_m.cond_acc, "loss": val_m.loss, "tokens": val_m.tokens},
-            "train_tokens_per_second": round(res.tokens_per_second, 1)}
+    card = {
+        "name": r.name,
+        "taps": str(wiring.served()),
+        "recipe": asdict(r),
+        "steps": res.steps,
+        "held_out": {
+            "acc": val_m.acc,
+            "cond_acc": val_m.cond_acc,
+            "loss": val_m.loss,
+            "tokens": val_m.tokens,
+        },
+        "train_tokens_per_second": round(res.tokens_per_second, 1),
+    }
     (dest / "zoo_card.json").write_text(json.dumps(card, indent=1) + "\n")
     return card
 
@@ -150,29 +233,42 @@ def write_drafter_card(dest: Path, card: dict, chain: dict | None = None) -> Non
         "| conditional | " + " | ".join(f"{a:.3f}" for a in h["cond_acc"]) + " |",
     ]
     if chain:
-        lines += ["", "Standalone chain test on the target's greedy continuations of held-out prompts "
-                  "(own tokens fed back; tau includes the bonus token):", "",
-                  "| steps | " + " | ".join(str(i + 1) for i in range(len(chain["tau"]))) + " |",
-                  "|---|" + "---|" * len(chain["tau"]),
-                  "| alpha | " + " | ".join(f"{a:.3f}" for a in chain["cond_acc"]) + " |",
-                  "| predicted tau | " + " | ".join(f"{a:.2f}" for a in chain["tau"]) + " |"]
+        lines += [
+            "",
+            "Standalone chain test on the target's greedy continuations of held-out prompts "
+            "(own tokens fed back; tau includes the bonus token):",
+            "",
+            "| steps | " + " | ".join(str(i + 1) for i in range(len(chain["tau"]))) + " |",
+            "|---|" + "---|" * len(chain["tau"]),
+            "| alpha | " + " | ".join(f"{a:.3f}" for a in chain["cond_acc"]) + " |",
+            "| predicted tau | " + " | ".join(f"{a:.2f}" for a in chain["tau"]) + " |",
+        ]
         card["chain_test"] = chain
     (dest / "README.md").write_text("\n".join(lines) + "\n")
     (dest / "zoo_card.json").write_text(json.dumps(card, indent=1) + "\n")
 
 
-def build(zoo: Path, work: Path, stages: tuple[str, ...] = ("target", "deepseek", "assistant", "drafters"),
-          progress: Callable[[str], Callable | None] | None = None, recipe: lm.TargetRecipe | None = None,
-          drafters: tuple[str, ...] | None = None) -> dict:
+def build(
+    zoo: Path,
+    work: Path,
+    stages: tuple[str, ...] = ("target", "deepseek", "assistant", "drafters"),
+    progress: Callable[[str], Callable | None] | None = None,
+    recipe: lm.TargetRecipe | None = None,
+    drafters: tuple[str, ...] | None = None,
+) -> dict:
     """Run the stages in order; returns the cards. `progress(stage)` gives a per-stage progress callback."""
     cards = {}
     cb = progress or (lambda stage: None)
     if "target" in stages:
         cards["target"] = target.build_target(target_dir_of(zoo), work / "target", recipe, cb("target"))
     if "deepseek" in stages:
-        cards["deepseek"] = build_small_lm("deepseek", zoo / "deepseek-tiny", work / "deepseek", cb("deepseek"))
+        cards["deepseek"] = build_small_lm(
+            "deepseek", zoo / "deepseek-tiny", work / "deepseek", cb("deepseek")
+        )
     if "assistant" in stages:
-        cards["assistant"] = build_small_lm("assistant", zoo / "assistant", work / "assistant", cb("assistant"))
+        cards["assistant"] = build_small_lm(
+            "assistant", zoo / "assistant", work / "assistant", cb("assistant")
+        )
     if "drafters" in stages:
         from eaglewire.targets import read_target
 

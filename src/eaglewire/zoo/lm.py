@@ -154,7 +154,9 @@ def train_target(
 
     torch.set_num_threads(recipe.threads)
     torch.manual_seed(recipe.seed)
-    model = build_model(recipe, tokenizer) if build_model else LlamaForCausalLM(llama_config(recipe, tokenizer))
+    model = (
+        build_model(recipe, tokenizer) if build_model else LlamaForCausalLM(llama_config(recipe, tokenizer))
+    )
     model.train()
     decay = [p for n, p in model.named_parameters() if p.dim() >= 2]
     no_decay = [p for n, p in model.named_parameters() if p.dim() < 2]
