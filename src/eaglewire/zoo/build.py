@@ -56,9 +56,9 @@ ASSISTANT = lm.TargetRecipe(
 class DrafterRecipe:
     name: str
     taps: str
-    steps: int = 1200
+    steps: int = 700
     batch_size: int = 8
-    ttt_steps: int = 5
+    ttt_steps: int = 4
     draft_vocab: int = 2048
     lr: float = 2e-3
     warmup: int = 60

@@ -144,5 +144,14 @@ def render_card(f: dict) -> str:
             "",
         ]
     reps = [s["repetition_4gram"] for s in f["samples"]]
-    lines.append(f"Repetition over all {len(reps)} prompts: " + ", ".join(f"{x:.2f}" for x in reps))
+    loops = sum(r >= 0.5 for r in reps)
+    lines.append(f"Repetition over all {len(reps)} prompts: " + ", ".join(f"{x:.2f}" for x in reps) + ".")
+    lines += [
+        "",
+        f"The continuations are ordinary Python (names, calls, blocks, docstrings), not token soup; but like any "
+        f"small model decoded greedily, {loops} of {len(reps)} fall into a line-level loop within "
+        f"{SAMPLE_NEW_TOKENS} tokens (repetition >= 0.5). Loops make "
+        "drafting easy and inflate acceptance, so `eaglewire bench` reports prompts whose greedy continuation "
+        "loops separately from the rest.",
+    ]
     return "\n".join(lines) + "\n"
