@@ -172,7 +172,7 @@ def _runtime(
         tied = {str(c.wiring) for c in rep.search.tied}
         if rep.trained is not None and str(rep.trained) in tied:
             best = rep.trained  # the search agrees with what the checkpoint says
-        elif rep.trained is not None:
+        elif rep.trained is not None and rep.trained != rep.served:
             rep.problems.append(
                 f"the wiring search finds {best} fits the drafter better than the inferred {rep.trained}"
             )
