@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from eaglewire import conventions as conv
-from eaglewire.check import native_row, target_from_provenance, trained_taps
+from eaglewire.check import NATIVE, native_row, target_from_provenance, trained_taps
 from eaglewire.errors import InputError
 from eaglewire.formats import FORMATS, MODULES, DrafterCheckpoint, Provenance, read_drafter, write_drafter
 from eaglewire.formats.checkpoint import PROVENANCE_KEY
@@ -93,19 +93,21 @@ def _prepared(ckpt: DrafterCheckpoint, to: str) -> DrafterCheckpoint:
     return out
 
 
-def format_config(ckpt: DrafterCheckpoint, fmt: str, taps: Wiring, target: TargetInfo):
+def format_config(ckpt: DrafterCheckpoint, fmt: str, taps: Wiring, target: TargetInfo, strict: bool = True):
     """config.json for `ckpt` as `fmt` so that the format's engines feed `taps`: (config, ids, extra keys, notes).
 
-    Raises InputError when the format's own convention cannot express the taps."""
+    When the format's own convention cannot express the taps, `strict` raises InputError (convert refuses);
+    otherwise (a freshly trained drafter must still be written) the id list is left out and a note says why:
+    the provenance still records the taps, so `check` reports the problem for that engine."""
     L = target.num_layers
     fix = conv.config_value_for(native_row(fmt, target.engine_class), taps, L)
+    notes: list[str] = []
     if not fix.expressible:
-        raise InputError(
-            f"cannot write {taps} as a {fmt} checkpoint for this {target.family} target: {fix.reason}"
-        )
+        if strict:
+            raise InputError(f"cannot write {taps} as a {fmt} checkpoint for this {target.family} target: {fix.reason}")
+        notes.append(f"{NATIVE[fmt]} cannot feed {taps}: {fix.reason}")
     cfg = MODULES[fmt].build_config(ckpt, fix.value)
     extra: dict[str, list[int]] = {}
-    notes: list[str] = []
     if fmt == "eagle":
         # vLLM reads a top-level list first (MRV2 never reads eagle_config): write its value too, so both
         # engines feed the same taps from one config.json.
@@ -117,9 +119,7 @@ def format_config(ckpt: DrafterCheckpoint, fmt: str, taps: Wiring, target: Targe
         else:
             notes.append(f"vLLM cannot feed {taps} on a {target.family} target: no top-level id list written")
     if fmt == "modelopt":
-        notes.append(
-            "the modelopt export format stores no t2d and no embed_tokens (engines use the target's)"
-        )
+        notes.append("the modelopt export format stores no t2d and no embed_tokens (engines use the target's)")
     if ckpt.provenance is not None:
         cfg[PROVENANCE_KEY] = ckpt.provenance.to_config()
     return cfg, fix.value, extra, notes

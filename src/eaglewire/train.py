@@ -587,7 +587,7 @@ def train_drafter(
             k: (v.to(save_dtype) if v.is_floating_point() else v) for k, v in ckpt.tensors.items()
         }
     taps = Wiring.parse(ckpt.provenance.taps)
-    config, ids, _, notes = format_config(ckpt, "eagle", taps, target.info)
+    config, ids, _, notes = format_config(ckpt, "eagle", taps, target.info, strict=False)
     write_drafter(
         ckpt,
         out,
@@ -598,7 +598,7 @@ def train_drafter(
     )
     write_json(out / "train_history.json", res.history)
     if export_speculators:
-        sconfig, sids, _, _ = format_config(ckpt, "speculators", taps, target.info)
+        sconfig, sids, _, _ = format_config(ckpt, "speculators", taps, target.info, strict=False)
         write_drafter(
             ckpt, out / "speculators", "speculators", sids, config=sconfig, may_exist=("checkpoint",)
         )
