@@ -216,6 +216,23 @@ def build_drafter(r: DrafterRecipe, zoo: Path, work: Path, progress: Callable | 
     return card
 
 
+def chain_test(zoo: Path, name: str, prompts: int = 16, steps: int = 5) -> dict:
+    """The standalone chain test of a bundled drafter on the target's greedy continuations of held-out prompts."""
+    from eaglewire import zoo as zoo_pkg
+    from eaglewire.drafter import Eagle3Drafter
+    from eaglewire.evaluate import DEFAULT_TREES, chain_data, evaluate
+    from eaglewire.formats import read_drafter
+    from eaglewire.taps import Wiring
+    from eaglewire.targets import load_target
+
+    tgt = load_target(target_dir_of(zoo))
+    ckpt = read_drafter(zoo / "drafters" / name)
+    wiring = Wiring.parse(ckpt.provenance.taps)
+    data = chain_data(tgt, zoo_pkg.held_out_samples(tgt.tokenizer, 512, limit=prompts), list(wiring.indices), 64, 96)
+    ev = evaluate(Eagle3Drafter.from_checkpoint(ckpt), data, wiring, steps, "chain", trees=DEFAULT_TREES)
+    return {"prompts": prompts, "prompt_tokens": 64, "new_tokens": 96, **ev.to_dict()}
+
+
 def write_drafter_card(dest: Path, card: dict, chain: dict | None = None) -> None:
     """The drafter's README: recipe, held-out per-step accuracy, and (when measured) chain acceptance."""
     h = card["held_out"]
@@ -238,11 +255,14 @@ def write_drafter_card(dest: Path, card: dict, chain: dict | None = None) -> Non
             "Standalone chain test on the target's greedy continuations of held-out prompts "
             "(own tokens fed back; tau includes the bonus token):",
             "",
-            "| steps | " + " | ".join(str(i + 1) for i in range(len(chain["tau"]))) + " |",
-            "|---|" + "---|" * len(chain["tau"]),
-            "| alpha | " + " | ".join(f"{a:.3f}" for a in chain["cond_acc"]) + " |",
-            "| predicted tau | " + " | ".join(f"{a:.2f}" for a in chain["tau"]) + " |",
+            "| steps | " + " | ".join(str(i + 1) for i in range(len(chain["predicted_tau"]))) + " |",
+            "|---|" + "---|" * len(chain["predicted_tau"]),
+            "| unconditional acc | " + " | ".join(f"{a:.3f}" for a in chain["acc"]) + " |",
+            "| alpha (conditional) | " + " | ".join(f"{a:.3f}" for a in chain["cond_acc"]) + " |",
+            "| predicted tau | " + " | ".join(f"{a:.2f}" for a in chain["predicted_tau"]) + " |",
+            "",
         ]
+        lines += [f"- SGLang tree {k}: simulated accept length {v:.2f}" for k, v in chain.get("tree_accept_length", {}).items()]
         card["chain_test"] = chain
     (dest / "README.md").write_text("\n".join(lines) + "\n")
     (dest / "zoo_card.json").write_text(json.dumps(card, indent=1) + "\n")
@@ -277,7 +297,7 @@ def build(
             if drafters and r.name not in drafters:
                 continue
             cards[r.name] = build_drafter(r, zoo, work / "drafters", cb(r.name))
-            write_drafter_card(zoo / "drafters" / r.name, cards[r.name])
+            write_drafter_card(zoo / "drafters" / r.name, cards[r.name], chain_test(zoo, r.name))
     return cards
 
 
