@@ -62,6 +62,7 @@ class TrainConfig:
     checkpoint_every: int = 100
     seed: int = 0
     threads: int | None = None
+    init_from: str | None = None  # continue from this drafter's weights and vocabulary map (a second phase)
 
 
 @dataclass
@@ -282,6 +283,20 @@ def load_state(path: Path, model: Eagle3Drafter, opt: torch.optim.Optimizer, cfg
 # ---- the loop ----------------------------------------------------------------------------------------------
 
 
+def _init_from(model: Eagle3Drafter, path: str, wiring: Wiring) -> torch.Tensor:
+    """Load an earlier drafter (same shape, same taps) to continue training it; returns its t2d."""
+    from eaglewire.formats import read_drafter
+    from eaglewire.vocab import t2d_from_d2t
+
+    ckpt = read_drafter(path)
+    if ckpt.provenance and ckpt.provenance.taps and Wiring.parse(ckpt.provenance.taps).served() != wiring:
+        raise InputError(f"{path}: trained on {ckpt.provenance.taps}, not {wiring}; continue with the same taps")
+    if ckpt.arch is None or ckpt.arch.draft_vocab_size != model.arch.draft_vocab_size:
+        raise InputError(f"{path}: not the same drafter shape (draft vocab, layers) as this run")
+    model.load_canonical({k: v.float() if v.is_floating_point() else v for k, v in ckpt.tensors.items()})
+    return ckpt.tensors.get("t2d", t2d_from_d2t(model.d2t, model.arch.vocab_size)).bool()
+
+
 def lr_at(step: int, cfg: TrainConfig) -> float:
     if step < cfg.warmup_steps:
         return cfg.lr * (step + 1) / cfg.warmup_steps
@@ -372,6 +387,8 @@ def train(
         shape.get("num_heads"),
         shape.get("num_kv_heads"),
     )
+    if cfg.init_from:
+        t2d = _init_from(model, cfg.init_from, wiring)
     params = [p for p in model.parameters() if p.requires_grad]
     opt = torch.optim.AdamW(params, lr=cfg.lr, betas=(0.9, 0.95), weight_decay=cfg.weight_decay)
     ckpt_dir = out / "checkpoint"
