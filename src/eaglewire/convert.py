@@ -104,7 +104,9 @@ def format_config(ckpt: DrafterCheckpoint, fmt: str, taps: Wiring, target: Targe
     notes: list[str] = []
     if not fix.expressible:
         if strict:
-            raise InputError(f"cannot write {taps} as a {fmt} checkpoint for this {target.family} target: {fix.reason}")
+            raise InputError(
+                f"cannot write {taps} as a {fmt} checkpoint for this {target.family} target: {fix.reason}"
+            )
         notes.append(f"{NATIVE[fmt]} cannot feed {taps}: {fix.reason}")
     cfg = MODULES[fmt].build_config(ckpt, fix.value)
     extra: dict[str, list[int]] = {}
@@ -119,7 +121,9 @@ def format_config(ckpt: DrafterCheckpoint, fmt: str, taps: Wiring, target: Targe
         else:
             notes.append(f"vLLM cannot feed {taps} on a {target.family} target: no top-level id list written")
     if fmt == "modelopt":
-        notes.append("the modelopt export format stores no t2d and no embed_tokens (engines use the target's)")
+        notes.append(
+            "the modelopt export format stores no t2d and no embed_tokens (engines use the target's)"
+        )
     if ckpt.provenance is not None:
         cfg[PROVENANCE_KEY] = ckpt.provenance.to_config()
     return cfg, fix.value, extra, notes

@@ -290,7 +290,9 @@ def _init_from(model: Eagle3Drafter, path: str, wiring: Wiring) -> torch.Tensor:
 
     ckpt = read_drafter(path)
     if ckpt.provenance and ckpt.provenance.taps and Wiring.parse(ckpt.provenance.taps).served() != wiring:
-        raise InputError(f"{path}: trained on {ckpt.provenance.taps}, not {wiring}; continue with the same taps")
+        raise InputError(
+            f"{path}: trained on {ckpt.provenance.taps}, not {wiring}; continue with the same taps"
+        )
     if ckpt.arch is None or ckpt.arch.draft_vocab_size != model.arch.draft_vocab_size:
         raise InputError(f"{path}: not the same drafter shape (draft vocab, layers) as this run")
     model.load_canonical({k: v.float() if v.is_floating_point() else v for k, v in ckpt.tensors.items()})

@@ -67,6 +67,8 @@ class DrafterRecipe:
     seed: int = 0
     val_windows: int = 48
     threads: int = 1  # part of the recipe: the numbers depend on it (both drafters can train side by side)
+    phase2_steps: int = 0  # a second pass over the data, continuing from phase 1 (0 = none)
+    phase2_lr: float = 1e-3
 
 
 def drafter_recipes(num_layers: int) -> list[DrafterRecipe]:
@@ -192,6 +194,21 @@ def build_drafter(r: DrafterRecipe, zoo: Path, work: Path, progress: Callable | 
         progress=progress,
         save_dtype=torch.bfloat16,
     )
+    if r.phase2_steps:
+        cfg2 = replace(
+            cfg, steps=r.phase2_steps, lr=r.phase2_lr, warmup_steps=20, seed=r.seed + 1, init_from=str(out)
+        )
+        out = work / f"{r.name}-phase2"
+        res = train_drafter(
+            tgt,
+            train,
+            out,
+            cfg2,
+            val_source=val,
+            data_note="stdlib corpus (zoo train split), phase 2",
+            progress=progress,
+            save_dtype=torch.bfloat16,
+        )
     dest = zoo / "drafters" / r.name
     if dest.exists():
         shutil.rmtree(dest)
@@ -203,7 +220,7 @@ def build_drafter(r: DrafterRecipe, zoo: Path, work: Path, progress: Callable | 
         "name": r.name,
         "taps": str(wiring.served()),
         "recipe": asdict(r),
-        "steps": res.steps,
+        "steps": cfg.steps + r.phase2_steps,
         "held_out": {
             "acc": val_m.acc,
             "cond_acc": val_m.cond_acc,
@@ -228,7 +245,9 @@ def chain_test(zoo: Path, name: str, prompts: int = 16, steps: int = 5) -> dict:
     tgt = load_target(target_dir_of(zoo))
     ckpt = read_drafter(zoo / "drafters" / name)
     wiring = Wiring.parse(ckpt.provenance.taps)
-    data = chain_data(tgt, zoo_pkg.held_out_samples(tgt.tokenizer, 512, limit=prompts), list(wiring.indices), 64, 96)
+    data = chain_data(
+        tgt, zoo_pkg.held_out_samples(tgt.tokenizer, 512, limit=prompts), list(wiring.indices), 64, 96
+    )
     ev = evaluate(Eagle3Drafter.from_checkpoint(ckpt), data, wiring, steps, "chain", trees=DEFAULT_TREES)
     return {"prompts": prompts, "prompt_tokens": 64, "new_tokens": 96, **ev.to_dict()}
 
@@ -262,7 +281,10 @@ def write_drafter_card(dest: Path, card: dict, chain: dict | None = None) -> Non
             "| predicted tau | " + " | ".join(f"{a:.2f}" for a in chain["predicted_tau"]) + " |",
             "",
         ]
-        lines += [f"- SGLang tree {k}: simulated accept length {v:.2f}" for k, v in chain.get("tree_accept_length", {}).items()]
+        lines += [
+            f"- SGLang tree {k}: simulated accept length {v:.2f}"
+            for k, v in chain.get("tree_accept_length", {}).items()
+        ]
         card["chain_test"] = chain
     (dest / "README.md").write_text("\n".join(lines) + "\n")
     (dest / "zoo_card.json").write_text(json.dumps(card, indent=1) + "\n")
@@ -299,7 +321,3 @@ def build(
             cards[r.name] = build_drafter(r, zoo, work / "drafters", cb(r.name))
             write_drafter_card(zoo / "drafters" / r.name, cards[r.name], chain_test(zoo, r.name))
     return cards
-
-
-def scaled(recipe: lm.TargetRecipe, **changes) -> lm.TargetRecipe:
-    return replace(recipe, **changes)
