@@ -5,7 +5,7 @@ PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.eaglewire-installed
 export OMP_NUM_THREADS ?= 2
 
-.PHONY: demo test test-all bench lint zoo env clean
+.PHONY: demo test test-all bench lint zoo zoo-models env clean
 
 $(STAMP): pyproject.toml constraints.txt
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -35,8 +35,15 @@ lint: $(STAMP)
 	$(VENV)/bin/ruff check src tests
 	$(VENV)/bin/ruff format --check src tests
 
-zoo: $(STAMP)
-	$(PY) -m eaglewire.cli zoo build
+# The zoo: target (85 min), tiny DeepSeek-V3 and assistant (10 min), then both drafters side by side (1 thread each).
+zoo: zoo-models
+	$(MAKE) -j2 zoo-drafter-default zoo-drafter-custom-taps
+
+zoo-models: $(STAMP)
+	$(PY) -m eaglewire.cli zoo build --stage target --stage deepseek --stage assistant
+
+zoo-drafter-%: $(STAMP)
+	$(PY) -m eaglewire.cli zoo build --stage drafters --drafter $*
 
 clean:
 	rm -rf $(VENV) .pytest_cache bench-results

@@ -67,7 +67,7 @@ class DrafterRecipe:
     seed: int = 0
     val_windows: int = 48
     threads: int = 1  # part of the recipe: the numbers depend on it (both drafters can train side by side)
-    phase2_steps: int = 0  # a second pass over the data, continuing from phase 1 (0 = none)
+    phase2_steps: int = 800  # a second pass over the data, continuing from phase 1 (0 = none)
     phase2_lr: float = 1e-3
 
 
