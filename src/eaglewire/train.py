@@ -30,7 +30,7 @@ from eaglewire.capture import CapturedSample, TargetHead
 from eaglewire.drafter import Eagle3Drafter, init_weights
 from eaglewire.errors import InputError
 from eaglewire.formats import DrafterArch, DrafterCheckpoint, Provenance
-from eaglewire.jsonio import atomic_write_bytes, read_json_object, write_json
+from eaglewire.jsonio import atomic_write_bytes, read_json, read_json_object, write_json
 from eaglewire.taps import Wiring
 from eaglewire.targets import TargetInfo
 from eaglewire.vocab import build_maps, draft_to_target
@@ -526,6 +526,22 @@ __all__ = ["StepMetrics", "TrainConfig", "TrainResult", "evaluate_ttt", "to_chec
 # ---- the whole job: a target folder + data -> a drafter folder ----------------------------------------------
 
 
+def _finished(out: Path, cfg: TrainConfig) -> TrainResult | None:
+    """The result of a run already completed in `out` with these exact settings (so a rerun is a no-op)."""
+    from eaglewire.formats import Provenance
+
+    if not (out / "config.json").exists() or not (out / "model.safetensors").exists():
+        return None
+    prov = Provenance.from_config(read_json_object(out / "config.json", "drafter config"))
+    training = (prov.training or {}) if prov else {}
+    if training.get("config") != asdict(cfg):
+        return None
+    held = training.get("held_out")
+    val = None if not held else StepMetrics(held["loss"], held["acc"], held["cond_acc"], held["tokens"])
+    history = read_json(out / "train_history.json", "training history") if (out / "train_history.json").exists() else []
+    return TrainResult(out, training.get("steps", cfg.steps), history, val, 0.0, 0.0, cfg.steps, {"finished": True})
+
+
 def split_indices(n: int, val_fraction: float) -> tuple[list[int], list[int]]:
     """Every k-th sample held out (k = 1/val_fraction): deterministic and spread over the data."""
     if val_fraction <= 0 or n < 2:
@@ -555,6 +571,9 @@ def train_drafter(
     from eaglewire.formats import write_drafter
 
     out = Path(out)
+    finished = _finished(out, cfg)
+    if finished is not None:
+        return finished
     tcfg = target.model.config
     text_cfg = getattr(tcfg, "text_config", None) or tcfg
     if val_source is None:
