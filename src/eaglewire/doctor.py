@@ -4,12 +4,13 @@ wiring search when the served taps test far below the trained ones, in one repor
 
 from __future__ import annotations
 
+import copy
 import math
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from eaglewire import conventions as conv
-from eaglewire.check import CheckReport, check, fixed_config
+from eaglewire.check import CheckReport, check
 from eaglewire.drafter import Eagle3Drafter
 from eaglewire.evaluate import DEFAULT_TREES, Evaluation, captured, chain_data, evaluate, prompt_samples
 from eaglewire.formats import DrafterCheckpoint, read_drafter
@@ -207,9 +208,12 @@ def _set_fix(rep: DoctorReport, row_key: str, taps: Wiring | None, ckpt: Drafter
     if not fix.expressible:
         rep.fix = {"expressible": False, "reason": fix.reason}
         return
-    v = next(x for x in rep.static.verdicts if x.row_key == row_key)
-    v.fix = fix
-    cfg = fixed_config(rep.static, ckpt.config)
+    cfg = copy.deepcopy(ckpt.config)
+    node = cfg
+    *parents, last = fix.key.split(".")
+    for part in parents:
+        node = node.setdefault(part, {})
+    node[last] = list(fix.value or [])
     rep.fix = {"expressible": True, "key": fix.key, "value": fix.value, "notes": fix.notes, "config": cfg}
     after = conv.resolve(row, cfg, rep.static.target.num_layers)
     rep.fixed_taps = after.taps

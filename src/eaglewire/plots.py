@@ -13,19 +13,26 @@ import matplotlib.pyplot as plt
 
 
 def acceptance_plot(
-    path: Path, curves: dict[str, list[float]], title: str, ylabel: str = "conditional acceptance"
+    path: Path,
+    curves: dict[str, list[float]],
+    title: str,
+    ylabel: str = "conditional acceptance",
+    xlabel: str = "draft step k (0 = first drafted token)",
+    x0: int = 0,
+    ylim: tuple | None = (0, 1),
 ) -> Path:
-    """Per-step acceptance for several wirings (e.g. trained vs served)."""
+    """Per-step curves for several wirings (e.g. served vs fixed taps)."""
     fig, ax = plt.subplots(figsize=(6.4, 4.0), dpi=110)
     for label, ys in curves.items():
-        ax.plot(range(len(ys)), ys, marker="o", label=label)
-    ax.set_xlabel("draft step k (0 = first drafted token)")
+        ax.plot(range(x0, x0 + len(ys)), ys, marker="o", label=label)
+    ax.set_xlabel(xlabel)
     ax.set_ylabel(ylabel)
-    ax.set_ylim(0, 1)
-    ax.set_xticks(range(max((len(v) for v in curves.values()), default=1)))
+    if ylim:
+        ax.set_ylim(*ylim)
+    ax.set_xticks(range(x0, x0 + max((len(v) for v in curves.values()), default=1)))
     ax.grid(alpha=0.3)
     ax.set_title(title)
-    ax.legend(loc="upper right")
+    ax.legend(loc="lower right")
     fig.tight_layout()
     fig.savefig(path)
     plt.close(fig)
@@ -42,25 +49,21 @@ def heatmap_plot(path: Path, values, title: str, marked: dict[str, list[int]] | 
     im = ax.imshow(
         data, aspect="auto", cmap="viridis", vmin=np.nanmin(data) if np.isfinite(data).any() else 0
     )
-    ax.set_xlabel("tap h<k> fed to the slot (others at the best wiring)")
+    ax.set_xlabel("tap h<k> fed to the slot (other slots at the best wiring; blank: tap used by another slot)", fontsize=8)
     ax.set_ylabel("fc slot (ascending)")
     ax.set_xticks(range(taps))
     ax.set_xticklabels(
         [f"h{k}" for k in range(taps)], rotation=90 if taps > 20 else 0, fontsize=7 if taps > 20 else 9
     )
     ax.set_yticks(range(slots))
-    markers = {"best": ("o", "white"), "served": ("x", "red"), "trained": ("s", "orange")}
+    markers = {"best": ("o", "black"), "served": ("x", "red"), "trained": ("s", "orange")}
     for name, wiring in (marked or {}).items():
         m, c = markers.get(name, ("^", "cyan"))
-        ax.scatter(
-            sorted(wiring),
-            range(len(wiring)),
-            marker=m,
-            color=c,
-            s=60,
-            label=name,
-            facecolors="none" if m in "os" else None,
-        )
+        xs, ys = sorted(wiring), range(len(wiring))
+        if m in "os":
+            ax.scatter(xs, ys, marker=m, s=90, label=name, facecolors="none", edgecolors=c, linewidths=2)
+        else:
+            ax.scatter(xs, ys, marker=m, s=70, label=name, color=c, linewidths=2)
     if marked:
         ax.legend(loc="upper left", bbox_to_anchor=(1.15, 1.0), fontsize=8)
     fig.colorbar(im, ax=ax, label="step-0 accuracy")
@@ -121,18 +124,22 @@ def doctor_report(rep, out: Path) -> list[Path]:
     """PNGs (per-step acceptance of trained vs served taps, the search heatmap) and an HTML page."""
     out.mkdir(parents=True, exist_ok=True)
     written = []
-    curves = {f"{name} taps {ev.wiring}": ev.cond_acc for name, ev in rep.evals.items()}
-    if curves:
-        written.append(
-            acceptance_plot(out / "acceptance.png", curves, "Per-step conditional acceptance (chain, greedy)")
-        )
-        taus = {f"{name} {ev.wiring}": ev.tau for name, ev in rep.evals.items()}
+    chains = {name: ev for name, ev in rep.evals.items() if ev.mode == "chain"}
+    if chains:
+        curves = {f"{name} taps {ev.wiring}": ev.cond_acc for name, ev in chains.items()}
+        title = "Per-step conditional acceptance (chain on greedy continuations)"
+        written.append(acceptance_plot(out / "acceptance.png", curves, title))
+        taus = {f"{name} taps {ev.wiring}": ev.tau for name, ev in chains.items()}
+        steps = max(len(v) for v in taus.values())
         written.append(
             acceptance_plot(
                 out / "predicted_tau.png",
-                {k: [t / (i + 2) for i, t in enumerate(v)] for k, v in taus.items()},
-                "Predicted accept length / max possible, per chain length",
-                "tau / (k + 2)",
+                taus,
+                "Predicted accept length (bonus token included)",
+                "predicted tau",
+                "chain draft steps",
+                x0=1,
+                ylim=(1, steps + 1),
             )
         )
     if rep.search is not None:
@@ -143,7 +150,7 @@ def doctor_report(rep, out: Path) -> list[Path]:
             heatmap_plot(
                 out / "wiring_heatmap.png",
                 rep.search.heatmap.tolist(),
-                "Step-0 accuracy: slot j fed tap h<k>",
+                "Step-0 accuracy when fc slot j is fed tap h<k>",
                 marked,
             )
         )

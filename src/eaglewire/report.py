@@ -258,7 +258,10 @@ def render_evaluation(ev, out: Console, title: str = "", recorded: dict | None =
     table.add_row("predicted tau, k+1 steps", *[f"{a:.2f}" for a in ev.tau])
     if recorded and recorded.get("acc"):
         rec = recorded["acc"][: ev.steps]
-        table.add_row("recorded in training (acc)", *[f"{a:.3f}" for a in rec] + [""] * (ev.steps - len(rec)))
+        table.add_row(
+            "recorded at training (teacher-forced, held-out text)",
+            *[f"{a:.3f}" for a in rec] + [""] * (ev.steps - len(rec)),
+        )
     out.print(table)
     for setting, value in ev.tree.items():
         out.print(f"  SGLang tree {setting}: simulated accept length {value:.2f}")
@@ -301,12 +304,7 @@ def render_doctor(rep, out: Console) -> None:
     for name in ("served", "trained", "fixed"):
         if name in rep.evals:
             out.print(Rule(f"standalone test: {name} taps", style="dim"))
-            render_evaluation(
-                rep.evals[name],
-                out,
-                f"{name} taps {rep.evals[name].wiring}",
-                rep.recorded if name != "served" else None,
-            )
+            render_evaluation(rep.evals[name], out, f"{name} taps {rep.evals[name].wiring}")
     if "served-teacher" in rep.evals and rep.recorded and rep.recorded.get("acc"):
         tf = rep.evals["served-teacher"]
         out.print(

@@ -538,8 +538,14 @@ def _finished(out: Path, cfg: TrainConfig) -> TrainResult | None:
         return None
     held = training.get("held_out")
     val = None if not held else StepMetrics(held["loss"], held["acc"], held["cond_acc"], held["tokens"])
-    history = read_json(out / "train_history.json", "training history") if (out / "train_history.json").exists() else []
-    return TrainResult(out, training.get("steps", cfg.steps), history, val, 0.0, 0.0, cfg.steps, {"finished": True})
+    history = (
+        read_json(out / "train_history.json", "training history")
+        if (out / "train_history.json").exists()
+        else []
+    )
+    return TrainResult(
+        out, training.get("steps", cfg.steps), history, val, 0.0, 0.0, cfg.steps, {"finished": True}
+    )
 
 
 def split_indices(n: int, val_fraction: float) -> tuple[list[int], list[int]]:
