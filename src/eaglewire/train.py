@@ -18,7 +18,7 @@ import math
 import os
 import time
 from collections.abc import Callable
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
 
 import torch
@@ -264,7 +264,7 @@ def save_state(
 
 def load_state(path: Path, model: Eagle3Drafter, opt: torch.optim.Optimizer, cfg: TrainConfig):
     meta = read_json_object(path / "state.json", "training state")
-    if meta.get("config") != asdict(cfg):
+    if not same_config(meta.get("config"), cfg):
         raise InputError(
             f"{path}: the checkpoint was made with other settings; use a new --out or the same ones"
         )
@@ -526,6 +526,14 @@ __all__ = ["StepMetrics", "TrainConfig", "TrainResult", "evaluate_ttt", "to_chec
 # ---- the whole job: a target folder + data -> a drafter folder ----------------------------------------------
 
 
+def same_config(stored: dict | None, cfg: TrainConfig) -> bool:
+    """Equal settings; a field added since `stored` was written counts as equal when it holds its default."""
+    if not isinstance(stored, dict):
+        return False
+    defaults = {f.name: f.default for f in fields(TrainConfig)}
+    return all(stored.get(k, defaults.get(k)) == v for k, v in asdict(cfg).items())
+
+
 def _finished(out: Path, cfg: TrainConfig) -> TrainResult | None:
     """The result of a run already completed in `out` with these exact settings (so a rerun is a no-op)."""
     from eaglewire.formats import Provenance
@@ -534,7 +542,7 @@ def _finished(out: Path, cfg: TrainConfig) -> TrainResult | None:
         return None
     prov = Provenance.from_config(read_json_object(out / "config.json", "drafter config"))
     training = (prov.training or {}) if prov else {}
-    if training.get("config") != asdict(cfg):
+    if not same_config(training.get("config"), cfg):
         return None
     held = training.get("held_out")
     val = None if not held else StepMetrics(held["loss"], held["acc"], held["cond_acc"], held["tokens"])
