@@ -41,7 +41,9 @@ def test_target_card_and_greedy_python(target):
     assert card["recipe"]["num_layers"] >= 8 and card["held_out_loss"] < 4.5
     size = (zoo.target_dir() / "model.safetensors").stat().st_size
     assert size <= 40 * 2**20
-    statement = re.compile(r"^\s*(def|class|if|elif|for|while|return|raise|import|from|with|try)\b|^\s*[\w.]+ = ", re.M)
+    statement = re.compile(
+        r"^\s*(def|class|if|elif|for|while|return|raise|import|from|with|try)\b|^\s*[\w.]+ = ", re.M
+    )
     python_like = [s for s in card["samples"] if statement.search(s["continuation"])]
     assert len(python_like) >= len(card["samples"]) - 2, [s["continuation"][:80] for s in card["samples"]]
     # greedy decoding of a small model loops on some prompts; the card says how many (see its README)
@@ -160,11 +162,27 @@ def _recover_random_taps(tmp_path, trials, steps):
     for trial in trials:
         g = torch.Generator().manual_seed(100 + trial)
         taps = Wiring.of(sorted(torch.randperm(L + 1, generator=g)[:3].tolist()))
-        cfg = TrainConfig(taps=str(taps), draft_vocab_size=1024, ttt_steps=2, steps=steps, batch_size=8, lr=3e-3,
-                          warmup_steps=10, eval_every=10**6, checkpoint_every=10**6, threads=2, seed=trial)
-        res = train_drafter(tgt, OnlineSource(tgt, windows, taps), tmp_path / f"d{trial}", cfg, val_fraction=0.0)
+        cfg = TrainConfig(
+            taps=str(taps),
+            draft_vocab_size=1024,
+            ttt_steps=2,
+            steps=steps,
+            batch_size=8,
+            lr=3e-3,
+            warmup_steps=10,
+            eval_every=10**6,
+            checkpoint_every=10**6,
+            threads=2,
+            seed=trial,
+        )
+        res = train_drafter(
+            tgt, OnlineSource(tgt, windows, taps), tmp_path / f"d{trial}", cfg, val_fraction=0.0
+        )
         found = search(res.extra["model"].eval(), data, L, [default_wiring(L)])
-        assert found.best.wiring == taps, (str(taps), [(str(c.wiring), round(c.ce, 4)) for c in found.ranked[:4]])
+        assert found.best.wiring == taps, (
+            str(taps),
+            [(str(c.wiring), round(c.ce, 4)) for c in found.ranked[:4]],
+        )
 
 
 def test_search_recovers_random_taps_on_deepseek(tmp_path):

@@ -69,7 +69,12 @@ class Rotary(nn.Module):
             max_position_embeddings=arch.max_position_embeddings,
             rope_parameters=dict(arch.rope_parameters),
         )
-        ref = LlamaRotaryEmbedding(cfg)
+        try:
+            ref = LlamaRotaryEmbedding(cfg)
+        except (KeyError, TypeError, ValueError, AttributeError) as e:  # e.g. a yarn config missing `factor`
+            raise InputError(
+                f"rope_parameters {arch.rope_parameters}: transformers cannot build it ({e})"
+            ) from None
         self.register_buffer("inv_freq", ref.inv_freq.clone(), persistent=False)
         self.scaling = float(ref.attention_scaling)
 

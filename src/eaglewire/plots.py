@@ -49,7 +49,10 @@ def heatmap_plot(path: Path, values, title: str, marked: dict[str, list[int]] | 
     im = ax.imshow(
         data, aspect="auto", cmap="viridis", vmin=np.nanmin(data) if np.isfinite(data).any() else 0
     )
-    ax.set_xlabel("tap h<k> fed to the slot (other slots at the best wiring; blank: tap used by another slot)", fontsize=8)
+    ax.set_xlabel(
+        "tap h<k> fed to the slot (other slots at the best wiring; blank: tap used by another slot)",
+        fontsize=8,
+    )
     ax.set_ylabel("fc slot (ascending)")
     ax.set_xticks(range(taps))
     ax.set_xticklabels(

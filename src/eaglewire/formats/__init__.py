@@ -18,6 +18,7 @@ from eaglewire.formats.checkpoint import (
     DrafterArch,
     DrafterCheckpoint,
     Provenance,
+    cfg_architectures,
     check_tensors,
 )
 from eaglewire.formats.weights import load_tensors, publish, save_tensors, staging_dir, weight_files
@@ -48,7 +49,7 @@ def detect(cfg: dict, tensor_names: list[str], where: str) -> str:
         return "eagle"
     if modelopt.looks_like(cfg, tensor_names):
         return "modelopt"
-    archs = cfg.get("architectures") or []
+    archs = cfg_architectures(cfg, where)
     if (
         any(a in eagle.ARCHITECTURES + eagle.MLA_ARCHITECTURES for a in archs)
         or "draft_vocab_size" in cfg

@@ -119,6 +119,14 @@ class DrafterCheckpoint:
 # ---- config value readers that name the key on failure ---------------------------------------------------
 
 
+def cfg_architectures(cfg: dict, where: str) -> list[str]:
+    """The `architectures` list (empty when absent); anything but a list of strings is bad input."""
+    archs = cfg.get("architectures") or []
+    if not isinstance(archs, list) or not all(isinstance(a, str) for a in archs):
+        raise InputError(f"{where}: key 'architectures' must be a list of strings, found {archs!r}")
+    return archs
+
+
 def cfg_int(cfg: dict, key: str, where: str, default: int | None = None, positive: bool = True) -> int:
     value = cfg.get(key, default)
     if value is None:
@@ -155,7 +163,10 @@ def rope_parameters(cfg: dict, where: str) -> dict:
     if isinstance(rp, dict) and "rope_theta" in rp:
         out = dict(rp)
     else:
-        out = dict(cfg.get("rope_scaling") or {})
+        scaling = cfg.get("rope_scaling") or {}
+        if not isinstance(scaling, dict):
+            raise InputError(f"{where}: rope_scaling must be an object, found {scaling!r}")
+        out = dict(scaling)
         if "type" in out and "rope_type" not in out:
             out["rope_type"] = out.pop("type")
         out["rope_theta"] = cfg.get("rope_theta", 10000.0)
@@ -163,6 +174,12 @@ def rope_parameters(cfg: dict, where: str) -> dict:
     theta = out.get("rope_theta")
     if isinstance(theta, bool) or not isinstance(theta, (int, float)) or theta <= 0:
         raise InputError(f"{where}: rope_theta must be a positive number, found {theta!r}")
+    from transformers.modeling_rope_utils import ROPE_INIT_FUNCTIONS
+
+    kind = out["rope_type"]
+    if not isinstance(kind, str) or (kind != "default" and kind not in ROPE_INIT_FUNCTIONS):
+        known = ", ".join(["default", *sorted(ROPE_INIT_FUNCTIONS)])
+        raise InputError(f"{where}: rope_type {kind!r} is not one transformers knows ({known})")
     return out
 
 

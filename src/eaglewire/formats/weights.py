@@ -68,9 +68,14 @@ def _check_safetensors_header(path: Path) -> None:
     for key, info in header.items():
         if key == "__metadata__":
             continue
-        if not isinstance(info, dict) or "data_offsets" not in info:
+        offsets = info.get("data_offsets") if isinstance(info, dict) else None
+        if (
+            not isinstance(offsets, list)
+            or len(offsets) != 2
+            or not all(isinstance(o, int) and not isinstance(o, bool) and o >= 0 for o in offsets)
+        ):
             raise InputError(f"{path}: malformed safetensors entry {key!r}")
-        end = max(end, int(info["data_offsets"][1]))
+        end = max(end, offsets[1])
     if 8 + n + end > size:
         raise InputError(
             f"{path}: truncated safetensors file (data needs {8 + n + end} bytes, file has {size})"
