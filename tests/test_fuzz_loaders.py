@@ -154,3 +154,34 @@ def test_byte_corruption(sources, tmp_path, fmt, cut, flips):
         data = data[: int(len(data) * cut * 2)]
     file.write_bytes(bytes(data))
     _loads_or_input_error(d, sources["target"])
+
+
+@FUZZ
+@given(
+    family=st.sampled_from(["llama", "deepseek_v3", "qwen3", "kimi_k25"]),
+    pick=st.integers(0, 10_000),
+    value=json_values,
+    delete=st.booleans(),
+)
+def test_target_config_mutations(tmp_path, family, pick, value, delete):
+    """A mutated target config.json reads, or is refused in one line; check() never crashes on what it read."""
+    t = target_config(tmp_path / f"t-{family}", family=family)
+    cfg = json.loads((t / "config.json").read_text())
+    where = _paths(cfg)[pick % len(_paths(cfg))]
+    parent = cfg
+    for k in where[:-1]:
+        parent = parent[k]
+    if delete:
+        del parent[where[-1]]
+    else:
+        parent[where[-1]] = value
+    (t / "config.json").write_text(json.dumps(cfg))
+    try:
+        info = read_target(t)
+    except InputError as e:
+        assert "\n" not in str(e)
+        return
+    try:
+        check(eagle_drafter(tmp_path / "d", ids=[1, 5, 9]), info, ["sglang==0.5.23", "vllm==0.33.0"])
+    except InputError as e:
+        assert "\n" not in str(e)

@@ -83,6 +83,20 @@ def _int_key(cfg: dict, key: str, path: Path) -> int:
     return value
 
 
+def _strings(cfg: dict, key: str, path: Path) -> list[str]:
+    value = cfg.get(key) or []
+    if not isinstance(value, list) or not all(isinstance(a, str) for a in value):
+        raise InputError(f"{path}: key {key!r} must be a list of strings, found {value!r}")
+    return value
+
+
+def _string(cfg: dict, key: str, path: Path) -> str:
+    value = cfg.get(key) or ""
+    if not isinstance(value, str):
+        raise InputError(f"{path}: key {key!r} must be a string, found {value!r}")
+    return value
+
+
 def config_path(path: Path) -> Path:
     path = Path(path)
     if path.is_dir():
@@ -107,17 +121,16 @@ def read_target(path: Path | str) -> TargetInfo:
     """Read a target config.json or directory; unwrap `text_config`; raise InputError naming the key."""
     cfg_file = config_path(Path(path))
     cfg = read_json_object(cfg_file, "target config")
-    archs = cfg.get("architectures") or []
-    if not isinstance(archs, list) or not all(isinstance(a, str) for a in archs):
-        raise InputError(f"{cfg_file}: key 'architectures' must be a list of strings")
-    model_type = cfg.get("model_type", "")
+    archs = _strings(cfg, "architectures", cfg_file)
+    model_type = _string(cfg, "model_type", cfg_file)
     text = cfg
     wrapped = False
     if isinstance(cfg.get("text_config"), dict):
         text = cfg["text_config"]
         wrapped = True
-    text_archs = text.get("architectures") or archs
-    text_type = text.get("model_type", model_type)
+    where = Path(f"{cfg_file}{' text_config' if wrapped else ''}")
+    text_archs = _strings(text, "architectures", where) or archs
+    text_type = _string(text, "model_type", where) or model_type
     # A known wrapper (Kimi-K2.5) names its own family; otherwise the text model decides.
     family = _family_of(list(archs), model_type) if wrapped else None
     family = family or _family_of(list(text_archs), text_type) or _family_of(list(archs), model_type)
@@ -125,15 +138,14 @@ def read_target(path: Path | str) -> TargetInfo:
         shown = archs[0] if archs else f"model_type {model_type!r}"
         known = ", ".join(sorted({a for f in FAMILIES.values() for a in f[0]}))
         raise InputError(f"{cfg_file}: unknown target architecture {shown}; eaglewire knows {known}")
-    where = f"{cfg_file}{' text_config' if wrapped else ''}"
     return TargetInfo(
         architecture=archs[0] if archs else (text_archs[0] if text_archs else family),
         text_architecture=text_archs[0] if text_archs else (archs[0] if archs else family),
         model_type=text_type or model_type,
         family=family,
-        num_layers=_int_key(text, "num_hidden_layers", Path(where)),
-        hidden_size=_int_key(text, "hidden_size", Path(where)),
-        vocab_size=_int_key(text, "vocab_size", Path(where)),
+        num_layers=_int_key(text, "num_hidden_layers", where),
+        hidden_size=_int_key(text, "hidden_size", where),
+        vocab_size=_int_key(text, "vocab_size", where),
         source=str(cfg_file),
         tokenizer_sha256=tokenizer_sha256(cfg_file.parent),
         wrapped=wrapped,
