@@ -27,6 +27,7 @@ class Run:
     tokens: int
     seconds: float
     verify_steps: int | None = None  # None for plain decoding (one target forward per token)
+    same_as_plain: bool | None = None  # output identical to the plain greedy loop's on this prompt
 
     @property
     def tau(self) -> float | None:
@@ -74,6 +75,7 @@ class BenchResult:
                 "speedup": round(speed, 3),
                 "tau_median": None if tau is None else round(tau, 3),
                 "efficiency_speedup_per_tau": None if not tau else round(speed / tau, 3),
+                "outputs_identical_to_plain_greedy": f"{sum(r.same_as_plain for r in m.runs)}/{len(m.runs)}",
                 "non_loop_prompts": {
                     "tokens_per_second_median": round(m.tokens_per_second(clean), 2),
                     "speedup": round(m.tokens_per_second(clean) / base.tokens_per_second(clean), 3)
@@ -96,10 +98,10 @@ class BenchResult:
         }
 
 
-def _timed(fn: Callable[[], tuple[int, int | None]]) -> tuple[int, float, int | None]:
+def _timed(fn: Callable[[], tuple[list[int], int | None]]) -> tuple[list[int], float, int | None]:
     t0 = time.perf_counter()
-    tokens, verifies = fn()
-    return tokens, time.perf_counter() - t0, verifies
+    out, verifies = fn()
+    return out, time.perf_counter() - t0, verifies
 
 
 class _CountingStreamer:
@@ -136,8 +138,7 @@ def run_bench(
     methods: list[tuple[Method, Callable]] = []
 
     def plain_loop(ids):
-        out = greedy_reference(model, ids, max_new_tokens)
-        return len(out), None
+        return greedy_reference(model, ids, max_new_tokens).tolist(), None
 
     def plain_generate(ids):
         out = model.generate(
@@ -147,7 +148,7 @@ def run_bench(
             do_sample=False,
             pad_token_id=pad,
         )
-        return out.shape[1] - ids.numel(), None
+        return out[0, ids.numel() :].tolist(), None
 
     methods.append((Method("plain greedy (own loop)", "plain", {}), plain_loop))
     methods.append((Method("plain greedy (transformers generate)", "plain", {}), plain_generate))
@@ -156,8 +157,8 @@ def run_bench(
 
         def spec(ids, cfg=cfg):
             stats = DecodeStats()
-            dec.generate(ids, cfg, stats)
-            return stats.new_tokens, stats.verify_steps
+            out = dec.generate(ids, cfg, stats)
+            return out.tolist(), stats.verify_steps
 
         name = (
             f"eaglewire chain {cfg.steps}"
@@ -191,7 +192,7 @@ def run_bench(
                     pad_token_id=pad,
                     streamer=s,
                 )
-                return out.shape[1] - ids.numel(), s.puts - 1
+                return out[0, ids.numel() :].tolist(), s.puts - 1
 
             methods.append(
                 (Method(f"assisted generation k={k}", "assisted", {"num_assistant_tokens": k}), assisted)
@@ -209,7 +210,7 @@ def run_bench(
                 pad_token_id=pad,
                 streamer=s,
             )
-            return out.shape[1] - ids.numel(), s.puts - 1
+            return out[0, ids.numel() :].tolist(), s.puts - 1
 
         methods.append(
             (Method(f"prompt lookup k={k}", "prompt-lookup", {"prompt_lookup_num_tokens": k}), lookup)
@@ -221,11 +222,15 @@ def run_bench(
         for i in range(total):
             ids = prompts[(i - warmup) % len(prompts)]
             order = methods[i % len(methods) :] + methods[: i % len(methods)]
+            outs = {}
             for m, fn in order:
-                tokens, seconds, verifies = _timed(lambda fn=fn, ids=ids: fn(ids))
+                outs[m.name], seconds, verifies = _timed(lambda fn=fn, ids=ids: fn(ids))
                 if i >= warmup:
-                    m.runs.append(Run(i - warmup, tokens, seconds, verifies))
+                    m.runs.append(Run(i - warmup, len(outs[m.name]), seconds, verifies))
             if i >= warmup:
+                plain = outs[methods[0][0].name]
+                for m, _ in methods:
+                    m.runs[-1].same_as_plain = outs[m.name] == plain
                 cont = greedy_reference(model, ids, min(64, max_new_tokens)).tolist()
                 if repetition(cont) > 0.5:
                     loops.append(i - warmup)

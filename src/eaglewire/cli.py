@@ -21,6 +21,9 @@ app = typer.Typer(
 )
 
 JSON = typer.Option(False, "--json", help="Print the result as JSON instead of tables.")
+DTYPE = typer.Option(
+    "auto", "--dtype", help="Target dtype: auto (as stored if bf16, else float32), float32 or bfloat16."
+)
 
 
 def _exit(problem: bool) -> None:
@@ -492,14 +495,15 @@ def doctor(
     _exit(rep.has_problem)
 
 
-def _load_pair(target: Path, drafter: Path, taps: str | None):
-    """Target + drafter + the wiring to feed (given, or the drafter's trained taps)."""
+def _load_pair(target: Path, drafter: Path, taps: str | None, dtype: str = "float32"):
+    """Target and drafter (both in `dtype`, as engines serve them) + the wiring to feed (given, or the
+    drafter's trained taps)."""
     from eaglewire.check import trained_taps
     from eaglewire.drafter import Eagle3Drafter
     from eaglewire.formats import read_drafter
-    from eaglewire.targets import load_target
+    from eaglewire.targets import load_target, resolve_dtype
 
-    tgt = load_target(target)
+    tgt = load_target(target, dtype=resolve_dtype(target, dtype))
     ckpt = read_drafter(drafter)
     if taps:
         wiring = Wiring.parse(taps).validate(tgt.info.num_layers)
@@ -508,7 +512,8 @@ def _load_pair(target: Path, drafter: Path, taps: str | None):
         if tr.wiring is None:
             raise InputError(f"{drafter}: cannot tell its training taps ({tr.basis}); pass --taps")
         wiring = tr.wiring
-    model = Eagle3Drafter.from_checkpoint(ckpt, embed_tokens=tgt.model.get_input_embeddings().weight.detach())
+    embed = tgt.model.get_input_embeddings().weight.detach().float()
+    model = Eagle3Drafter.from_checkpoint(ckpt, embed_tokens=embed).to(next(tgt.model.parameters()).dtype)
     return tgt, model, wiring
 
 
@@ -530,12 +535,13 @@ def generate(
     max_new_tokens: int = typer.Option(128, "--max-new-tokens"),
     seed: int | None = typer.Option(None, "--seed"),
     taps: str | None = typer.Option(None, "--taps", help="Feed these taps instead of the trained ones."),
+    dtype: str = DTYPE,
     json_out: bool = JSON,
 ) -> None:
     """Speculative generation with the reference decoder: streams the text, then one line of stats."""
     from eaglewire.decode import DecodeConfig, DecodeStats, SpeculativeDecoder
 
-    tgt, model, wiring = _load_pair(target, drafter, taps)
+    tgt, model, wiring = _load_pair(target, drafter, taps, dtype)
     if tgt.tokenizer is None:
         raise InputError(f"{target}: no tokenizer in the target folder")
     if topk > 1 and draft_tokens is None:
@@ -605,6 +611,7 @@ def bench(
         help="steps[,topk,draft_tokens] (repeatable); default 3 4 5 6 and trees 4,2,6 5,4,8.",
     ),
     out: Path = typer.Option(Path("bench-results"), "--out", help="Folder for decode.json and decode.png."),
+    dtype: str = DTYPE,
     json_out: bool = JSON,
 ) -> None:
     """tokens/s and tau: plain greedy, eaglewire chain/tree, assisted generation, prompt lookup (interleaved runs)."""
@@ -616,7 +623,7 @@ def bench(
     from eaglewire.evaluate import prompt_samples
     from eaglewire.plots import bar_plot
 
-    tgt, model, wiring = _load_pair(target, drafter, None)
+    tgt, model, wiring = _load_pair(target, drafter, None, dtype)
     samples = prompt_samples(tgt, prompts, limit=n_prompts, max_len=prompt_len)
     ids = [s.input_ids[:prompt_len] for s in samples]
     configs = []
@@ -635,10 +642,14 @@ def bench(
     helper = None
     apath = assistant or (zoo.zoo_dir() / "assistant" if zoo.is_zoo_target(tgt.info) else None)
     if apath is not None and (apath / "config.json").exists():
-        helper = AutoModelForCausalLM.from_pretrained(str(apath), local_files_only=True).eval()
+        helper = AutoModelForCausalLM.from_pretrained(
+            str(apath), local_files_only=True, dtype=next(tgt.model.parameters()).dtype
+        ).eval()
     with report.ProgressBar("bench", enabled=not json_out) as bar:
         res = run_bench(tgt.model, model, wiring, ids, max_new_tokens, configs, helper, progress=bar)
     data = res.to_dict()
+    data["target_dtype"] = str(next(tgt.model.parameters()).dtype).removeprefix("torch.")
+    data["drafter_dtype"] = str(next(model.parameters()).dtype).removeprefix("torch.")
     out.mkdir(parents=True, exist_ok=True)
     (out / "decode.json").write_text(__import__("json").dumps(data, indent=2))
     rows = data["methods"]
@@ -661,7 +672,7 @@ def bench(
     from rich.table import Table
 
     t = Table(header_style="bold")
-    for col in ("method", "tokens/s", "speed-up", "tau", "speed-up/tau", "non-loop speed-up"):
+    for col in ("method", "tokens/s", "speed-up", "tau", "speed-up/tau", "non-loop speed-up", "= plain"):
         t.add_column(col)
     for r in rows:
         t.add_row(
@@ -671,10 +682,14 @@ def bench(
             "-" if r["tau_median"] is None else f"{r['tau_median']:.2f}",
             "-" if r["efficiency_speedup_per_tau"] is None else f"{r['efficiency_speedup_per_tau']:.2f}",
             "-" if r["non_loop_prompts"]["speedup"] is None else f"{r['non_loop_prompts']['speedup']:.2f}x",
+            r["outputs_identical_to_plain_greedy"],
         )
     c.print(t)
     c.print(
-        f"baseline: {data['baseline']}; loop prompts: {data['loop_prompts']}; wrote {out / 'decode.json'} and {out / 'decode.png'}"
+        f"baseline: {data['baseline']}; loop prompts: {data['loop_prompts']}; target {data['target_dtype']}, "
+        f"drafter {data['drafter_dtype']}; '= plain': outputs identical to the plain loop's (bf16 verify forwards "
+        f"round differently from one-token forwards, so near-ties can flip); wrote {out / 'decode.json'} and "
+        f"{out / 'decode.png'}"
     )
 
 
@@ -758,6 +773,7 @@ def bench_all(
             assistant=None,
             setting=None,
             out=out,
+            dtype="auto",
             json_out=False,
         )
 

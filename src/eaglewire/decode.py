@@ -140,11 +140,17 @@ class TargetRunner:
         return out.logits[0], taps
 
     def keep(self, index: torch.Tensor) -> None:
-        """Keep cache rows [0, start) plus the new rows at `index` (absolute positions, ascending)."""
+        """Keep the cache rows at `index` (absolute positions, ascending). A prefix (every chain, and a tree
+        whose accepted path is its first branch) is a view, not a copy."""
+        n = int(index.numel())
+        prefix = int(index[-1]) == n - 1
         for layer in self.cache.layers:
-            layer.keys = layer.keys.index_select(-2, index)
-            layer.values = layer.values.index_select(-2, index)
-        self.length = int(index.numel())
+            if prefix:
+                layer.keys, layer.values = layer.keys[..., :n, :], layer.values[..., :n, :]
+            else:
+                layer.keys = layer.keys.index_select(-2, index)
+                layer.values = layer.values.index_select(-2, index)
+        self.length = n
 
 
 # ---- the decoder ------------------------------------------------------------------------------------------------
@@ -158,6 +164,7 @@ class SpeculativeDecoder:
             )
         self.target = TargetRunner(target_model, wiring)
         self.drafter = drafter.eval()
+        self.draft_dtype = next(drafter.parameters()).dtype  # the target may run in another dtype (bf16)
 
     def generate(
         self, input_ids: torch.Tensor, cfg: DecodeConfig, stats: DecodeStats | None = None
@@ -190,7 +197,7 @@ class SpeculativeDecoder:
         dcache = DraftCache.empty(len(self.drafter.layers))
         next_tokens = torch.cat([prompt[0, 1:], torch.tensor([root])])[None]
         d_logits, d_hidden = self.drafter.step(
-            next_tokens, self.drafter.project(taps[None]), torch.arange(P)[None], dcache
+            next_tokens, self.drafter.project(taps[None].to(self.draft_dtype)), torch.arange(P)[None], dcache
         )
         stats.draft_forwards += 1
         state = (d_logits[0, -1], d_hidden[0, -1])  # what the drafter says after the root
@@ -241,7 +248,7 @@ class SpeculativeDecoder:
         rows = [0, *[j + 1 for j in path]]
         d_logits, d_hidden = self.drafter.step(
             torch.tensor([committed]),
-            self.drafter.project(taps[rows][None]),
+            self.drafter.project(taps[rows][None].to(self.draft_dtype)),
             S + 1 + torch.arange(len(rows))[None],
             dcache,
         )

@@ -197,6 +197,24 @@ def final_norm_and_head(model):
     return norm, head
 
 
+DTYPES = ("auto", "float32", "bfloat16")
+
+
+def resolve_dtype(path: Path | str, name: str = "auto"):
+    """The torch dtype to run a target in. `auto` = the dtype its weights are stored in when that is bf16
+    (on CPUs with AVX512-BF16 it is also the faster one), else fp32 (fp16 matmuls are slow on CPUs)."""
+    import torch
+
+    if name not in DTYPES:
+        raise InputError(f"--dtype {name!r}: use one of {', '.join(DTYPES)}")
+    if name == "auto":
+        cfg = read_json_object(config_path(Path(path)), "target config")
+        text = cfg.get("text_config") if isinstance(cfg.get("text_config"), dict) else cfg
+        stored = text.get("dtype") or text.get("torch_dtype") or cfg.get("dtype") or cfg.get("torch_dtype")
+        name = "bfloat16" if stored == "bfloat16" else "float32"
+    return getattr(torch, name)
+
+
 def load_target(path: Path | str, dtype=None, trust_remote_code: bool = False) -> LoadedTarget:
     """Load a local transformers target (weights + tokenizer when present). Never downloads."""
     import torch
