@@ -63,7 +63,8 @@ class SearchResult:
 
 
 class Projections:
-    """P[j][k] = slot j's fc block applied to tap k, per sample (the fc input norms handled exactly)."""
+    """P[j][k] = slot j's fc block applied to tap k (the fc input norms handled exactly), for all samples at
+    once: samples are right-padded to one length, which a causal drafter pass leaves exact for real rows."""
 
     def __init__(self, model: Eagle3Drafter, samples: list[CapturedSample], taps: list[int]):
         self.model, self.taps = model, taps
@@ -73,29 +74,31 @@ class Projections:
         self.n = arch.n_aux
         self.blocks = [W[:, j * hd : (j + 1) * hd] for j in range(self.n)]
         self.bias = model.fc.bias.detach().float() if model.fc.bias is not None else None
-        self.proj: list[dict[tuple[int, int], torch.Tensor]] = []
-        self.sq: list[dict[int, torch.Tensor]] = []  # per-tap sum of squares (for norm_before_fc)
+        self.lengths = [s.input_ids.numel() - 1 for s in samples]  # drafter rows per sample
+        B, R = len(samples), max(self.lengths)
+        self.input_ids = torch.zeros(B, R, dtype=torch.long)
+        for i, s in enumerate(samples):
+            self.input_ids[i, : self.lengths[i]] = s.input_ids[1:]
+        self.proj: dict[tuple[int, int], torch.Tensor] = {}  # [B, R, H]
+        self.sq: dict[int, torch.Tensor] = {}  # per-tap sum of squares [B, R, 1] (for norm_before_fc)
         with torch.no_grad():
-            for s in samples:
-                T = s.input_ids.numel()
-                p, q = {}, {}
-                for k in taps:
-                    h = s.hidden[k][: T - 1].float()
-                    q[k] = h.pow(2).sum(-1, keepdim=True)
-                    for j in range(self.n):
-                        hj = h
-                        if model.fc_norm is not None:
-                            hj = model.fc_norm[j](h)
-                        if model.input_norm is not None:
-                            hj = hj * model.input_norm.weight[j * hd : (j + 1) * hd].float()
-                        p[(j, k)] = hj @ self.blocks[j].T
-                self.proj.append(p)
-                self.sq.append(q)
+            for k in taps:
+                h = torch.zeros(B, R, hd)
+                for i, s in enumerate(samples):
+                    h[i, : self.lengths[i]] = s.hidden[k][: self.lengths[i]].float()
+                self.sq[k] = h.pow(2).sum(-1, keepdim=True)
+                for j in range(self.n):
+                    hj = h
+                    if model.fc_norm is not None:
+                        hj = model.fc_norm[j](h)
+                    if model.input_norm is not None:
+                        hj = hj * model.input_norm.weight[j * hd : (j + 1) * hd].float()
+                    self.proj[(j, k)] = hj @ self.blocks[j].T
 
-    def fc_out(self, i: int, wiring: tuple[int, ...]) -> torch.Tensor:
-        g = sum(self.proj[i][(j, k)] for j, k in enumerate(wiring))
+    def fc_out(self, wiring: tuple[int, ...]) -> torch.Tensor:
+        g = sum(self.proj[(j, k)] for j, k in enumerate(wiring))
         if self.model.input_norm is not None:  # RMS over the whole concatenation
-            ms = sum(self.sq[i][k] for k in wiring) / (self.n * self.model.arch.target_hidden_size)
+            ms = sum(self.sq[k] for k in wiring) / (self.n * self.model.arch.target_hidden_size)
             g = g * torch.rsqrt(ms + self.model.input_norm.eps)
         if self.bias is not None:
             g = g + self.bias
@@ -127,15 +130,14 @@ def _references(
 def _score(
     model: Eagle3Drafter, samples, proj: Projections, refs: list[_Reference], wiring: tuple[int, ...]
 ) -> Candidate:
-    """Step-0 CE and top-1 agreement with fc's output summed from the projections (one drafter pass per sample)."""
+    """Step-0 CE and top-1 agreement with fc's output summed from the projections (one batched drafter pass)."""
     targets = torch.arange(model.arch.draft_vocab_size) + model.d2t
+    ids = proj.input_ids
+    positions = torch.arange(ids.shape[1]).expand(ids.shape[0], -1)
+    logits, _ = model.step(ids, proj.fc_out(wiring).to(next(model.parameters()).dtype), positions)
     per = []
-    for i, (s, ref) in enumerate(zip(samples, refs, strict=True)):
-        T = s.input_ids.numel()
-        logits, _ = model.step(
-            s.input_ids[1:T][None], proj.fc_out(i, wiring)[None], torch.arange(T - 1)[None]
-        )
-        lg = logits[0, : T - 2].float()
+    for i, ref in enumerate(refs):
+        lg = logits[i, : proj.lengths[i] - 1].float()
         m = ref.mask
         ce = -(ref.p * torch.log_softmax(lg, -1)).sum(-1)
         hits = targets[lg.argmax(-1)] == ref.greedy
