@@ -263,12 +263,11 @@ class SpeculativeDecoder:
         tokens, q = [], []
         for i in range(depth):
             if cfg.temperature > 0:
-                probs = self._draft_probs(logits, cfg)
-                d = sample(probs, gen)
+                probs = self._draft_probs(logits, cfg)  # over target ids
+                tok = sample(probs, gen)
                 q.append(probs)
             else:
-                d = int(logits.argmax())
-            tok = int(self.drafter.to_target(torch.tensor(d)))
+                tok = int(self.drafter.to_target(logits.argmax()))
             tokens.append(tok)
             if i + 1 < depth:
                 lg, hd = self.drafter.step(
