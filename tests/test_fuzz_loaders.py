@@ -70,6 +70,21 @@ def _paths(obj, prefix=()):
     return out
 
 
+def mutate_config(path: Path, pick: int, value, delete: bool) -> None:
+    """Replace (or delete) the `pick`-th key path of a JSON config, nested keys included."""
+    cfg = json.loads(path.read_text())
+    paths = _paths(cfg)
+    where = paths[pick % len(paths)]
+    parent = cfg
+    for k in where[:-1]:
+        parent = parent[k]
+    if delete:
+        del parent[where[-1]]
+    else:
+        parent[where[-1]] = value
+    path.write_text(json.dumps(cfg))
+
+
 def _copy(sources, fmt, tmp_path) -> Path:
     dst = tmp_path / f"case-{fmt}"
     if dst.exists():
@@ -94,17 +109,7 @@ def _loads_or_input_error(path: Path, target: Path) -> None:
 )
 def test_config_mutations(sources, tmp_path, fmt, pick, value, delete):
     d = _copy(sources, fmt, tmp_path)
-    cfg = json.loads((d / "config.json").read_text())
-    paths = _paths(cfg)
-    where = paths[pick % len(paths)]
-    parent = cfg
-    for k in where[:-1]:
-        parent = parent[k]
-    if delete:
-        del parent[where[-1]]
-    else:
-        parent[where[-1]] = value
-    (d / "config.json").write_text(json.dumps(cfg))
+    mutate_config(d / "config.json", pick, value, delete)
     _loads_or_input_error(d, sources["target"])
 
 
@@ -166,16 +171,7 @@ def test_byte_corruption(sources, tmp_path, fmt, cut, flips):
 def test_target_config_mutations(tmp_path, family, pick, value, delete):
     """A mutated target config.json reads, or is refused in one line; check() never crashes on what it read."""
     t = target_config(tmp_path / f"t-{family}", family=family)
-    cfg = json.loads((t / "config.json").read_text())
-    where = _paths(cfg)[pick % len(_paths(cfg))]
-    parent = cfg
-    for k in where[:-1]:
-        parent = parent[k]
-    if delete:
-        del parent[where[-1]]
-    else:
-        parent[where[-1]] = value
-    (t / "config.json").write_text(json.dumps(cfg))
+    mutate_config(t / "config.json", pick, value, delete)
     try:
         info = read_target(t)
     except InputError as e:
