@@ -608,7 +608,7 @@ def bench(
     setting: list[str] = typer.Option(
         None,
         "--setting",
-        help="steps[,topk,draft_tokens] (repeatable); default 3 4 5 6 and trees 4,2,6 5,4,8.",
+        help="steps[,topk,draft_tokens] (repeatable); default 3 4 5 6 7 and trees 4,2,6 5,4,8.",
     ),
     out: Path = typer.Option(Path("bench-results"), "--out", help="Folder for decode.json and decode.png."),
     dtype: str = DTYPE,
@@ -627,7 +627,7 @@ def bench(
     samples = prompt_samples(tgt, prompts, limit=n_prompts, max_len=prompt_len)
     ids = [s.input_ids[:prompt_len] for s in samples]
     configs = []
-    for text in setting or ["3", "4", "5", "6", "4,2,6", "5,4,8"]:
+    for text in setting or ["3", "4", "5", "6", "7", "4,2,6", "5,4,8"]:
         try:
             parts = [int(x) for x in text.split(",")]
         except ValueError:
@@ -658,9 +658,10 @@ def bench(
         [r["method"] for r in rows],
         [r["tokens_per_second_median"] for r in rows],
         "tokens/s (median)",
-        f"Greedy decoding on {target.name}: {data['prompts']} prompts, {max_new_tokens} new tokens",
+        f"Greedy decoding on {target.name} ({data['target_dtype']}): {data['prompts']} prompts, "
+        f"{max_new_tokens} new tokens, {data['threads']} threads",
         [
-            f"{r['tokens_per_second_median']:.0f}\n"
+            f"{r['tokens_per_second_median']:.0f} ({r['speedup']:.2f}x)\n"
             + (f"tau {r['tau_median']:.2f}" if r["tau_median"] else "")
             for r in rows
         ],

@@ -84,13 +84,16 @@ def bar_plot(
     ylabel: str,
     title: str,
     annotate: list[str] | None = None,
+    xlabel: str = "method",
 ) -> Path:
-    fig, ax = plt.subplots(figsize=(max(6.0, 0.9 * len(labels) + 2), 4.0), dpi=110)
+    fig, ax = plt.subplots(figsize=(max(6.0, 0.9 * len(labels) + 2), 4.4), dpi=110)
     bars = ax.bar(range(len(labels)), values, color="#4C72B0")
     ax.set_xticks(range(len(labels)))
     ax.set_xticklabels(labels, rotation=20, ha="right", fontsize=8)
     ax.set_ylabel(ylabel)
+    ax.set_xlabel(xlabel)
     ax.set_title(title)
+    ax.set_ylim(0, max(values, default=1.0) * 1.2 or 1.0)  # room for the annotations under the title
     ax.grid(axis="y", alpha=0.3)
     for b, text in zip(bars, annotate or [f"{v:.2f}" for v in values], strict=False):
         ax.annotate(
