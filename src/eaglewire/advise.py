@@ -3,8 +3,9 @@
 Accept lengths come from the standalone test on the target's greedy continuations: chain settings from the
 per-step conditional acceptance, tree settings from SGLang's tree simulated on the same rows. Costs are measured
 here: a target forward over n new tokens after a cached context, a draft step over K rows, the draft-extend over
-the accepted rows. Predicted speed-up = tau * t(plain token) / (t_verify(D) + (N-1) t_draft(K) + t_extend(tau)).
-The same arithmetic prices a real serving engine only up to its own overheads; the ranking is what transfers.
+the accepted rows. Predicted speed-up = tau * t(plain token) / (t_verify(D) + (N-1) t_draft(K) + t_extend(tau) + t_overhead), where
+t(plain token) and t_overhead come from running the real loops once (`calibrate`). The same arithmetic prices
+a real serving engine only up to its own overheads; the ranking is what transfers.
 """
 
 from __future__ import annotations
@@ -31,6 +32,8 @@ class Costs:
     verify_ms: dict[int, float]  # n new tokens
     draft_ms: dict[int, float]  # one draft step over K rows
     extend_ms: dict[int, float]  # draft-extend over n rows
+    overhead_ms: float = 0.0  # per chain round, measured by `calibrate`
+    tree_overhead_ms: float = 0.0  # per tree round (tree mask, top-k bookkeeping), measured by `calibrate`
 
 
 @dataclass
@@ -104,9 +107,11 @@ def measure_costs(
     runner.reset()
     _, taps = runner.forward(ctx, torch.arange(context)[None])
     runner.close()
-    H = drafter.arch.hidden_size
+    H, dtype = drafter.arch.hidden_size, next(drafter.parameters()).dtype
     cache = DraftCache.empty(len(drafter.layers))
-    drafter.step(ctx[:, 1:], drafter.project(taps[None, :-1]), torch.arange(context - 1)[None], cache)
+    drafter.step(
+        ctx[:, 1:], drafter.project(taps[None, :-1].to(dtype)), torch.arange(context - 1)[None], cache
+    )
     base = cache.length
 
     def draft(k: int) -> float:
@@ -114,7 +119,7 @@ def measure_costs(
             cache.crop(base)
             drafter.step(
                 torch.randint(0, vocab, (1, k)),
-                torch.randn(1, k, H),
+                torch.randn(1, k, H, dtype=dtype),
                 torch.full((1, k), base),
                 cache,
                 torch.ones(1, 1, k, base + k, dtype=torch.bool),
@@ -136,9 +141,41 @@ def measure_costs(
         once()
         return _median_ms(once, repeats)
 
-    return Costs(
+    costs = Costs(
         verify_ms[1], verify_ms, {k: draft(k) for k in ks}, {n: extend(n) for n in (1, 2, 3, 4, 6, 8)}
     )
+    return calibrate(costs, target_model, drafter, wiring, ctx[0, :64])
+
+
+def calibrate(
+    costs: Costs, target_model, drafter: Eagle3Drafter, wiring: Wiring, prompt: torch.Tensor, new: int = 48
+) -> Costs:
+    """Price what isolated timings miss: run the real loops once (plain greedy, and a 4-step chain with the
+    reference decoder), take plain decoding's real cost per token, and charge every speculative round the gap
+    between its measured and its modelled cost (Python bookkeeping, drafter and target evicting each other's
+    weights from the CPU caches)."""
+    from eaglewire.decode import DecodeConfig, DecodeStats, SpeculativeDecoder, greedy_reference
+
+    greedy_reference(target_model, prompt, 4)
+    t0 = time.perf_counter()
+    greedy_reference(target_model, prompt, 1)
+    t1 = time.perf_counter()
+    greedy_reference(target_model, prompt, new + 1)
+    plain = ((time.perf_counter() - t1) - (t1 - t0)) * 1000 / new
+    dec = SpeculativeDecoder(target_model, drafter, wiring)
+
+    def gap(cfg: DecodeConfig) -> float:
+        dec.generate(prompt, cfg)
+        stats = DecodeStats()
+        dec.generate(prompt, cfg, stats)
+        measured = (stats.seconds - stats.prefill_seconds) * 1000 / max(1, stats.verify_steps)
+        return max(0.0, measured - _round_ms(costs, cfg.steps, cfg.topk, cfg.num_draft_tokens, stats.tau))
+
+    costs.plain_ms = plain
+    costs.overhead_ms = gap(DecodeConfig(steps=4, max_new_tokens=new))
+    costs.tree_overhead_ms = gap(DecodeConfig(steps=4, topk=2, draft_tokens=8, max_new_tokens=new))
+    dec.target.close()
+    return costs
 
 
 def _interp(table: dict[int, float], n: float) -> float:
@@ -151,13 +188,17 @@ def _interp(table: dict[int, float], n: float) -> float:
     return table[keys[-1]] * n / keys[-1]
 
 
-def predicted_speedup(costs: Costs, steps: int, topk: int, draft_tokens: int, tau: float) -> float:
-    round_ms = (
+def _round_ms(costs: Costs, steps: int, topk: int, draft_tokens: int, tau: float) -> float:
+    return (
         _interp(costs.verify_ms, draft_tokens)
         + (steps - 1) * _interp(costs.draft_ms, topk)
         + _interp(costs.extend_ms, tau)
     )
-    return tau * costs.plain_ms / round_ms
+
+
+def predicted_speedup(costs: Costs, steps: int, topk: int, draft_tokens: int, tau: float) -> float:
+    overhead = costs.overhead_ms if topk == 1 else costs.tree_overhead_ms
+    return tau * costs.plain_ms / (_round_ms(costs, steps, topk, draft_tokens, tau) + overhead)
 
 
 @torch.no_grad()

@@ -608,7 +608,7 @@ def bench(
     setting: list[str] = typer.Option(
         None,
         "--setting",
-        help="steps[,topk,draft_tokens] (repeatable); default 3 4 5 6 7 and trees 4,2,6 5,4,8.",
+        help="steps[,topk,draft_tokens] (repeatable); default 3 4 5 6 7 and trees 5,2,12 5,4,8.",
     ),
     out: Path = typer.Option(Path("bench-results"), "--out", help="Folder for decode.json and decode.png."),
     dtype: str = DTYPE,
@@ -627,7 +627,7 @@ def bench(
     samples = prompt_samples(tgt, prompts, limit=n_prompts, max_len=prompt_len)
     ids = [s.input_ids[:prompt_len] for s in samples]
     configs = []
-    for text in setting or ["3", "4", "5", "6", "7", "4,2,6", "5,4,8"]:
+    for text in setting or ["3", "4", "5", "6", "7", "5,2,12", "5,4,8"]:
         try:
             parts = [int(x) for x in text.split(",")]
         except ValueError:
@@ -703,17 +703,22 @@ def advise(
     ),
     samples: int = typer.Option(8, "--samples"),
     max_steps: int = typer.Option(7, "--max-steps"),
+    dtype: str = DTYPE,
     json_out: bool = JSON,
 ) -> None:
     """Predict tau and speed-up over (steps, top-k, draft tokens); recommend SGLang and vLLM launch settings."""
+    import copy
+
     from eaglewire.advise import advise as run_advise
     from eaglewire.advise import measure_costs
     from eaglewire.evaluate import chain_data, prompt_samples
+    from eaglewire.targets import resolve_dtype
 
-    tgt, model, wiring = _load_pair(target, drafter, None)
+    tgt, model, wiring = _load_pair(target, drafter, None)  # acceptance measured in fp32
     base = prompt_samples(tgt, data, limit=samples)
     items = chain_data(tgt, base, list(wiring.indices), 64, 96)
-    costs = measure_costs(tgt.model, model, wiring)
+    run_dtype = resolve_dtype(target, dtype)  # costs measured in the dtype it would be served in
+    costs = measure_costs(copy.deepcopy(tgt.model).to(run_dtype), copy.deepcopy(model).to(run_dtype), wiring)
     adv = run_advise(model, items, wiring, costs, max_steps, draft_path=str(drafter), target_path=str(target))
     if json_out:
         report.print_json(adv.to_dict())
