@@ -252,6 +252,15 @@ def chain_test(zoo: Path, name: str, prompts: int = 16, steps: int = 5) -> dict:
     return {"prompts": prompts, "prompt_tokens": 64, "new_tokens": 96, **ev.to_dict()}
 
 
+def _phases(r: dict) -> str:
+    if not r.get("phase2_steps"):
+        return f"; batch {r['batch_size']} x {r['max_len']} tokens, lr {r['lr']}"
+    return (
+        f"; batch {r['batch_size']} x {r['max_len']} tokens; {r['steps']} steps at lr {r['lr']}, then "
+        f"{r['phase2_steps']} more at lr {r['phase2_lr']} from those weights"
+    )
+
+
 def write_drafter_card(dest: Path, card: dict, chain: dict | None = None) -> None:
     """The drafter's README: recipe, held-out per-step accuracy, and (when measured) chain acceptance."""
     h = card["held_out"]
@@ -259,7 +268,9 @@ def write_drafter_card(dest: Path, card: dict, chain: dict | None = None) -> Non
         f"# eaglewire zoo drafter: {card['name']}",
         "",
         f"EAGLE-3 drafter (1 layer) for the zoo target, trained on taps **{card['taps']}** with eaglewire's TTT "
-        f"trainer ({card['steps']} steps, TTT {card['recipe']['ttt_steps']}, draft vocab {card['recipe']['draft_vocab']}).",
+        f"trainer ({card['steps']} steps, TTT {card['recipe']['ttt_steps']}, draft vocab {card['recipe']['draft_vocab']}"
+        + _phases(card["recipe"])
+        + ").",
         "",
         f"Held-out (teacher-forced, {h['tokens']:,} tokens of held-out stdlib files; top-1 agreement with the target's greedy token):",
         "",
