@@ -421,20 +421,27 @@ def check(
     )
 
 
+def with_key(config: dict, key: str, value) -> dict:
+    """A copy of `config` with dotted `key` (e.g. eagle_config.eagle_aux_hidden_state_layer_ids) set; the
+    dicts along the path are copied, so `config` is left as it was."""
+    out = dict(config)
+    node = out
+    *parents, last = key.split(".")
+    for p in parents:
+        node[p] = dict(node.get(p) or {})
+        node = node[p]
+    node[last] = value
+    return out
+
+
 def fixed_config(report: CheckReport, config: dict) -> dict:
     """config.json with every expressible fix applied (SGLang's key and vLLM's key can live side by side)."""
-    out = dict(config)
+    out = config
     for v in report.verdicts:
         f = v.fix
-        if f is None or not f.expressible or f.key is None:
-            continue
-        node = out
-        parts = f.key.split(".")
-        for p in parts[:-1]:
-            node[p] = dict(node.get(p) or {})
-            node = node[p]
-        node[parts[-1]] = list(f.value or [])
-    return out
+        if f is not None and f.expressible and f.key is not None:
+            out = with_key(out, f.key, list(f.value or []))
+    return dict(out)
 
 
 def write_fixed(ckpt: DrafterCheckpoint, report: CheckReport, out: Path) -> Path:

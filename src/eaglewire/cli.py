@@ -709,6 +709,8 @@ def advise(
     """Predict tau and speed-up over (steps, top-k, draft tokens); recommend SGLang and vLLM launch settings."""
     import copy
 
+    import torch
+
     from eaglewire.advise import advise as run_advise
     from eaglewire.advise import measure_costs
     from eaglewire.evaluate import chain_data, prompt_samples
@@ -718,7 +720,12 @@ def advise(
     base = prompt_samples(tgt, data, limit=samples)
     items = chain_data(tgt, base, list(wiring.indices), 64, 96)
     run_dtype = resolve_dtype(target, dtype)  # costs measured in the dtype it would be served in
-    costs = measure_costs(copy.deepcopy(tgt.model).to(run_dtype), copy.deepcopy(model).to(run_dtype), wiring)
+    if run_dtype == torch.float32:
+        costs = measure_costs(tgt.model, model, wiring)
+    else:
+        costs = measure_costs(
+            copy.deepcopy(tgt.model).to(run_dtype), copy.deepcopy(model).to(run_dtype), wiring
+        )
     adv = run_advise(model, items, wiring, costs, max_steps, draft_path=str(drafter), target_path=str(target))
     if json_out:
         report.print_json(adv.to_dict())

@@ -4,13 +4,12 @@ wiring search when the served taps test far below the trained ones, in one repor
 
 from __future__ import annotations
 
-import copy
 import math
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from eaglewire import conventions as conv
-from eaglewire.check import CheckReport, check
+from eaglewire.check import CheckReport, check, with_key
 from eaglewire.drafter import Eagle3Drafter
 from eaglewire.evaluate import DEFAULT_TREES, Evaluation, captured, chain_data, evaluate, prompt_samples
 from eaglewire.formats import DrafterCheckpoint, read_drafter
@@ -208,12 +207,7 @@ def _set_fix(rep: DoctorReport, row_key: str, taps: Wiring | None, ckpt: Drafter
     if not fix.expressible:
         rep.fix = {"expressible": False, "reason": fix.reason}
         return
-    cfg = copy.deepcopy(ckpt.config)
-    node = cfg
-    *parents, last = fix.key.split(".")
-    for part in parents:
-        node = node.setdefault(part, {})
-    node[last] = list(fix.value or [])
+    cfg = with_key(ckpt.config, fix.key, list(fix.value or []))
     rep.fix = {"expressible": True, "key": fix.key, "value": fix.value, "notes": fix.notes, "config": cfg}
     after = conv.resolve(row, cfg, rep.static.target.num_layers)
     rep.fixed_taps = after.taps

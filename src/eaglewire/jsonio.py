@@ -31,6 +31,14 @@ def read_json_object(path: Path, what: str = "config") -> dict:
     return data
 
 
+def str_list(cfg: dict, key: str, where: object) -> list[str]:
+    """`cfg[key]` as a list of strings (empty when absent); anything else is bad input naming the key."""
+    value = cfg.get(key) or []
+    if not isinstance(value, list) or not all(isinstance(a, str) for a in value):
+        raise InputError(f"{where}: key {key!r} must be a list of strings, found {value!r}")
+    return value
+
+
 def atomic_write_bytes(path: Path, data: bytes) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)

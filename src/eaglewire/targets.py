@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from eaglewire.errors import InputError
-from eaglewire.jsonio import read_json_object
+from eaglewire.jsonio import read_json_object, str_list
 
 # family -> (architectures, model_types, engine class). The engine class is what decides a convention row:
 # SGLang and vLLM capture aux hidden states differently in their llama-style models and in deepseek_v2.py.
@@ -83,13 +83,6 @@ def _int_key(cfg: dict, key: str, path: Path) -> int:
     return value
 
 
-def _strings(cfg: dict, key: str, path: Path) -> list[str]:
-    value = cfg.get(key) or []
-    if not isinstance(value, list) or not all(isinstance(a, str) for a in value):
-        raise InputError(f"{path}: key {key!r} must be a list of strings, found {value!r}")
-    return value
-
-
 def _string(cfg: dict, key: str, path: Path) -> str:
     value = cfg.get(key) or ""
     if not isinstance(value, str):
@@ -121,7 +114,7 @@ def read_target(path: Path | str) -> TargetInfo:
     """Read a target config.json or directory; unwrap `text_config`; raise InputError naming the key."""
     cfg_file = config_path(Path(path))
     cfg = read_json_object(cfg_file, "target config")
-    archs = _strings(cfg, "architectures", cfg_file)
+    archs = str_list(cfg, "architectures", cfg_file)
     model_type = _string(cfg, "model_type", cfg_file)
     text = cfg
     wrapped = False
@@ -129,7 +122,7 @@ def read_target(path: Path | str) -> TargetInfo:
         text = cfg["text_config"]
         wrapped = True
     where = Path(f"{cfg_file}{' text_config' if wrapped else ''}")
-    text_archs = _strings(text, "architectures", where) or archs
+    text_archs = str_list(text, "architectures", where) or archs
     text_type = _string(text, "model_type", where) or model_type
     # A known wrapper (Kimi-K2.5) names its own family; otherwise the text model decides.
     family = _family_of(list(archs), model_type) if wrapped else None

@@ -18,11 +18,10 @@ from eaglewire.formats.checkpoint import (
     DrafterArch,
     DrafterCheckpoint,
     Provenance,
-    cfg_architectures,
     check_tensors,
 )
 from eaglewire.formats.weights import load_tensors, publish, save_tensors, staging_dir, weight_files
-from eaglewire.jsonio import read_json_object, write_json
+from eaglewire.jsonio import read_json_object, str_list, write_json
 from eaglewire.vocab import check_vocab_tensors
 
 FORMATS = ("eagle", "speculators", "modelopt")
@@ -49,7 +48,7 @@ def detect(cfg: dict, tensor_names: list[str], where: str) -> str:
         return "eagle"
     if modelopt.looks_like(cfg, tensor_names):
         return "modelopt"
-    archs = cfg_architectures(cfg, where)
+    archs = str_list(cfg, "architectures", where)
     if (
         any(a in eagle.ARCHITECTURES + eagle.MLA_ARCHITECTURES for a in archs)
         or "draft_vocab_size" in cfg

@@ -119,14 +119,6 @@ class DrafterCheckpoint:
 # ---- config value readers that name the key on failure ---------------------------------------------------
 
 
-def cfg_architectures(cfg: dict, where: str) -> list[str]:
-    """The `architectures` list (empty when absent); anything but a list of strings is bad input."""
-    archs = cfg.get("architectures") or []
-    if not isinstance(archs, list) or not all(isinstance(a, str) for a in archs):
-        raise InputError(f"{where}: key 'architectures' must be a list of strings, found {archs!r}")
-    return archs
-
-
 def cfg_int(cfg: dict, key: str, where: str, default: int | None = None, positive: bool = True) -> int:
     value = cfg.get(key, default)
     if value is None:
@@ -174,12 +166,8 @@ def rope_parameters(cfg: dict, where: str) -> dict:
     theta = out.get("rope_theta")
     if isinstance(theta, bool) or not isinstance(theta, (int, float)) or theta <= 0:
         raise InputError(f"{where}: rope_theta must be a positive number, found {theta!r}")
-    from transformers.modeling_rope_utils import ROPE_INIT_FUNCTIONS
-
-    kind = out["rope_type"]
-    if not isinstance(kind, str) or (kind != "default" and kind not in ROPE_INIT_FUNCTIONS):
-        known = ", ".join(["default", *sorted(ROPE_INIT_FUNCTIONS)])
-        raise InputError(f"{where}: rope_type {kind!r} is not one transformers knows ({known})")
+    if not isinstance(out["rope_type"], str):  # a name transformers does not know fails in drafter.Rotary
+        raise InputError(f"{where}: rope_type must be a string, found {out['rope_type']!r}")
     return out
 
 

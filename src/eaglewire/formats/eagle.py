@@ -17,12 +17,12 @@ from eaglewire.formats.checkpoint import (
     PROVENANCE_KEY,
     DrafterArch,
     DrafterCheckpoint,
-    cfg_architectures,
     cfg_bool,
     cfg_int,
     layer_arch,
     layer_config_dict,
 )
+from eaglewire.jsonio import str_list
 
 NAME = "eagle"
 ARCHITECTURES = ("LlamaForCausalLMEagle3",)
@@ -69,7 +69,7 @@ def read(cfg: dict, tensors: dict[str, torch.Tensor], where: str, fmt: str = NAM
     names = canonical_names(list(tensors))
     canon = {names[k]: v for k, v in tensors.items()}
     disk = {c: d for d, c in names.items()}
-    archs = cfg_architectures(cfg, where)
+    archs = str_list(cfg, "architectures", where)
     ec = eagle_config(cfg, where)
     notes = []
     if any(a in MLA_ARCHITECTURES for a in archs):
