@@ -20,7 +20,7 @@ $(STAMP): pyproject.toml constraints.txt
 env: $(STAMP)
 
 demo: $(STAMP)
-	$(PY) -m eaglewire.demo
+	$(PY) -m eaglewire.cli.demo
 
 test: $(STAMP)
 	$(PY) -m pytest

@@ -6,7 +6,8 @@ from pathlib import Path
 
 import torch
 
-from eaglewire.zoo import corpus, lm
+from eaglewire.zoo import corpus
+from eaglewire.zoo.build import lm
 
 
 def stdlib_text(chars: int) -> str:

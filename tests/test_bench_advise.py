@@ -3,11 +3,11 @@
 import torch
 from test_decode import pair
 
-from eaglewire.advise import advise, measure_costs, predicted_speedup
-from eaglewire.bench import run_bench
+from eaglewire.bench.advise import advise, measure_costs, predicted_speedup
+from eaglewire.bench.decode import run_bench
 from eaglewire.capture import CapturedSample
-from eaglewire.decode import DecodeConfig
 from eaglewire.flags import lint
+from eaglewire.jobs.decode import DecodeConfig
 from eaglewire.targets import LoadedTarget, forward_taps, read_target
 
 

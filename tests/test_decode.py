@@ -9,9 +9,9 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from scipy.stats import chisquare
 
-from eaglewire.decode import DecodeConfig, DecodeStats, SpeculativeDecoder, greedy_reference, warp
 from eaglewire.drafter import Eagle3Drafter, init_weights
 from eaglewire.formats import DrafterArch
+from eaglewire.jobs.decode import DecodeConfig, DecodeStats, SpeculativeDecoder, greedy_reference, warp
 from eaglewire.taps import Wiring
 
 

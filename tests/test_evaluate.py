@@ -4,8 +4,8 @@ import torch
 from test_decode import pair
 
 from eaglewire.capture import CapturedSample
-from eaglewire.decode import DecodeConfig, DecodeStats, SpeculativeDecoder
-from eaglewire.evaluate import TreeSetting, evaluate, simulate_tree
+from eaglewire.jobs.decode import DecodeConfig, DecodeStats, SpeculativeDecoder
+from eaglewire.jobs.evaluate import TreeSetting, evaluate, simulate_tree
 from eaglewire.targets import LoadedTarget, forward_taps, read_target
 
 
@@ -44,7 +44,7 @@ def test_simulated_tree_equals_the_decoders_tree(tmp_path):
         s = _captured(tgt, seq, P)
         T = seq.numel()
         aux = s.aux(wiring)[: T - 1][None]
-        from eaglewire.tree import TreeBuilder
+        from eaglewire.jobs.tree import TreeBuilder
 
         # rebuild with the evaluate path and compare the tree at the root's row (P - 1)
         captured = {}

@@ -6,11 +6,11 @@ import pytest
 import torch
 from safetensors.torch import save_file
 
-from eaglewire.check import trained_taps
-from eaglewire.convert import convert
 from eaglewire.drafter import Eagle3Drafter
 from eaglewire.errors import InputError
 from eaglewire.formats import read_drafter, write_drafter
+from eaglewire.formats.convert import convert
+from eaglewire.jobs.check import trained_taps
 from eaglewire.targets import read_target
 
 from fixtures import eagle_drafter, modelopt_drafter, target_config
@@ -152,7 +152,7 @@ def test_convert_refuses_inexpressible_and_writes_nothing(tmp_path):
 
 def test_eagle_output_serves_right_on_both_engines(tmp_path):
     """An EAGLE-format file written by convert carries SGLang's nested ids and vLLM's top-level ids."""
-    from eaglewire.check import check
+    from eaglewire.jobs.check import check
 
     target = target_config(tmp_path / "t", "llama", layers=12)
     speculators_drafter(tmp_path / "s", ids=[0, 3, 7], vocab=300, draft_vocab=120)

@@ -17,11 +17,11 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from safetensors.torch import load_file, save_file
 
-from eaglewire.check import check
 from eaglewire.drafter import Eagle3Drafter
 from eaglewire.errors import InputError
 from eaglewire.formats import read_drafter
-from eaglewire.inspection import inspect_drafter
+from eaglewire.formats.inspection import inspect_drafter
+from eaglewire.jobs.check import check
 from eaglewire.targets import read_target
 
 from fixtures import eagle_drafter, modelopt_drafter, target_config

@@ -9,12 +9,12 @@ import pytest
 import torch
 
 from eaglewire import zoo
-from eaglewire.check import trained_taps
-from eaglewire.decode import DecodeConfig, DecodeStats, SpeculativeDecoder
 from eaglewire.drafter import Eagle3Drafter
-from eaglewire.evaluate import captured, chain_data, evaluate
 from eaglewire.formats import read_drafter
-from eaglewire.search import search
+from eaglewire.jobs.check import trained_taps
+from eaglewire.jobs.decode import DecodeConfig, DecodeStats, SpeculativeDecoder
+from eaglewire.jobs.evaluate import captured, chain_data, evaluate
+from eaglewire.jobs.search import search
 from eaglewire.taps import Wiring, default_wiring
 from eaglewire.targets import load_target
 
@@ -91,7 +91,7 @@ def test_search_recovers_training_taps(name, target, chain):
 def test_doctor_finds_and_fixes_the_kimi_fault(tmp_path, target):
     """custom-taps exported without its wiring, served as SGLang 0.5.23 would: exit 1, the search names the
     trained taps, and the fixed config restores the accuracy."""
-    from eaglewire.demo import export_like_kimi
+    from eaglewire.cli.demo import export_like_kimi
 
     d = export_like_kimi(zoo.drafter_dir("custom-taps"), tmp_path / "exported")
     r = subprocess.run(
@@ -152,7 +152,7 @@ def test_doctor_passes_a_correctly_wired_drafter(target):
 def _recover_random_taps(tmp_path, trials, steps):
     """Drafters trained here on random taps of the tiny DeepSeek-V3 target: the search names them exactly."""
     from eaglewire.capture import OnlineSource
-    from eaglewire.train import TrainConfig, train_drafter
+    from eaglewire.jobs.train import TrainConfig, train_drafter
 
     tgt = load_target(zoo.deepseek_dir())
     L = tgt.info.num_layers

@@ -20,9 +20,9 @@ from eaglewire.formats.checkpoint import (
     Provenance,
     check_tensors,
 )
+from eaglewire.formats.vocab import check_vocab_tensors
 from eaglewire.formats.weights import load_tensors, publish, save_tensors, staging_dir, weight_files
 from eaglewire.jsonio import read_json_object, str_list, write_json
-from eaglewire.vocab import check_vocab_tensors
 
 FORMATS = ("eagle", "speculators", "modelopt")
 MODULES = {"eagle": eagle, "speculators": speculators, "modelopt": modelopt}

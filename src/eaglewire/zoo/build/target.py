@@ -13,7 +13,8 @@ from pathlib import Path
 
 import torch
 
-from eaglewire.zoo import corpus, lm
+from eaglewire.zoo import corpus
+from eaglewire.zoo.build import lm
 
 PROMPT_LINES = 24
 SAMPLE_NEW_TOKENS = 96

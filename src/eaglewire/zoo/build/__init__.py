@@ -18,7 +18,8 @@ from pathlib import Path
 
 import torch
 
-from eaglewire.zoo import corpus, lm, target
+from eaglewire.zoo import corpus
+from eaglewire.zoo.build import lm, target
 
 DEEPSEEK = lm.TargetRecipe(
     hidden_size=128,
@@ -163,7 +164,7 @@ def build_drafter(r: DrafterRecipe, zoo: Path, work: Path, progress: Callable | 
     from eaglewire.capture import OnlineSource
     from eaglewire.taps import Wiring
     from eaglewire.targets import load_target
-    from eaglewire.train import TrainConfig, train_drafter
+    from eaglewire.jobs.train import TrainConfig, train_drafter
 
     tgt = load_target(target_dir_of(zoo))
     wiring = Wiring.parse(r.taps)
@@ -237,7 +238,7 @@ def chain_test(zoo: Path, name: str, prompts: int = 16, steps: int = 5) -> dict:
     """The standalone chain test of a bundled drafter on the target's greedy continuations of held-out prompts."""
     from eaglewire import zoo as zoo_pkg
     from eaglewire.drafter import Eagle3Drafter
-    from eaglewire.evaluate import DEFAULT_TREES, chain_data, evaluate
+    from eaglewire.jobs.evaluate import DEFAULT_TREES, chain_data, evaluate
     from eaglewire.formats import read_drafter
     from eaglewire.taps import Wiring
     from eaglewire.targets import load_target

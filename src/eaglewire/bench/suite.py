@@ -40,9 +40,9 @@ def _timeit(fn: Callable[[], object]) -> float:
 def bench_train_capture(zoo_target: Path, steps: int = 6, samples: int = 16) -> dict:
     from eaglewire import zoo
     from eaglewire.capture import OnlineSource, capture
+    from eaglewire.jobs.train import TrainConfig, train_drafter
     from eaglewire.taps import Wiring
     from eaglewire.targets import load_target
-    from eaglewire.train import TrainConfig, train_drafter
 
     tgt = load_target(zoo_target)
     windows = zoo.held_out_samples(tgt.tokenizer, 512, limit=samples)
@@ -85,9 +85,9 @@ def bench_search(
 
     from eaglewire.data import Sample
     from eaglewire.drafter import Eagle3Drafter, init_weights
-    from eaglewire.evaluate import captured, evaluate
     from eaglewire.formats import DrafterArch
-    from eaglewire.search import search
+    from eaglewire.jobs.evaluate import captured, evaluate
+    from eaglewire.jobs.search import search
     from eaglewire.taps import default_wiring
     from eaglewire.targets import LoadedTarget, read_target
 

@@ -12,13 +12,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from eaglewire import conventions as conv
-from eaglewire.check import NATIVE, native_row, target_from_provenance, trained_taps
 from eaglewire.errors import InputError
 from eaglewire.formats import FORMATS, MODULES, DrafterCheckpoint, Provenance, read_drafter, write_drafter
 from eaglewire.formats.checkpoint import PROVENANCE_KEY
+from eaglewire.formats.vocab import t2d_from_d2t
+from eaglewire.jobs.check import NATIVE, native_row, target_from_provenance, trained_taps
 from eaglewire.taps import Wiring
 from eaglewire.targets import TargetInfo, read_target
-from eaglewire.vocab import t2d_from_d2t
 
 
 @dataclass

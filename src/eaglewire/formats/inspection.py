@@ -6,10 +6,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from eaglewire import conventions as conv
-from eaglewire.check import TrainedTaps, trained_taps
 from eaglewire.formats import declared_ids, read_drafter, tensor_summary
+from eaglewire.formats.vocab import VocabReport, vocab_report
+from eaglewire.jobs.check import TrainedTaps, trained_taps
 from eaglewire.targets import TargetInfo, read_target
-from eaglewire.vocab import VocabReport, vocab_report
 
 
 @dataclass

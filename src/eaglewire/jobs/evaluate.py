@@ -19,9 +19,9 @@ import torch
 from eaglewire.capture import CapturedSample, TargetHead
 from eaglewire.data import Sample
 from eaglewire.drafter import Eagle3Drafter
+from eaglewire.jobs.tree import TreeBuilder, greedy_accept
 from eaglewire.taps import Wiring
 from eaglewire.targets import LoadedTarget, forward_taps
-from eaglewire.tree import TreeBuilder, greedy_accept
 
 CONVENTION = (
     "accept length includes the bonus token (SGLang completion_tokens/verify_ct, vLLM 1 + accepted/drafts)"

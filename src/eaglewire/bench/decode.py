@@ -15,10 +15,10 @@ from dataclasses import dataclass, field
 
 import torch
 
-from eaglewire.decode import DecodeConfig, DecodeStats, SpeculativeDecoder, greedy_reference
 from eaglewire.drafter import Eagle3Drafter
+from eaglewire.jobs.decode import DecodeConfig, DecodeStats, SpeculativeDecoder, greedy_reference
 from eaglewire.taps import Wiring
-from eaglewire.zoo.target import repetition
+from eaglewire.zoo.build.target import repetition
 
 
 @dataclass

@@ -14,9 +14,9 @@ from eaglewire import conventions as conv
 from eaglewire.errors import InputError
 from eaglewire.formats import DrafterCheckpoint, eagle, read_drafter, write_drafter
 from eaglewire.formats.checkpoint import PROVENANCE_KEY
+from eaglewire.formats.vocab import VocabReport, vocab_report
 from eaglewire.taps import Wiring
 from eaglewire.targets import FAMILIES, TargetInfo, read_target
-from eaglewire.vocab import VocabReport, vocab_report
 
 # The convention a format's own id list is written in: its primary reader/producer.
 NATIVE = {"speculators": "speculators", "modelopt": "modelopt", "eagle": "sglang"}

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import typer
 
-from eaglewire import report
+from eaglewire.cli import render as report
 from eaglewire.errors import EXIT_BAD_INPUT, EXIT_OK, EXIT_PROBLEM, InputError
 from eaglewire.taps import Wiring
 
@@ -45,7 +45,7 @@ def inspect(
     json_out: bool = JSON,
 ) -> None:
     """Show a drafter's format, shapes, vocab-map health and declared ids; with --target, the served taps."""
-    from eaglewire.inspection import inspect_drafter
+    from eaglewire.formats.inspection import inspect_drafter
 
     ins = inspect_drafter(drafter, target)
     if json_out:
@@ -82,9 +82,9 @@ def check(
     json_out: bool = JSON,
 ) -> None:
     """Verdict: does each engine feed the taps the drafter was trained on? Prints the exact fix."""
-    from eaglewire.check import check as run_check
-    from eaglewire.check import write_fixed
     from eaglewire.formats import read_drafter
+    from eaglewire.jobs.check import check as run_check
+    from eaglewire.jobs.check import write_fixed
 
     if trained_on and trained_with:
         raise InputError("--trained-on and --trained-with are alternatives: give one")
@@ -146,7 +146,7 @@ def convert(
     json_out: bool = JSON,
 ) -> None:
     """Convert between formats, rewriting the id list so the drafter is fed the same taps."""
-    from eaglewire.convert import convert as run_convert
+    from eaglewire.formats.convert import convert as run_convert
 
     res = run_convert(src, dst, to, target, _wiring(trained_on))
     if json_out:
@@ -245,8 +245,8 @@ def train(
     """Train an EAGLE-3 drafter (training-time test); the checkpoint records its taps and target."""
     from eaglewire.capture import CaptureReader, OnlineSource
     from eaglewire.data import load_samples
+    from eaglewire.jobs.train import TrainConfig, train_drafter, world
     from eaglewire.targets import load_target
-    from eaglewire.train import TrainConfig, train_drafter, world
 
     if (data is None) == (captured is None):
         raise InputError("give exactly one of --data (online) or --captured (an eaglewire capture folder)")
@@ -356,11 +356,11 @@ def test_cmd(
 ) -> None:
     """Standalone drafter test: per-step acceptance and predicted accept length against the real target."""
     from eaglewire.capture import CaptureReader, SpeculatorsSamples, TargetHead
-    from eaglewire.check import check as run_check
     from eaglewire.drafter import Eagle3Drafter
-    from eaglewire.evaluate import DEFAULT_TREES, TreeSetting, chain_data, evaluate, prompt_samples
     from eaglewire.formats import read_drafter
-    from eaglewire.search import search
+    from eaglewire.jobs.check import check as run_check
+    from eaglewire.jobs.evaluate import DEFAULT_TREES, TreeSetting, chain_data, evaluate, prompt_samples
+    from eaglewire.jobs.search import search
     from eaglewire.taps import default_wiring
     from eaglewire.targets import load_target
 
@@ -411,7 +411,7 @@ def test_cmd(
         data_chain = chain_data(tgt, base, list(range(L + 1)), prompt_len, new_tokens)
         evals["chain"] = evaluate(model, data_chain, wiring, steps, "chain", trees=settings)
         if teacher:
-            from eaglewire.evaluate import captured as capture_all
+            from eaglewire.jobs.evaluate import captured as capture_all
 
             evals["teacher"] = evaluate(
                 model, capture_all(tgt, base, wiring.indices), wiring, steps, "teacher"
@@ -465,8 +465,8 @@ def doctor(
     json_out: bool = JSON,
 ) -> None:
     """Everything in one report: static wiring check, flags lint, standalone test, wiring search, the fix."""
-    from eaglewire.doctor import DoctorOptions
-    from eaglewire.doctor import doctor as run_doctor
+    from eaglewire.jobs.doctor import DoctorOptions
+    from eaglewire.jobs.doctor import doctor as run_doctor
 
     if search_mode not in ("auto", "always", "never"):
         raise InputError(f"--search {search_mode!r}: use auto, always or never")
@@ -483,7 +483,7 @@ def doctor(
         drafter, target, opts, progress=None if json_out else (lambda msg: err.print(f"[dim]... {msg}[/]"))
     )
     if report_dir is not None:
-        from eaglewire.plots import doctor_report
+        from eaglewire.cli.plots import doctor_report
 
         doctor_report(rep, report_dir)
     if json_out:
@@ -498,9 +498,9 @@ def doctor(
 def _load_pair(target: Path, drafter: Path, taps: str | None, dtype: str = "float32"):
     """Target and drafter (both in `dtype`, as engines serve them) + the wiring to feed (given, or the
     drafter's trained taps)."""
-    from eaglewire.check import trained_taps
     from eaglewire.drafter import Eagle3Drafter
     from eaglewire.formats import read_drafter
+    from eaglewire.jobs.check import trained_taps
     from eaglewire.targets import load_target, resolve_dtype
 
     tgt = load_target(target, dtype=resolve_dtype(target, dtype))
@@ -539,7 +539,7 @@ def generate(
     json_out: bool = JSON,
 ) -> None:
     """Speculative generation with the reference decoder: streams the text, then one line of stats."""
-    from eaglewire.decode import DecodeConfig, DecodeStats, SpeculativeDecoder
+    from eaglewire.jobs.decode import DecodeConfig, DecodeStats, SpeculativeDecoder
 
     tgt, model, wiring = _load_pair(target, drafter, taps, dtype)
     if tgt.tokenizer is None:
@@ -618,10 +618,10 @@ def bench(
     from transformers import AutoModelForCausalLM
 
     from eaglewire import zoo
-    from eaglewire.bench import run_bench
-    from eaglewire.decode import DecodeConfig
-    from eaglewire.evaluate import prompt_samples
-    from eaglewire.plots import bar_plot
+    from eaglewire.bench.decode import run_bench
+    from eaglewire.cli.plots import bar_plot
+    from eaglewire.jobs.decode import DecodeConfig
+    from eaglewire.jobs.evaluate import prompt_samples
 
     tgt, model, wiring = _load_pair(target, drafter, None, dtype)
     samples = prompt_samples(tgt, prompts, limit=n_prompts, max_len=prompt_len)
@@ -711,9 +711,9 @@ def advise(
 
     import torch
 
-    from eaglewire.advise import advise as run_advise
-    from eaglewire.advise import measure_costs
-    from eaglewire.evaluate import chain_data, prompt_samples
+    from eaglewire.bench.advise import advise as run_advise
+    from eaglewire.bench.advise import measure_costs
+    from eaglewire.jobs.evaluate import chain_data, prompt_samples
     from eaglewire.targets import resolve_dtype
 
     tgt, model, wiring = _load_pair(target, drafter, None)  # acceptance measured in fp32
@@ -757,7 +757,7 @@ def bench_all(
 ) -> None:
     """Every benchmark (`make bench`): training/capture throughput, search cost, evaluation speed, decoding."""
     from eaglewire import zoo
-    from eaglewire.benchmarks import run_all
+    from eaglewire.bench.suite import run_all
 
     err = report.console(stderr=True)
     results = run_all(out, progress=lambda msg: err.print(f"[dim]... {msg}[/]"))

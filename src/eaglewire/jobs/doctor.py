@@ -9,11 +9,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from eaglewire import conventions as conv
-from eaglewire.check import CheckReport, check, with_key
 from eaglewire.drafter import Eagle3Drafter
-from eaglewire.evaluate import DEFAULT_TREES, Evaluation, captured, chain_data, evaluate, prompt_samples
 from eaglewire.formats import DrafterCheckpoint, read_drafter
-from eaglewire.search import SearchResult, search
+from eaglewire.jobs.check import CheckReport, check, with_key
+from eaglewire.jobs.evaluate import DEFAULT_TREES, Evaluation, captured, chain_data, evaluate, prompt_samples
+from eaglewire.jobs.search import SearchResult, search
 from eaglewire.taps import Wiring, default_wiring
 from eaglewire.targets import load_target, read_target
 

@@ -30,10 +30,10 @@ from eaglewire.capture import CapturedSample, TargetHead
 from eaglewire.drafter import Eagle3Drafter, init_weights
 from eaglewire.errors import InputError
 from eaglewire.formats import DrafterArch, DrafterCheckpoint, Provenance
+from eaglewire.formats.vocab import build_maps, draft_to_target
 from eaglewire.jsonio import atomic_write_bytes, read_json, read_json_object, write_json
 from eaglewire.taps import Wiring
 from eaglewire.targets import TargetInfo
-from eaglewire.vocab import build_maps, draft_to_target
 
 
 @dataclass
@@ -286,7 +286,7 @@ def load_state(path: Path, model: Eagle3Drafter, opt: torch.optim.Optimizer, cfg
 def _init_from(model: Eagle3Drafter, path: str, wiring: Wiring) -> torch.Tensor:
     """Load an earlier drafter (same shape, same taps) to continue training it; returns its t2d."""
     from eaglewire.formats import read_drafter
-    from eaglewire.vocab import t2d_from_d2t
+    from eaglewire.formats.vocab import t2d_from_d2t
 
     ckpt = read_drafter(path)
     if ckpt.provenance and ckpt.provenance.taps and Wiring.parse(ckpt.provenance.taps).served() != wiring:
@@ -581,8 +581,8 @@ def train_drafter(
 ) -> TrainResult:
     """Train on `source` (CaptureReader, OnlineSource, ...) for the LoadedTarget `target`; write the drafter
     (EAGLE/SGLang format + provenance, optionally a speculators copy) into `out`."""
-    from eaglewire.convert import format_config
     from eaglewire.formats import write_drafter
+    from eaglewire.formats.convert import format_config
 
     out = Path(out)
     finished = _finished(out, cfg)

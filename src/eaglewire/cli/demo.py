@@ -22,7 +22,8 @@ from pathlib import Path
 from rich.console import Console
 from rich.rule import Rule
 
-from eaglewire import cli, flags, zoo
+from eaglewire import flags, zoo
+from eaglewire.cli import app as cli
 
 
 def example_dir() -> Path:

@@ -20,9 +20,9 @@ from dataclasses import dataclass, field
 import torch
 
 from eaglewire.capture import CapturedSample
-from eaglewire.decode import TargetRunner
 from eaglewire.drafter import DraftCache, Eagle3Drafter
-from eaglewire.evaluate import TreeSetting, evaluate, simulate_tree
+from eaglewire.jobs.decode import TargetRunner
+from eaglewire.jobs.evaluate import TreeSetting, evaluate, simulate_tree
 from eaglewire.taps import Wiring
 
 
@@ -154,7 +154,7 @@ def calibrate(
     reference decoder), take plain decoding's real cost per token, and charge every speculative round the gap
     between its measured and its modelled cost (Python bookkeeping, drafter and target evicting each other's
     weights from the CPU caches)."""
-    from eaglewire.decode import DecodeConfig, DecodeStats, SpeculativeDecoder, greedy_reference
+    from eaglewire.jobs.decode import DecodeConfig, DecodeStats, SpeculativeDecoder, greedy_reference
 
     greedy_reference(target_model, prompt, 4)
     t0 = time.perf_counter()

@@ -19,9 +19,9 @@ from dataclasses import dataclass, field
 import torch
 
 from eaglewire.drafter import DraftCache, Eagle3Drafter
+from eaglewire.jobs.tree import Tree, TreeBuilder
 from eaglewire.taps import Wiring
 from eaglewire.targets import decoder_layers
-from eaglewire.tree import Tree, TreeBuilder
 
 
 @dataclass

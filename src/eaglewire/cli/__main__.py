@@ -1,0 +1,5 @@
+import sys
+
+from eaglewire.cli.app import main
+
+sys.exit(main())
