@@ -1,0 +1,51 @@
+"""Launch flags: parse a SGLang or vLLM launch command, replay the engine's own adjustment rules, and advise.
+
+Why this exists: both engines rewrite speculative-decoding flags at startup, with at most a log line. With
+`--speculative-eagle-topk 1` SGLang sets num_draft_tokens := num_steps + 1, so the Kimi-K2.5 launch
+`--speculative-num-steps 1 --speculative-eagle-topk 1 --speculative-num-draft-tokens 16` verified 2 tokens per
+step while its authors believed 16, and speculation ran slower than none. `lint` replays those rules and returns
+the effective settings, every silent change (flag, value given, value used, rule, source, severity) and a fixed
+command that lints clean.
+
+The rules are data: one `FlagRule` per rule and engine version range, written beside the function that applies
+it (`sglang.py`, `sglang_sizes.py`, `vllm.py`), in the order the engine applies them, each citing the file it was
+read from. A new engine version is a new row (or a new upper bound), not a new if-branch (CONTRIBUTING.md).
+Rules marked "inferred" describe what the code does without a startup check (e.g. `torch.topk` raising on the
+first decode); they were read, not run.
+
+Layout: `values.py` (what lint returns), `parse.py` (argv), `versions.py`, `context.py` (target and drafter
+configs on disk), `rule.py` (a rule and the lint state), the engine rule modules, `lint.py` (the engine).
+"""
+
+from eaglewire.flags.lint import RULES, lint, rules_for
+from eaglewire.flags.parse import parse_launch
+from eaglewire.flags.rule import FlagRule
+from eaglewire.flags.values import (
+    INFO,
+    PROBLEM,
+    SEVERITIES,
+    WARNING,
+    Change,
+    Edit,
+    FlagFix,
+    LaunchCommand,
+    LintReport,
+    Option,
+    Settings,
+)
+from eaglewire.flags.versions import (
+    CHECKED,
+    ENGINES,
+    NEWEST,
+    OLDEST,
+    SGLANG,
+    SGLANG_CHECKED,
+    VLLM,
+    VLLM_CHECKED,
+)
+
+__all__ = [
+    "CHECKED", "ENGINES", "INFO", "NEWEST", "OLDEST", "PROBLEM", "RULES", "SEVERITIES", "SGLANG",
+    "SGLANG_CHECKED", "VLLM", "VLLM_CHECKED", "WARNING", "Change", "Edit", "FlagFix", "FlagRule",
+    "LaunchCommand", "LintReport", "Option", "Settings", "lint", "parse_launch", "rules_for",
+]  # fmt: skip

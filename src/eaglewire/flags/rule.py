@@ -1,0 +1,93 @@
+"""One rule and the state rules share. A `FlagRule` is one row: name, engine, version range, severity, source,
+and `apply` (condition and effect on the lint state) with the `fix` it proposes. `State` is what the rules of one
+lint read and change, in the order the engine applies them."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from packaging.specifiers import SpecifierSet
+from packaging.version import Version
+
+from eaglewire.flags.values import PROBLEM, Change, FlagFix, LaunchCommand
+from eaglewire.flags.versions import CHECKED
+
+
+@dataclass(frozen=True)
+class FlagRule:
+    """One engine rule, in one version range. `apply` reads and updates the lint state; `fix` proposes flags."""
+
+    name: str
+    engine: str
+    versions: str  # PEP 440 specifier set, e.g. ">=0.4.6"; "" = every encoded version
+    severity: str
+    citation: str
+    summary: str
+    apply: Callable[[FlagRule, State], None] = field(repr=False, compare=False)
+    fix: Callable[[State, Change], FlagFix | None] | None = field(default=None, repr=False, compare=False)
+    fails_startup: bool = False
+
+    def covers(self, version: Version) -> bool:
+        return SpecifierSet(self.versions).contains(version, prereleases=True)
+
+    @property
+    def checked(self) -> tuple[str, ...]:
+        """The versions whose source was read and that this row covers."""
+        return tuple(v for v in CHECKED[self.engine] if self.covers(Version(v)))
+
+
+@dataclass
+class State:
+    cmd: LaunchCommand
+    version: Version
+    target_arch: str | None
+    text_arch: str | None
+    drafter_kind: str | None
+    drafter_source: str | None
+    drafter: dict | None
+    given: dict[str, Any]
+    v: dict[str, Any]  # current (effective) values
+    changes: list[Change] = field(default_factory=list)
+    fix_for: dict[int, Callable[[State, Change], FlagFix | None]] = field(default_factory=dict)
+    notes: list[str] = field(default_factory=list)
+    fails: bool = False
+    halted: bool = False
+    force_topk1: list[str] = field(default_factory=list)  # why a fix must use topk 1
+    auto: tuple[int, int, int] | None = None  # the auto choice for this target and version
+    spec_intended: dict = field(default_factory=dict)  # vLLM: the config the user meant (legacy/short merged)
+
+    def emit(self, rule: FlagRule, flag: str, given: Any, effective: Any, message: str) -> Change:
+        change = Change(
+            flag, given, effective, rule.name, rule.severity, rule.citation, message, rule.versions
+        )
+        self.changes.append(change)
+        if rule.fails_startup:
+            self.fails = True
+        if rule.fix is not None and rule.severity == PROBLEM:
+            self.fix_for[len(self.changes) - 1] = rule.fix
+        return change
+
+    def env_true(self, name: str, default: bool) -> bool:
+        value = self.cmd.env.get(name)
+        return default if value is None else value.strip().lower() in ("1", "true", "yes", "on")
+
+
+Apply = Callable[[FlagRule, State], None]
+MakeFix = Callable[[State, Change], FlagFix | None]
+
+
+def row(
+    engine: str,
+    name: str,
+    versions: str,
+    severity: str,
+    citation: str,
+    summary: str,
+    apply: Apply,
+    fix: MakeFix | None = None,
+    fails: bool = False,
+) -> FlagRule:
+    """One table row (positional, so the rows read as a table)."""
+    return FlagRule(name, engine, versions, severity, citation, summary, apply, fix, fails)
