@@ -8,6 +8,7 @@ count L, hidden size, vocab size. Wrappers are unwrapped (Kimi-K2.5 `text_config
 from __future__ import annotations
 
 import hashlib
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -235,26 +236,123 @@ def load_target(path: Path | str, dtype=None, trust_remote_code: bool = False) -
     return LoadedTarget(model, tokenizer, info, path)
 
 
-def forward_taps(target: LoadedTarget, input_ids, taps=None):
-    """One target forward: (hidden states tuple h0..h_L with h_L PRE-norm, logits).
+class TargetRunner:
+    """The one way eaglewire runs a target: a transformers causal LM forward that captures taps the way serving
+    engines do, with or without a KV cache, on whatever device the model is on.
 
-    transformers' `output_hidden_states` holds the post-norm state at index L; engines capture the pre-norm
-    residual stream there, so a hook on the last decoder layer replaces it."""
-    import torch
+    Tap h<k> for k < L is the input of decoder layer k (h0 = the embeddings as layer 0 sees them, so a VL wrapper's
+    merged image embeddings count); h<L> is the output of the last layer before the final norm (transformers'
+    own `hidden_states[L]` holds the post-norm tensor: engines capture pre-norm). Hooks, not
+    `output_hidden_states`, so only the taps asked for are kept.
 
-    seen = {}
+    Without a cache (`capture`) every call is a fresh forward. With one (`reset`, `forward`, `keep`) calls append
+    to the cached tokens, optionally with a tree mask among the new ones (the reference decoder's verify pass)."""
 
-    def hook(_module, _inputs, output):
-        seen["last"] = output[0] if isinstance(output, tuple) else output
+    def __init__(self, model, taps: Iterable[int]):
+        import inspect
 
-    handle = target.layers[-1].register_forward_hook(hook)
-    try:
+        self.model = model
+        layers = decoder_layers(model)
+        self.L = len(layers)
+        self.taps = tuple(int(t) for t in taps)
+        bad = [t for t in self.taps if not 0 <= t <= self.L]
+        if bad:
+            raise InputError(f"tap h{bad[0]} out of range for a {self.L}-layer target (taps run h0..h{self.L})")
+        self._seen: dict[int, object] = {}
+        self._hooks = []
+        for t in sorted(set(self.taps)):
+            if t < self.L:
+                self._hooks.append(layers[t].register_forward_pre_hook(self._before(t), with_kwargs=True))
+            else:
+                self._hooks.append(layers[t - 1].register_forward_hook(self._after(t)))
+        params = inspect.signature(model.forward).parameters
+        self.cache_kw = "cache" if "cache" in params else "past_key_values"  # transformers 5.24 renamed it
+        first = next(model.parameters())
+        self.dtype, self.device = first.dtype, first.device
+        self.cache = None
+        self.length = 0
+
+    def _before(self, tap: int):
+        def fn(_module, args, kwargs):
+            self._seen[tap] = args[0] if args else kwargs["hidden_states"]
+
+        return fn
+
+    def _after(self, tap: int):
+        def fn(_module, _inputs, output):
+            self._seen[tap] = output[0] if isinstance(output, tuple) else output
+
+        return fn
+
+    def __enter__(self) -> TargetRunner:
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+    def close(self) -> None:
+        for h in self._hooks:
+            h.remove()
+        self._hooks = []
+
+    def capture(self, input_ids):
+        """One forward without a cache: (taps in the order asked, each [B, T, H]; logits [B, T, V])."""
+        import torch
+
+        self._seen.clear()
         with torch.no_grad():
-            out = target.model(input_ids=input_ids, output_hidden_states=True, use_cache=False)
-    finally:
-        handle.remove()
-    hidden = list(out.hidden_states)
-    hidden[-1] = seen["last"]
-    if taps is not None:
-        hidden = [hidden[t] for t in taps]
-    return hidden, out.logits
+            out = self.model(input_ids=input_ids.to(self.device), use_cache=False)
+        return [self._seen[t] for t in self.taps], out.logits
+
+    def reset(self) -> None:
+        """Start a new sequence (an empty KV cache)."""
+        from transformers import DynamicCache
+
+        self.cache = DynamicCache(config=self.model.config)
+        self.length = 0
+
+    def forward(self, ids, positions, tree_mask=None):
+        """Run `ids` [1, n] after the cached tokens. tree_mask: [n, n] bool among the new tokens (None = causal).
+        Returns (logits [n, V], the taps concatenated in the order asked [n, len(taps) * H])."""
+        import torch
+
+        n = ids.shape[1]
+        kwargs = {
+            "input_ids": ids.to(self.device),
+            "position_ids": positions.to(self.device),
+            self.cache_kw: self.cache,
+            "use_cache": True,
+        }
+        if tree_mask is not None:
+            full = torch.ones(n, self.length + n, dtype=torch.bool, device=self.device)
+            full[:, self.length :] = tree_mask
+            kwargs["attention_mask"] = torch.zeros(
+                1, 1, n, self.length + n, dtype=self.dtype, device=self.device
+            ).masked_fill(~full, torch.finfo(self.dtype).min)
+        self._seen.clear()
+        with torch.no_grad():
+            out = self.model(**kwargs)
+        self.length += n
+        taps = torch.cat([self._seen[t] for t in self.taps], dim=-1)[0] if self.taps else None
+        return out.logits[0], taps
+
+    def keep(self, index) -> None:
+        """Keep the cache rows at `index` (absolute positions, ascending). A prefix (every chain, and a tree
+        whose accepted path is its first branch) is a view, not a copy."""
+        n = int(index.numel())
+        prefix = int(index[-1]) == n - 1
+        for layer in self.cache.layers:
+            if prefix:
+                layer.keys, layer.values = layer.keys[..., :n, :], layer.values[..., :n, :]
+            else:
+                idx = index.to(layer.keys.device)
+                layer.keys = layer.keys.index_select(-2, idx)
+                layer.values = layer.values.index_select(-2, idx)
+        self.length = n
+
+
+def forward_taps(target: LoadedTarget, input_ids, taps=None):
+    """One target forward: (taps h0..h_L, or those asked for, with h_L PRE-norm; logits). See `TargetRunner`."""
+    wanted = range(target.info.num_layers + 1) if taps is None else taps
+    with TargetRunner(target.model, wanted) as runner:
+        return runner.capture(input_ids)

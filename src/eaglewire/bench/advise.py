@@ -21,9 +21,9 @@ import torch
 
 from eaglewire.capture import CapturedSample
 from eaglewire.drafter import DraftCache, Eagle3Drafter
-from eaglewire.jobs.decode import TargetRunner
 from eaglewire.jobs.evaluate import TreeSetting, evaluate, simulate_tree
 from eaglewire.taps import Wiring
+from eaglewire.targets import TargetRunner
 
 
 @dataclass
@@ -88,7 +88,7 @@ def measure_costs(
     repeats: int = 15,
 ) -> Costs:
     vocab = target_model.config.vocab_size
-    runner = TargetRunner(target_model, wiring)
+    runner = TargetRunner(target_model, wiring.served().indices)
     ctx = torch.randint(0, vocab, (1, context))
 
     def verify(n: int) -> float:

@@ -11,7 +11,6 @@ at position p takes (taps of token p, token p+1). Accept length = accepted draft
 
 from __future__ import annotations
 
-import inspect
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass, field
@@ -21,7 +20,7 @@ import torch
 from eaglewire.drafter import DraftCache, Eagle3Drafter
 from eaglewire.jobs.tree import Tree, TreeBuilder
 from eaglewire.taps import Wiring
-from eaglewire.targets import decoder_layers
+from eaglewire.targets import TargetRunner
 
 
 @dataclass
@@ -84,75 +83,6 @@ def sample(probs: torch.Tensor, gen: torch.Generator | None) -> int:
     return int(torch.multinomial(probs, 1, generator=gen))
 
 
-# ---- the target: one forward with tap capture and a KV cache ----------------------------------------------------
-
-
-class TargetRunner:
-    """A transformers causal LM with a KV cache, capturing the wiring's taps (h_L pre-norm) on every forward."""
-
-    def __init__(self, model, wiring: Wiring):
-        self.model = model
-        self.wiring = wiring.served()
-        layers = decoder_layers(model)
-        self.L = len(layers)
-        self._seen: dict[int, torch.Tensor] = {}
-        self._hooks = []
-        for t in self.wiring.indices:
-            module = model.get_input_embeddings() if t == 0 else layers[t - 1]
-            self._hooks.append(module.register_forward_hook(self._hook(t)))
-        params = inspect.signature(model.forward).parameters
-        self.cache_kw = "cache" if "cache" in params else "past_key_values"  # transformers 5.24 renamed it
-        self.dtype = next(model.parameters()).dtype
-        self.cache = None
-        self.length = 0
-
-    def _hook(self, tap: int):
-        def fn(_module, _inputs, output):
-            self._seen[tap] = output[0] if isinstance(output, tuple) else output
-
-        return fn
-
-    def close(self) -> None:
-        for h in self._hooks:
-            h.remove()
-
-    def reset(self) -> None:
-        from transformers import DynamicCache
-
-        self.cache = DynamicCache(config=self.model.config)
-        self.length = 0
-
-    @torch.no_grad()
-    def forward(self, ids: torch.Tensor, positions: torch.Tensor, tree_mask: torch.Tensor | None = None):
-        """Run `ids` [1, n] after the cached tokens. tree_mask: [n, n] bool among the new tokens (None = causal).
-        Returns (logits [n, V], concatenated taps [n, n_aux * H])."""
-        n = ids.shape[1]
-        kwargs = {"input_ids": ids, "position_ids": positions, self.cache_kw: self.cache, "use_cache": True}
-        if tree_mask is not None:
-            full = torch.ones(n, self.length + n, dtype=torch.bool)
-            full[:, self.length :] = tree_mask
-            kwargs["attention_mask"] = torch.zeros(1, 1, n, self.length + n, dtype=self.dtype).masked_fill(
-                ~full, torch.finfo(self.dtype).min
-            )
-        out = self.model(**kwargs)
-        self.length += n
-        taps = torch.cat([self._seen[t] for t in self.wiring.indices], dim=-1)[0]
-        return out.logits[0], taps
-
-    def keep(self, index: torch.Tensor) -> None:
-        """Keep the cache rows at `index` (absolute positions, ascending). A prefix (every chain, and a tree
-        whose accepted path is its first branch) is a view, not a copy."""
-        n = int(index.numel())
-        prefix = int(index[-1]) == n - 1
-        for layer in self.cache.layers:
-            if prefix:
-                layer.keys, layer.values = layer.keys[..., :n, :], layer.values[..., :n, :]
-            else:
-                layer.keys = layer.keys.index_select(-2, index)
-                layer.values = layer.values.index_select(-2, index)
-        self.length = n
-
-
 # ---- the decoder ------------------------------------------------------------------------------------------------
 
 
@@ -162,7 +92,7 @@ class SpeculativeDecoder:
             raise ValueError(
                 f"wiring {wiring} has {len(wiring)} taps, the drafter's fc takes {drafter.arch.n_aux}"
             )
-        self.target = TargetRunner(target_model, wiring)
+        self.target = TargetRunner(target_model, wiring.served().indices)
         self.drafter = drafter.eval()
         self.draft_dtype = next(drafter.parameters()).dtype  # the target may run in another dtype (bf16)
 
@@ -382,20 +312,14 @@ def greedy_reference(
     model, input_ids: torch.Tensor, max_new_tokens: int, eos_token_id: int | None = None
 ) -> torch.Tensor:
     """The target's own greedy decoding (one token per forward, KV cache): what lossless greedy must equal."""
-    from transformers import DynamicCache
-
-    runner_kw = "cache" if "cache" in inspect.signature(model.forward).parameters else "past_key_values"
-    cache = DynamicCache(config=model.config)
+    runner = TargetRunner(model, ())
+    runner.reset()
     ids = input_ids.reshape(1, -1)
     out = []
-    pos = 0
     for _ in range(max_new_tokens):
         n = ids.shape[1]
-        logits = model(
-            input_ids=ids, position_ids=torch.arange(pos, pos + n)[None], use_cache=True, **{runner_kw: cache}
-        ).logits
-        pos += n
-        tok = int(logits[0, -1].argmax())
+        logits, _ = runner.forward(ids, torch.arange(runner.length, runner.length + n)[None])
+        tok = int(logits[-1].argmax())
         out.append(tok)
         if tok == eos_token_id:
             break
