@@ -178,7 +178,7 @@ def _recover_random_taps(tmp_path, trials, steps):
         res = train_drafter(
             tgt, OnlineSource(tgt, windows, taps), tmp_path / f"d{trial}", cfg, val_fraction=0.0
         )
-        found = search(res.extra["model"].eval(), data, L, [default_wiring(L)])
+        found = search(res.model.eval(), data, L, [default_wiring(L)])
         assert found.best.wiring == taps, (
             str(taps),
             [(str(c.wiring), round(c.ce, 4)) for c in found.ranked[:4]],

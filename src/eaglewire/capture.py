@@ -16,6 +16,7 @@ import re
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Protocol
 
 import torch
 from safetensors import safe_open
@@ -40,12 +41,39 @@ class CapturedSample:
     hidden: dict[int, torch.Tensor]  # tap index -> [T, H]
     logits: torch.Tensor | None = None  # [T, V] when the target ran live
 
+    def to(self, device) -> CapturedSample:
+        """The same sample with its tensors on `device`."""
+        return CapturedSample(
+            self.input_ids.to(device),
+            self.loss_mask.to(device),
+            {t: h.to(device) for t, h in self.hidden.items()},
+            None if self.logits is None else self.logits.to(device),
+        )
+
     def aux(self, wiring: Wiring) -> torch.Tensor:
         """cat(taps) in the order engines concatenate them (ascending), [T, n * H]."""
         missing = [t for t in wiring.served() if t.index not in self.hidden]
         if missing:
             raise InputError(f"the captured data has no {missing[0]} (it holds {sorted(self.hidden)})")
         return torch.cat([self.hidden[t.index] for t in wiring.served()], dim=-1)
+
+
+class SampleSource(Protocol):
+    """What capture, the standalone test and training read samples from: an eaglewire capture folder, a live
+    target, or a training pipeline's dump. `taps` lists the taps it holds (always h_L); `target_head` turns h_L
+    into the target's logits when samples carry none; `sample_meta` gives ids and loss mask without hidden
+    states (the draft vocabulary is counted from those)."""
+
+    taps: Wiring
+    last_tap: int
+
+    def __len__(self) -> int: ...
+
+    def __getitem__(self, i: int) -> CapturedSample: ...
+
+    def target_head(self) -> TargetHead: ...
+
+    def sample_meta(self, i: int) -> Sample: ...
 
 
 class TargetHead(torch.nn.Module):
@@ -203,6 +231,12 @@ class CaptureReader:
             self._cache = (shard, load_file(str(path)))
         return self._cache[1]
 
+    def sample_meta(self, i: int) -> Sample:
+        shard, j = divmod(i, self.per_shard)
+        t = self._load(shard)
+        a, b = int(t["offsets"][j]), int(t["offsets"][j + 1])
+        return Sample(t["input_ids"][a:b], t["loss_mask"][a:b].bool())
+
     def __getitem__(self, i: int) -> CapturedSample:
         shard, j = divmod(i, self.per_shard)
         t = self._load(shard)
@@ -246,8 +280,11 @@ class SpeculatorsSamples:
     (slot j = the j-th smallest configured id, vLLM semantics h = id; the last slot is h_L) and `token_ids` [T].
     The loss mask comes from the prepared dataset beside it when `datasets` is installed, else every token."""
 
-    def __init__(self, path: Path | str, layer_ids: list[int], num_layers: int):
+    def __init__(
+        self, path: Path | str, layer_ids: list[int], num_layers: int, head: TargetHead | None = None
+    ):
         self.path = Path(path)
+        self.head = head
         files = [
             p for p in self.path.glob("hs_*.safetensors") if re.fullmatch(r"hs_\d+\.safetensors", p.name)
         ]
@@ -266,6 +303,18 @@ class SpeculatorsSamples:
 
     def __len__(self) -> int:
         return len(self.files)
+
+    def target_head(self) -> TargetHead:
+        """The dump holds no logits: the target's final norm and lm_head, given by the caller."""
+        if self.head is None:
+            raise InputError(
+                f"{self.path}: speculators samples hold no logits; the target's final norm and lm_head are needed"
+            )
+        return self.head
+
+    def sample_meta(self, i: int) -> Sample:
+        s = self[i]
+        return Sample(s.input_ids, s.loss_mask)
 
     def __getitem__(self, i: int) -> CapturedSample:
         f = self.files[i]

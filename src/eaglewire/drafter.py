@@ -25,6 +25,7 @@ from torch import nn
 
 from eaglewire.errors import InputError
 from eaglewire.formats.checkpoint import DrafterArch, DrafterCheckpoint
+from eaglewire.formats.vocab import to_target
 
 ACTIVATIONS = {
     "silu": F.silu,
@@ -336,7 +337,12 @@ class Eagle3Drafter(nn.Module):
         return self.fc(aux)
 
     def to_target(self, draft_ids: torch.Tensor) -> torch.Tensor:
-        return draft_ids + self.d2t[draft_ids]
+        """Draft-vocabulary ids -> target ids (`formats.vocab.to_target`)."""
+        return to_target(draft_ids, self.d2t)
+
+    def target_ids(self) -> torch.Tensor:
+        """The target id of every draft id, [draft_vocab_size] (slices the target's logits to the draft vocab)."""
+        return self.to_target(torch.arange(self.arch.draft_vocab_size, device=self.d2t.device))
 
     def head(self, x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
         """(draft-vocab logits, the hidden state fed back to the next step)."""

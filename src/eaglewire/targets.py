@@ -162,6 +162,14 @@ class LoadedTarget:
     def layers(self):
         return decoder_layers(self.model)
 
+    def text_config(self):
+        """The text model's transformers config (a wrapper's `text_config`)."""
+        return getattr(self.model.config, "text_config", None) or self.model.config
+
+    def input_embedding(self):
+        """The input embedding matrix [vocab, hidden] (a drafter shares or copies it)."""
+        return self.model.get_input_embeddings().weight.detach()
+
 
 def decoder_layers(model):
     """The decoder layer list of a causal LM (text model of a wrapper included)."""

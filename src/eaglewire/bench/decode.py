@@ -17,8 +17,8 @@ import torch
 
 from eaglewire.drafter import Eagle3Drafter
 from eaglewire.jobs.decode import DecodeConfig, DecodeStats, SpeculativeDecoder, greedy_reference
+from eaglewire.metrics import repetition
 from eaglewire.taps import Wiring
-from eaglewire.zoo.build.target import repetition
 
 
 @dataclass

@@ -245,7 +245,8 @@ def train(
     """Train an EAGLE-3 drafter (training-time test); the checkpoint records its taps and target."""
     from eaglewire.capture import CaptureReader, OnlineSource
     from eaglewire.data import load_samples
-    from eaglewire.jobs.train import TrainConfig, train_drafter, world
+    from eaglewire.jobs.train import TrainConfig, train_drafter
+    from eaglewire.jobs.train_state import world
     from eaglewire.targets import load_target
 
     if (data is None) == (captured is None):
@@ -297,7 +298,7 @@ def train(
         "out": str(out),
         "steps": res.steps,
         "resumed_from": res.resumed_from,
-        "world_size": res.extra["world_size"],
+        "world_size": res.world_size,
         "tokens_per_second": round(res.tokens_per_second, 1),
         "held_out": None if val is None else {"acc": val.acc, "cond_acc": val.cond_acc, "loss": val.loss},
     }

@@ -58,10 +58,14 @@ def build_maps(counts: torch.Tensor, draft_vocab_size: int) -> tuple[torch.Tenso
     return d2t, t2d
 
 
+def to_target(draft_ids: torch.Tensor, d2t: torch.Tensor | None) -> torch.Tensor:
+    """The one draft-to-target id map: target = draft + d2t[draft] (identity when there is no map)."""
+    return draft_ids if d2t is None else draft_ids + d2t.to(torch.long)[draft_ids]
+
+
 def draft_to_target(d2t: torch.Tensor | None, draft_vocab_size: int) -> torch.Tensor:
-    """Target id of every draft id (identity when there is no map)."""
-    base = torch.arange(draft_vocab_size, dtype=torch.long)
-    return base if d2t is None else base + d2t.to(torch.long)
+    """Target id of every draft id."""
+    return to_target(torch.arange(draft_vocab_size, dtype=torch.long), d2t)
 
 
 def check_vocab_tensors(ckpt: DrafterCheckpoint) -> None:

@@ -12,6 +12,7 @@ Two measurements on the same drafter and taps:
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 
 import torch
@@ -20,12 +21,9 @@ from eaglewire.capture import CapturedSample, TargetHead
 from eaglewire.data import Sample
 from eaglewire.drafter import Eagle3Drafter
 from eaglewire.jobs.tree import TreeBuilder, greedy_accept
+from eaglewire.metrics import TAU_CONVENTION, StepCounts, count_steps
 from eaglewire.taps import Wiring
 from eaglewire.targets import LoadedTarget, forward_taps
-
-CONVENTION = (
-    "accept length includes the bonus token (SGLang completion_tokens/verify_ct, vLLM 1 + accepted/drafts)"
-)
 
 
 @dataclass(frozen=True)
@@ -45,16 +43,29 @@ DEFAULT_TREES = (TreeSetting(3, 1, 4), TreeSetting(5, 1, 6), TreeSetting(5, 4, 8
 class Evaluation:
     wiring: str
     mode: str  # "chain" | "teacher"
-    steps: int
-    acc: list[float]  # unconditional, per step
-    cond_acc: list[float]  # conditional alpha_k
-    tau: list[float]  # predicted chain accept length with 1..K steps
-    rows: int  # positions scored at step 0
+    counts: StepCounts  # per-step agreement (metrics.py): acc, cond_acc, tau
     ce: float  # step-0 cross-entropy to the target's distribution over the draft vocab (nats)
     tree: dict[str, float] = field(default_factory=dict)  # setting -> mean simulated accept length
-    correct0: list[torch.Tensor] = field(
-        default_factory=list, repr=False
-    )  # per sample, step-0 hits on scored rows
+
+    @property
+    def steps(self) -> int:
+        return self.counts.steps
+
+    @property
+    def acc(self) -> list[float]:
+        return self.counts.acc
+
+    @property
+    def cond_acc(self) -> list[float]:
+        return self.counts.cond_acc
+
+    @property
+    def tau(self) -> list[float]:
+        return self.counts.tau
+
+    @property
+    def rows(self) -> int:
+        return self.counts.rows
 
     def to_dict(self) -> dict:
         return {
@@ -65,20 +76,10 @@ class Evaluation:
             "cond_acc": [round(x, 4) for x in self.cond_acc],
             "predicted_tau": [round(x, 4) for x in self.tau],
             "rows": self.rows,
-            "ce": round(self.ce, 5),
+            "ce": None if math.isnan(self.ce) else round(self.ce, 5),
             "tree_accept_length": {k: round(v, 4) for k, v in self.tree.items()},
-            "convention": CONVENTION,
+            "convention": TAU_CONVENTION,
         }
-
-
-def predicted_tau(cond: list[float]) -> list[float]:
-    """tau(K) for K = 1..len(cond): 1 + sum_{k<K} prod_{i<=k} alpha_i."""
-    out, run, total = [], 1.0, 1.0
-    for a in cond:
-        run *= a
-        total += run
-        out.append(total)
-    return out
 
 
 # ---- data ---------------------------------------------------------------------------------------------------
@@ -146,65 +147,37 @@ def evaluate(
     """Per-step acceptance of `model` fed `wiring` on `samples` (see module docstring for the two modes).
     `aux_override(i, sample) -> [T, n*H]` replaces the concatenated taps (the wiring search uses it)."""
     model.eval()
-    targets = torch.arange(model.arch.draft_vocab_size) + model.d2t
+    targets = model.target_ids()
     feed = "own" if mode == "chain" else "teacher"
-    hits = [0] * steps
-    valid = [0] * steps
-    cond = [0] * steps
+    counts = StepCounts.zeros(steps)
     ce_sum, ce_n = 0.0, 0
     tree_sum = {str(t): 0.0 for t in trees}
     tree_n = {str(t): 0 for t in trees}
-    correct0 = []
     for i, s in enumerate(samples):
         T = s.input_ids.numel()
         if T < 3:
-            correct0.append(torch.zeros(0, dtype=torch.bool))
             continue
         aux = (aux_override(i, s) if aux_override is not None else s.aux(wiring))[: T - 1][None].float()
         z = _target_logits(s, head)[1:T]
         g = z.argmax(-1)  # g[r] = target's greedy token at position r+2
         mask = s.loss_mask[2:T]
-        n = T - 2
         un = model.unroll(aux, s.input_ids[1:T][None], steps, feed=feed)
-        all_ok = None
-        for k in range(steps):
-            rows = n - k
-            if rows <= 0:
-                continue
-            lg = un.logits[k][0, :rows].float()
-            d = targets[lg.argmax(-1)]
-            m = mask[k : k + rows]
-            ok = d == g[k : k + rows]
-            all_ok = ok if all_ok is None else (all_ok[:rows] & ok)
-            hits[k] += int((ok & m).sum())
-            valid[k] += int(m.sum())
-            cond[k] += int((all_ok & m).sum())
-            if k == 0:
-                correct0.append(ok[m[:rows]])
-                p = torch.softmax(z[:rows][:, targets], -1)
-                ce = -(p * torch.log_softmax(lg, -1)).sum(-1)
-                ce_sum += float(ce[m].sum())
-                ce_n += int(m.sum())
+        logits = [lg[0, : max(0, T - 2 - k)].float() for k, lg in enumerate(un.logits)]
+        counts = counts + count_steps([model.to_target(lg.argmax(-1)) for lg in logits], g, mask)
+        p = torch.softmax(z[: T - 2][:, targets], -1)
+        ce = -(p * torch.log_softmax(logits[0], -1)).sum(-1)
+        ce_sum += float(ce[mask].sum())
+        ce_n += int(mask.sum())
         for t in trees:
             acc_len, ok_rows = simulate_tree(model, aux, s.input_ids[1:T], g, mask, t)
             tree_sum[str(t)] += float(acc_len[ok_rows].sum())
             tree_n[str(t)] += int(ok_rows.sum())
-    acc = [h / v if v else 0.0 for h, v in zip(hits, valid, strict=True)]
-    cond_acc = [
-        cond[k] / (valid[0] if k == 0 else cond[k - 1]) if (valid[0] if k == 0 else cond[k - 1]) else 0.0
-        for k in range(steps)
-    ]
     return Evaluation(
         wiring=str(wiring),
         mode=mode,
-        steps=steps,
-        acc=acc,
-        cond_acc=cond_acc,
-        tau=predicted_tau(cond_acc),
-        rows=valid[0],
+        counts=counts,
         ce=ce_sum / ce_n if ce_n else float("nan"),
         tree={k: tree_sum[k] / tree_n[k] for k in tree_sum if tree_n[k]},
-        correct0=correct0,
     )
 
 
@@ -223,11 +196,10 @@ def simulate_tree(
     `more_draft_tokens`, a dict {draft_tokens: accept lengths} over the same pool instead of one tensor."""
     N, K, D = setting.steps, setting.topk, setting.draft_tokens
     n = ids_in.numel() - 1  # rows with a predicted token
-    to_target = lambda i: i + model.d2t[i]  # noqa: E731
     state = model.unrolled_state(ids_in.numel(), aux.dtype, aux.device)
     pos = torch.arange(ids_in.numel())[None]
     logits, h0 = model.unrolled_step(ids_in[None], model.project(aux), pos, state)
-    builder = TreeBuilder(torch.softmax(logits[0].float(), -1), K, to_target)
+    builder = TreeBuilder(torch.softmax(logits[0].float(), -1), K, model.to_target)
     hid = h0.expand(K, -1, -1)
     for i in range(N - 1):
         tok = builder.front_tokens().T  # [K, rows]

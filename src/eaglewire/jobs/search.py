@@ -20,6 +20,7 @@ import torch
 
 from eaglewire.capture import CapturedSample, TargetHead
 from eaglewire.drafter import Eagle3Drafter
+from eaglewire.metrics import count_steps
 from eaglewire.taps import Wiring
 
 
@@ -117,7 +118,7 @@ class _Reference:
 def _references(
     model: Eagle3Drafter, samples: list[CapturedSample], head: TargetHead | None
 ) -> list[_Reference]:
-    targets = torch.arange(model.arch.draft_vocab_size) + model.d2t
+    targets = model.target_ids()
     refs = []
     for s in samples:
         T = s.input_ids.numel()
@@ -131,7 +132,6 @@ def _score(
     model: Eagle3Drafter, samples, proj: Projections, refs: list[_Reference], wiring: tuple[int, ...]
 ) -> Candidate:
     """Step-0 CE and top-1 agreement with fc's output summed from the projections (one batched drafter pass)."""
-    targets = torch.arange(model.arch.draft_vocab_size) + model.d2t
     ids = proj.input_ids
     positions = torch.arange(ids.shape[1]).expand(ids.shape[0], -1)
     logits, _ = model.step(ids, proj.fc_out(wiring).to(next(model.parameters()).dtype), positions)
@@ -140,8 +140,8 @@ def _score(
         lg = logits[i, : proj.lengths[i] - 1].float()
         m = ref.mask
         ce = -(ref.p * torch.log_softmax(lg, -1)).sum(-1)
-        hits = targets[lg.argmax(-1)] == ref.greedy
-        per.append((float(ce[m].sum()), int(hits[m].sum()), int(m.sum())))
+        counts = count_steps([model.to_target(lg.argmax(-1))], ref.greedy, m)
+        per.append((float(ce[m].sum()), counts.hits[0], counts.valid[0]))
     rows = sum(x[2] for x in per) or 1
     return Candidate(Wiring.of(wiring), sum(x[0] for x in per) / rows, sum(x[1] for x in per) / rows, per)
 

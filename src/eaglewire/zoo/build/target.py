@@ -13,6 +13,7 @@ from pathlib import Path
 
 import torch
 
+from eaglewire.metrics import repetition
 from eaglewire.zoo import corpus
 from eaglewire.zoo.build import lm
 
@@ -37,14 +38,6 @@ def held_out_prompts(tokenizer, n: int = 8, lines: int = PROMPT_LINES) -> list[t
         if len(out) == n:
             break
     return out
-
-
-def repetition(ids: list[int], n: int = 4) -> float:
-    """Share of n-grams in a continuation that repeat an earlier n-gram of it (0 = no loop, ~1 = a loop)."""
-    grams = [tuple(ids[i : i + n]) for i in range(len(ids) - n + 1)]
-    if not grams:
-        return 0.0
-    return 1.0 - len(set(grams)) / len(grams)
 
 
 @torch.no_grad()
