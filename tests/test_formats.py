@@ -10,7 +10,7 @@ from eaglewire.drafter import Eagle3Drafter
 from eaglewire.errors import InputError
 from eaglewire.formats import read_drafter, write_drafter
 from eaglewire.formats.convert import convert
-from eaglewire.jobs.check import trained_taps
+from eaglewire.formats.trained import trained_taps
 from eaglewire.targets import read_target
 
 from fixtures import eagle_drafter, modelopt_drafter, target_config

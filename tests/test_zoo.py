@@ -11,7 +11,7 @@ import torch
 from eaglewire import zoo
 from eaglewire.drafter import Eagle3Drafter
 from eaglewire.formats import read_drafter
-from eaglewire.jobs.check import trained_taps
+from eaglewire.formats.trained import trained_taps
 from eaglewire.jobs.decode import DecodeConfig, DecodeStats, SpeculativeDecoder
 from eaglewire.jobs.evaluate import captured, chain_data, evaluate
 from eaglewire.jobs.search import search

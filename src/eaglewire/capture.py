@@ -23,11 +23,11 @@ from safetensors import safe_open
 from safetensors.torch import load_file, save
 
 from eaglewire import __version__
-from eaglewire.data import Sample
+from eaglewire.data import Sample, SampleLoader
 from eaglewire.errors import InputError
 from eaglewire.jsonio import atomic_write_bytes, read_json_object, write_json
 from eaglewire.taps import Wiring
-from eaglewire.targets import LoadedTarget, final_norm_and_head, forward_taps
+from eaglewire.targets import LoadedTarget, final_norm_and_head, forward_taps, load_target
 
 MANIFEST = "manifest.json"
 HEAD = "target_head.safetensors"
@@ -115,6 +115,16 @@ class CaptureResult:
     tokens: int
     taps: Wiring
 
+    def to_dict(self) -> dict:
+        return {
+            "out": str(self.out),
+            "samples": self.samples,
+            "tokens": self.tokens,
+            "taps": str(self.taps),
+            "shards_written": self.shards_written,
+            "shards_skipped": self.shards_skipped,
+        }
+
 
 def capture(
     target: LoadedTarget,
@@ -174,6 +184,26 @@ def capture(
     return CaptureResult(out, written, skipped, len(samples), tokens, Wiring.of(stored))
 
 
+def capture_job(
+    target: Path | str,
+    data: SampleLoader,
+    out: Path | str,
+    taps: str = "all",
+    max_len: int = 512,
+    samples_per_shard: int = 32,
+    fp32: bool = False,
+    trust_remote_code: bool = False,
+    progress: Callable[[int, int], None] | None = None,
+) -> CaptureResult:
+    """`eaglewire capture`: load the target, read the data, capture `taps` ("all" or e.g. h0,h3,h31)."""
+    tgt = load_target(target, trust_remote_code=trust_remote_code)
+    if tgt.tokenizer is None:
+        raise InputError(f"{target}: no tokenizer in the target folder")
+    wiring = None if taps == "all" else Wiring.parse(taps)
+    dtype = torch.float32 if fp32 else torch.bfloat16
+    return capture(tgt, data(tgt.tokenizer, max_len, None), out, wiring, samples_per_shard, dtype, progress)
+
+
 def _shard(
     target: LoadedTarget, part: list[Sample], stored: list[int], dtype: torch.dtype
 ) -> dict[str, torch.Tensor]:
@@ -182,7 +212,7 @@ def _shard(
     for s in part:
         hidden, _ = forward_taps(target, s.input_ids[None], stored)
         for t, h in zip(stored, hidden, strict=True):
-            cols[f"h{t}"].append(h[0].to(dtype))
+            cols[f"h{t}"].append(h[0].to("cpu", dtype))
         ids.append(s.input_ids)
         masks.append(s.loss_mask.to(torch.uint8))
         offsets.append(offsets[-1] + len(s.input_ids))

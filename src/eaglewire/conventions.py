@@ -556,7 +556,7 @@ def _capture(
 
 
 @dataclass
-class Fix:
+class ConfigFix:
     """How to make a framework feed given taps: the key and value to write, or why it cannot be done."""
 
     row: Convention
@@ -571,14 +571,16 @@ class Fix:
         return self.reason is None
 
 
-def config_value_for(row: Convention, taps: Wiring, num_layers: int) -> Fix:
+def config_value_for(row: Convention, taps: Wiring, num_layers: int) -> ConfigFix:
     """The id list that makes `row` capture exactly `taps` (ascending), or the reason none exists."""
     want = tuple(sorted(taps.indices))
     if row.rule is Rule.FIXED:
         fixed = resolve_ids(row, (), num_layers)
         if fixed.taps is not None and fixed.taps.indices == want:
-            return Fix(row, taps, None, None, notes=["these are the framework's fixed taps; nothing to set"])
-        return Fix(
+            return ConfigFix(
+                row, taps, None, None, notes=["these are the framework's fixed taps; nothing to set"]
+            )
+        return ConfigFix(
             row, taps, None, None, reason=f"{row.framework} has no config for its taps ({row.notes[0]})"
         )
     first_failure = None
@@ -586,7 +588,7 @@ def config_value_for(row: Convention, taps: Wiring, num_layers: int) -> Fix:
         for ids in _orderings(base):
             res = resolve_ids(row, ids, num_layers)
             if res.ok and res.taps is not None and res.taps.indices == want:
-                fix = Fix(row, taps, row.id_sources[0].path, list(ids))
+                fix = ConfigFix(row, taps, row.id_sources[0].path, list(ids))
                 if list(ids) != sorted(ids):
                     fix.notes.append(
                         f"keep this order: {row.framework} decides the +1 by the first listed id; the states are "
@@ -595,7 +597,7 @@ def config_value_for(row: Convention, taps: Wiring, num_layers: int) -> Fix:
                 return fix
             first_failure = first_failure or res.failure
     reason = first_failure or f"{row.framework} cannot capture {taps}"
-    return Fix(row, taps, row.id_sources[0].path, None, reason=reason)
+    return ConfigFix(row, taps, row.id_sources[0].path, None, reason=reason)
 
 
 def _orderings(ids: tuple[int, ...]):

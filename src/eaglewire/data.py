@@ -7,8 +7,10 @@ assistant turns for chat data (through the tokenizer's own chat template).
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import torch
 
@@ -124,3 +126,22 @@ def _jsonl(f: Path, tokenizer, max_len: int, min_len: int) -> list[Sample]:
                 raise InputError(f"{where}: each line needs a string 'text' or a list 'messages'")
             out += _windows(ids, mask, max_len, min_len, where)
     return out
+
+
+# (tokenizer, max_len, limit) -> samples: how a job gets its data without knowing where it lives. The CLI picks
+# a file (`file_samples`) or, for the bundled target, the zoo's held-out files.
+SampleLoader = Callable[[Any, int, "int | None"], list[Sample]]
+
+
+@dataclass(frozen=True)
+class FileSamples:
+    """A SampleLoader over a text file, a folder of them, or JSONL (see `load_samples`)."""
+
+    path: Path
+
+    def __call__(self, tokenizer, max_len: int, limit: int | None) -> list[Sample]:
+        return load_samples(self.path, tokenizer, max_len=max_len, limit=limit)
+
+
+def file_samples(path: Path | str) -> SampleLoader:
+    return FileSamples(Path(path))

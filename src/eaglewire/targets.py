@@ -265,7 +265,9 @@ class TargetRunner:
         self.taps = tuple(int(t) for t in taps)
         bad = [t for t in self.taps if not 0 <= t <= self.L]
         if bad:
-            raise InputError(f"tap h{bad[0]} out of range for a {self.L}-layer target (taps run h0..h{self.L})")
+            raise InputError(
+                f"tap h{bad[0]} out of range for a {self.L}-layer target (taps run h0..h{self.L})"
+            )
         self._seen: dict[int, object] = {}
         self._hooks = []
         for t in sorted(set(self.taps)):

@@ -16,11 +16,14 @@ import shlex
 import statistics
 import time
 from dataclasses import dataclass, field
+from pathlib import Path
 
 import torch
 
 from eaglewire.capture import CapturedSample
+from eaglewire.data import SampleLoader
 from eaglewire.drafter import DraftCache, Eagle3Drafter
+from eaglewire.flags import lint
 from eaglewire.jobs.evaluate import TreeSetting, evaluate, simulate_tree
 from eaglewire.taps import Wiring
 from eaglewire.targets import TargetRunner
@@ -37,7 +40,7 @@ class Costs:
 
 
 @dataclass
-class Option:
+class Prediction:
     steps: int
     topk: int
     draft_tokens: int
@@ -47,10 +50,10 @@ class Option:
 
 @dataclass
 class Advice:
-    options: list[Option]
+    options: list[Prediction]
     costs: Costs
-    best_sglang: Option
-    best_chain: Option
+    best_sglang: Prediction
+    best_chain: Prediction
     sglang_flags: str
     vllm_config: str
     notes: list[str] = field(default_factory=list)
@@ -214,7 +217,7 @@ def advise(
 ) -> Advice:
     ev = evaluate(model, data, wiring, max_steps, "chain")
     options = [
-        Option(k, 1, k + 1, ev.tau[k - 1], predicted_speedup(costs, k, 1, k + 1, ev.tau[k - 1]))
+        Prediction(k, 1, k + 1, ev.tau[k - 1], predicted_speedup(costs, k, 1, k + 1, ev.tau[k - 1]))
         for k in range(1, max_steps + 1)
     ]
     for steps in range(2, max_steps + 1):
@@ -245,7 +248,7 @@ def advise(
                 count += int(ok.sum())
             for d in ds:
                 tau = sums[d] / max(1, count)
-                options.append(Option(steps, k, d, tau, predicted_speedup(costs, steps, k, d, tau)))
+                options.append(Prediction(steps, k, d, tau, predicted_speedup(costs, steps, k, d, tau)))
     best = max(options, key=lambda o: o.speedup)
     chain = max((o for o in options if o.topk == 1), key=lambda o: o.speedup)
     flags = f"--speculative-algorithm EAGLE3 --speculative-num-steps {best.steps} --speculative-eagle-topk {best.topk} --speculative-num-draft-tokens {best.draft_tokens}"
@@ -254,8 +257,6 @@ def advise(
         f"SGLang: with --speculative-eagle-topk 1 the draft tokens are forced to steps + 1 ({chain.steps + 1} here)",
         "vLLM drafts EAGLE-3 as a chain: num_speculative_tokens = SGLang steps with topk 1",
     ]
-    from eaglewire import flags as flag_rules
-
     launch = [
         "python",
         "-m",
@@ -266,9 +267,38 @@ def advise(
         draft_path,
         *shlex.split(flags),
     ]
-    rep = flag_rules.lint(launch, engine="sglang")
+    rep = lint(launch, engine="sglang")
     if rep.has_problem:
         notes.append(
             "the recommended SGLang flags trip a rule: " + "; ".join(c.message for c in rep.problems)
         )
     return Advice(options, costs, best, chain, flags, vllm, notes)
+
+
+def advise_drafter(
+    drafter: Path | str,
+    target: Path | str,
+    data: SampleLoader | None,
+    samples: int = 8,
+    max_steps: int = 7,
+    dtype: str = "auto",
+) -> Advice:
+    """The `eaglewire advise` job: acceptance measured in fp32 on the target's greedy continuations, costs
+    measured in the dtype the pair would be served in."""
+    import copy
+
+    from eaglewire.jobs.evaluate import chain_data, samples_for_test
+    from eaglewire.jobs.pair import load_pair
+    from eaglewire.targets import resolve_dtype
+
+    pair = load_pair(target, drafter)
+    tgt, model, wiring = pair.target, pair.drafter, pair.wiring
+    items = chain_data(tgt, samples_for_test(tgt, data, samples, 512), list(wiring.indices), 64, 96)
+    run_dtype = resolve_dtype(target, dtype)
+    if run_dtype == torch.float32:
+        costs = measure_costs(tgt.model, model, wiring)
+    else:
+        costs = measure_costs(
+            copy.deepcopy(tgt.model).to(run_dtype), copy.deepcopy(model).to(run_dtype), wiring
+        )
+    return advise(model, items, wiring, costs, max_steps, draft_path=str(drafter), target_path=str(target))

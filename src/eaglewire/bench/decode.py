@@ -12,10 +12,13 @@ import statistics
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from pathlib import Path
 
 import torch
 
+from eaglewire.data import SampleLoader
 from eaglewire.drafter import Eagle3Drafter
+from eaglewire.errors import InputError
 from eaglewire.jobs.decode import DecodeConfig, DecodeStats, SpeculativeDecoder, greedy_reference
 from eaglewire.metrics import repetition
 from eaglewire.taps import Wiring
@@ -239,3 +242,72 @@ def run_bench(
     ms = [m for m, _ in methods]
     base = max((m for m in ms if m.kind == "plain"), key=lambda m: m.tokens_per_second())
     return BenchResult(ms, len(prompts), loops, max_new_tokens, base.name, torch.get_num_threads())
+
+
+DEFAULT_SETTINGS = ("3", "4", "5", "6", "7", "5,2,12", "5,4,8")
+
+
+def parse_setting(text: str) -> DecodeConfig:
+    """`steps` (a chain) or `steps,topk,draft_tokens` (SGLang's tree)."""
+    try:
+        parts = [int(x) for x in text.split(",")]
+    except ValueError:
+        raise InputError(f"--setting {text!r}: write steps or steps,topk,draft_tokens") from None
+    if not parts or len(parts) > 3:
+        raise InputError(f"--setting {text!r}: write steps or steps,topk,draft_tokens")
+    return DecodeConfig(
+        steps=parts[0],
+        topk=parts[1] if len(parts) > 1 else 1,
+        draft_tokens=parts[2] if len(parts) > 2 else None,
+    )
+
+
+@dataclass
+class BenchReport:
+    result: BenchResult
+    target: str
+    target_dtype: str
+    drafter_dtype: str
+
+    def to_dict(self) -> dict:
+        return {
+            **self.result.to_dict(),
+            "target_dtype": self.target_dtype,
+            "drafter_dtype": self.drafter_dtype,
+        }
+
+
+def bench_decoding(
+    target: Path | str,
+    drafter: Path | str,
+    data: SampleLoader | None,
+    *,
+    n_prompts: int = 8,
+    prompt_len: int = 96,
+    max_new_tokens: int = 128,
+    settings: list[str] | None = None,
+    assistant: Path | None = None,
+    dtype: str = "auto",
+    progress: Callable[[int, int, dict | None], None] | None = None,
+) -> BenchReport:
+    """The decoding benchmark (`eaglewire bench`): the pair in its serving dtype, every method interleaved."""
+    from transformers import AutoModelForCausalLM
+
+    from eaglewire.jobs.evaluate import samples_for_test
+    from eaglewire.jobs.pair import load_pair
+
+    pair = load_pair(target, drafter, dtype=dtype)
+    samples = samples_for_test(pair.target, data, n_prompts, prompt_len)
+    ids = [s.input_ids[:prompt_len] for s in samples]
+    configs = [parse_setting(t) for t in settings or DEFAULT_SETTINGS]
+    run_dtype = next(pair.target.model.parameters()).dtype
+    helper = None
+    if assistant is not None and (Path(assistant) / "config.json").exists():
+        helper = AutoModelForCausalLM.from_pretrained(str(assistant), local_files_only=True, dtype=run_dtype)
+        helper.eval()
+    res = run_bench(
+        pair.target.model, pair.drafter, pair.wiring, ids, max_new_tokens, configs, helper, progress=progress
+    )
+    drafter_dtype = next(pair.drafter.parameters()).dtype
+    name = lambda d: str(d).removeprefix("torch.")  # noqa: E731
+    return BenchReport(res, str(target), name(run_dtype), name(drafter_dtype))

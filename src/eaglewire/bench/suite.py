@@ -227,12 +227,14 @@ def bench_eval_vs_speculators(steps: int = 3, seq: int = 256, repeats: int = 5) 
     }
 
 
-def run_all(out: Path, progress: Callable[[str], None] | None = None) -> dict:
+def run_all(out: Path, progress: Callable[[str], None] | None = None, decode: bool = True) -> dict:
+    """Every benchmark; JSON results are written to `out`; `results["decode"]` is the decoding BenchReport."""
     from eaglewire import zoo
+    from eaglewire.bench.decode import bench_decoding
 
     say = progress or (lambda _: None)
     out.mkdir(parents=True, exist_ok=True)
-    results = {}
+    results: dict = {}
     if zoo.is_built():
         say("training and capture throughput")
         results["train"] = bench_train_capture(zoo.target_dir())
@@ -242,4 +244,12 @@ def run_all(out: Path, progress: Callable[[str], None] | None = None) -> dict:
     results["search"]["eval_vs_speculators"] = bench_eval_vs_speculators()
     for name, data in results.items():
         (out / f"{name}.json").write_text(json.dumps(data, indent=2))
+    if decode and zoo.is_built() and (zoo.drafter_dir("default") / "config.json").exists():
+        say("decoding benchmark")
+        results["decode"] = bench_decoding(
+            zoo.target_dir(),
+            zoo.drafter_dir("default"),
+            zoo.held_out_samples,
+            assistant=zoo.zoo_dir() / "assistant",
+        )
     return results

@@ -105,6 +105,28 @@ def bar_plot(
     return path
 
 
+def bench_plot(rep, out: Path) -> list[Path]:
+    """decode.json and decode.png for a decoding BenchReport."""
+    out.mkdir(parents=True, exist_ok=True)
+    data = rep.to_dict()
+    (out / "decode.json").write_text(json.dumps(data, indent=2))
+    rows = data["methods"]
+    png = bar_plot(
+        out / "decode.png",
+        [r["method"] for r in rows],
+        [r["tokens_per_second_median"] for r in rows],
+        "tokens/s (median)",
+        f"Greedy decoding on {Path(rep.target).name} ({data['target_dtype']}): {data['prompts']} prompts, "
+        f"{data['max_new_tokens']} new tokens, {data['threads']} threads",
+        [
+            f"{r['tokens_per_second_median']:.0f} ({r['speedup']:.2f}x)\n"
+            + (f"tau {r['tau_median']:.2f}" if r["tau_median"] else "")
+            for r in rows
+        ],
+    )
+    return [out / "decode.json", png]
+
+
 def html_page(path: Path, title: str, sections: list[tuple[str, str]], images: list[str], data: dict) -> Path:
     """A self-contained page: text sections, the PNGs (relative paths) and the JSON report."""
     parts = [
@@ -168,8 +190,9 @@ def doctor_report(rep, out: Path) -> list[Path]:
             f"served: {rep.served}\ntrained: {rep.trained} ({rep.trained_basis})\nafter the fix: {rep.fixed_taps}",
         ),
     ]
-    if rep.fix:
-        sections.append(("Fix", json.dumps({k: v for k, v in rep.fix.items() if k != "config"}, indent=2)))
+    if rep.fix is not None:
+        fix = {k: v for k, v in rep.fix_dict().items() if k != "config"}
+        sections.append(("Fix", json.dumps(fix, indent=2)))
     written.append(
         html_page(
             out / "index.html", f"eaglewire doctor: {rep.drafter}", sections, [p.name for p in written], data

@@ -1,8 +1,12 @@
-"""Terminal rendering (rich). The library returns dataclasses; this module and cli.py are the only printers."""
+"""Terminal rendering (rich) and JSON output. The library returns dataclasses; cli/ is the only printer."""
 
 from __future__ import annotations
 
 import json
+import math
+import sys
+from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 from rich.console import Console
@@ -19,8 +23,38 @@ def console(stderr: bool = False) -> Console:
     return Console(stderr=stderr, highlight=False, soft_wrap=False, width=120)
 
 
+def strict(data: Any) -> Any:
+    """JSON-ready data with NaN and infinities as null (RFC 8259 has no NaN; JS, Go and Rust parsers refuse it)."""
+    if isinstance(data, float):
+        return data if math.isfinite(data) else None
+    if isinstance(data, dict):
+        return {k: strict(v) for k, v in data.items()}
+    if isinstance(data, (list, tuple)):
+        return [strict(v) for v in data]
+    return data
+
+
 def print_json(data: Any) -> None:
-    print(json.dumps(data, indent=2, default=str))
+    print(json.dumps(strict(data), indent=2, default=str, allow_nan=False))
+
+
+def show(result: Any, json_out: bool, draw: Callable[[Any, Console], None]) -> None:
+    """A command's result: its `to_dict()` as strict JSON, or drawn for the terminal."""
+    if json_out:
+        print_json(result.to_dict())
+    else:
+        draw(result, console())
+
+
+def say(message: str) -> None:
+    """A progress line on stderr (the library's `progress` callbacks)."""
+    console(stderr=True).print(f"[dim]... {message}[/]")
+
+
+def stream(text: str) -> None:
+    """Generated text as it is committed."""
+    sys.stdout.write(text)
+    sys.stdout.flush()
 
 
 def _ids(v) -> str:
@@ -80,6 +114,8 @@ def render_check(rep, out: Console) -> None:
         else "OK: every engine feeds the trained taps"
     )
     out.print(Text(verdict, "bold red" if rep.has_problem else "bold green"))
+    if getattr(rep, "fixed_copy", None) is not None:
+        out.print(f"wrote a fixed copy to {rep.fixed_copy}")
 
 
 def render_inspection(ins, out: Console) -> None:
@@ -315,18 +351,18 @@ def render_doctor(rep, out: Console) -> None:
         out.print(Rule("wiring search", style="dim"))
         render_search(rep.search, out, L)
     out.print(Rule("verdict", style="bold"))
-    if rep.fix:
-        if rep.fix.get("expressible"):
+    if rep.fix is not None:
+        if rep.fix.expressible:
             out.print(
                 Text.assemble(
                     ("fix", "bold green"),
                     f" ({rep.engine}): set ",
-                    (str(rep.fix["key"]), "bold"),
-                    f" = {_ids(rep.fix['value'])} in config.json  -> feeds {rep.fixed_taps}",
+                    (str(rep.fix.key), "bold"),
+                    f" = {_ids(rep.fix.value)} in config.json  -> feeds {rep.fixed_taps}",
                 )
             )
         else:
-            out.print(Text(f"no config value fixes it for {rep.engine}: {rep.fix['reason']}", "bold red"))
+            out.print(Text(f"no config value fixes it for {rep.engine}: {rep.fix.reason}", "bold red"))
     if "served" in rep.evals and "fixed" in rep.evals:
         s, f = rep.evals["served"], rep.evals["fixed"]
         out.print(
@@ -342,3 +378,121 @@ def render_doctor(rep, out: Console) -> None:
             "bold red" if rep.has_problem else "bold green",
         )
     )
+
+
+def render_capture(res, out: Console) -> None:
+    out.print(
+        f"captured {res.samples} samples ({res.tokens} tokens), taps {res.taps} -> {res.out} "
+        f"({res.shards_written} shards written, {res.shards_skipped} already complete)"
+    )
+
+
+def render_train(res, out: Console) -> None:
+    out.print(f"wrote {res.out} (taps {res.taps}, {res.steps} steps, {res.tokens_per_second:.0f} tokens/s)")
+    if res.val is not None:
+        out.print("held-out acc per step: " + " ".join(f"{a:.3f}" for a in res.val.acc))
+        out.print("held-out conditional acc: " + " ".join(f"{a:.3f}" for a in res.val.cond_acc))
+    for n in res.notes:
+        out.print(Text(f"note: {n}", "dim"))
+
+
+def render_standalone(rep, out: Console) -> None:
+    out.print(f"[bold]{escape(rep.drafter)}[/] fed {rep.wiring} ({escape(rep.basis)})")
+    for name, ev in rep.evaluations.items():
+        render_evaluation(ev, out, f"{name}: taps {ev.wiring}", rep.recorded if name == "teacher" else None)
+    if rep.search is not None:
+        render_search(rep.search, out, rep.num_layers)
+
+
+def render_generation(gen, out: Console) -> None:
+    s = gen.stats
+    print()
+    console(stderr=True).print(
+        f"[dim]tau {s.tau:.2f} (accepted drafts + bonus per verify) | {s.tokens_per_second:.1f} tokens/s | "
+        f"{s.new_tokens} tokens, {s.verify_steps} verify steps, {s.target_forwards} target forwards[/]"
+    )
+
+
+def render_bench(rep, out: Console, folder: Path) -> None:
+    data = rep.to_dict()
+    t = Table(header_style="bold")
+    for col in ("method", "tokens/s", "speed-up", "tau", "speed-up/tau", "non-loop speed-up", "= plain"):
+        t.add_column(col)
+    for r in data["methods"]:
+        t.add_row(
+            r["method"],
+            f"{r['tokens_per_second_median']:.1f}",
+            f"{r['speedup']:.2f}x",
+            "-" if r["tau_median"] is None else f"{r['tau_median']:.2f}",
+            "-" if r["efficiency_speedup_per_tau"] is None else f"{r['efficiency_speedup_per_tau']:.2f}",
+            "-" if r["non_loop_prompts"]["speedup"] is None else f"{r['non_loop_prompts']['speedup']:.2f}x",
+            r["outputs_identical_to_plain_greedy"],
+        )
+    out.print(t)
+    out.print(
+        f"baseline: {data['baseline']}; loop prompts: {data['loop_prompts']}; target {data['target_dtype']}, "
+        f"drafter {data['drafter_dtype']}; '= plain': outputs identical to the plain loop's (bf16 verify forwards "
+        f"round differently from one-token forwards, so near-ties can flip); wrote {folder / 'decode.json'} and "
+        f"{folder / 'decode.png'}"
+    )
+
+
+def render_advice(adv, out: Console) -> None:
+    t = Table(
+        header_style="bold",
+        title="predicted (measured costs on this machine; tau simulated on greedy continuations)",
+    )
+    for col in ("steps", "topk", "draft tokens", "tau", "speed-up"):
+        t.add_column(col)
+    for o in sorted(adv.options, key=lambda o: -o.speedup)[:12]:
+        t.add_row(str(o.steps), str(o.topk), str(o.draft_tokens), f"{o.tau:.2f}", f"{o.speedup:.2f}x")
+    out.print(t)
+    out.print(f"SGLang: {adv.sglang_flags}")
+    out.print(f"vLLM:   --speculative-config '{adv.vllm_config}'")
+    for n in adv.notes:
+        out.print(f"[dim]note: {n}[/]")
+
+
+def render_bench_all(results: dict, out: Console, folder: Path) -> None:
+    if "train" in results:
+        t = results["train"]
+        out.print(
+            f"capture: {t['capture_all_taps_tokens_per_second']} tokens/s (all taps); "
+            f"training: {t['train_tokens_per_second']} tokens/s"
+        )
+    s = results["search"]
+    out.print(
+        f"search on a 61-layer target: {s['search_cost_multiple']}x one standalone evaluation (goal <= 10x)"
+    )
+    e = s["eval_vs_speculators"]
+    if "ratio" in e:
+        out.print(f"evaluation throughput vs speculators' forward: {e['ratio']}x (goal >= 1.0x)")
+    if "decode" in results:
+        render_bench(results["decode"], out, folder)
+
+
+def render_zoo_cards(cards: dict, out: Console) -> None:
+    for name, card in cards.items():
+        loss = card.get("held_out_loss")
+        acc = (card.get("held_out") or {}).get("acc")
+        out.print(f"{name}: " + (f"held-out loss {loss:.4f}" if loss is not None else f"held-out acc {acc}"))
+
+
+class ProgressBars:
+    """One progress bar per stage, all closed together (`new(name)` is the library's per-stage callback)."""
+
+    def __init__(self, prefix: str):
+        self.prefix, self.bars = prefix, []
+
+    def new(self, name: str) -> ProgressBar:
+        bar = ProgressBar(f"{self.prefix} {name}")
+        bar.__enter__()
+        self.bars.append(bar)
+        return bar
+
+    def __enter__(self) -> ProgressBars:
+        return self
+
+    def __exit__(self, *exc) -> None:
+        for b in self.bars:
+            b.__exit__(None, None, None)

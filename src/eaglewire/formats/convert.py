@@ -8,15 +8,15 @@ taps as provenance, so later tools need no guessing.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 from eaglewire import conventions as conv
 from eaglewire.errors import InputError
 from eaglewire.formats import FORMATS, MODULES, DrafterCheckpoint, Provenance, read_drafter, write_drafter
 from eaglewire.formats.checkpoint import PROVENANCE_KEY
+from eaglewire.formats.trained import NATIVE, native_row, target_from_provenance, trained_taps
 from eaglewire.formats.vocab import t2d_from_d2t
-from eaglewire.jobs.check import NATIVE, native_row, target_from_provenance, trained_taps
 from eaglewire.taps import Wiring
 from eaglewire.targets import TargetInfo, read_target
 
@@ -32,6 +32,9 @@ class ConvertResult:
     ids: list[int] | None  # the destination's id list (its native key)
     extra_keys: dict[str, list[int]] = field(default_factory=dict)  # other engines' keys written alongside
     notes: list[str] = field(default_factory=list)
+
+    def to_dict(self) -> dict:
+        return {**asdict(self), "taps": str(self.taps)}
 
 
 def convert(

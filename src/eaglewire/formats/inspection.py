@@ -7,8 +7,8 @@ from pathlib import Path
 
 from eaglewire import conventions as conv
 from eaglewire.formats import declared_ids, read_drafter, tensor_summary
+from eaglewire.formats.trained import TrainedTaps, trained_taps
 from eaglewire.formats.vocab import VocabReport, vocab_report
-from eaglewire.jobs.check import TrainedTaps, trained_taps
 from eaglewire.targets import TargetInfo, read_target
 
 

@@ -12,7 +12,7 @@ at position p takes (taps of token p, token p+1). Accept length = accepted draft
 from __future__ import annotations
 
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 
 import torch
@@ -325,3 +325,56 @@ def greedy_reference(
             break
         ids = torch.tensor([[tok]])
     return torch.tensor(out, dtype=torch.long)
+
+
+@dataclass
+class Generation:
+    text: str
+    tokens: list[int]
+    stats: DecodeStats
+    wiring: Wiring
+
+    def to_dict(self) -> dict:
+        s = self.stats
+        return {
+            "text": self.text,
+            "tau": round(s.tau, 3),
+            "tokens_per_second": round(s.tokens_per_second, 1),
+            "new_tokens": s.new_tokens,
+            "verify_steps": s.verify_steps,
+            "target_forwards": s.target_forwards,
+            "draft_forwards": s.draft_forwards,
+            "taps": str(self.wiring),
+            "tau_convention": "accepted drafts + the bonus token per verify step (prefill token excluded)",
+        }
+
+
+def generate_text(
+    pair, prompt: str, cfg: DecodeConfig, on_text: Callable[[str], None] | None = None
+) -> Generation:
+    """Speculative generation from a text prompt with a `jobs.pair.Pair`; `on_text` receives the new text as each
+    verify step commits it (for streaming)."""
+    from eaglewire.errors import InputError
+
+    tok = pair.target.tokenizer
+    if tok is None:
+        raise InputError(f"{pair.target.path}: no tokenizer in the target folder")
+    if cfg.topk > 1 and cfg.draft_tokens is None:
+        raise InputError("--topk > 1 needs --draft-tokens (e.g. --steps 5 --topk 4 --draft-tokens 8)")
+    if cfg.eos_token_id is None:
+        cfg.eos_token_id = tok.eos_token_id
+    ids = tok(prompt, return_tensors="pt", add_special_tokens=False)["input_ids"][0]
+    if ids.numel() == 0:
+        raise InputError("--prompt is empty after tokenization")
+    stats = DecodeStats()
+    dec = SpeculativeDecoder(pair.target.model, pair.drafter, pair.wiring)
+    tokens: list[int] = []
+    text = ""
+    for chunk in dec.stream(ids, cfg, stats):
+        tokens += chunk.tolist()
+        if on_text is not None:
+            new = tok.decode(tokens)
+            on_text(new[len(text) :])
+            text = new
+    dec.target.close()
+    return Generation(tok.decode(tokens), tokens, stats, pair.wiring)

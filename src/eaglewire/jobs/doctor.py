@@ -9,10 +9,20 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from eaglewire import conventions as conv
-from eaglewire.drafter import Eagle3Drafter
+from eaglewire.conventions import ConfigFix
+from eaglewire.data import SampleLoader
+from eaglewire.flags import LintReport, lint
 from eaglewire.formats import DrafterCheckpoint, read_drafter
 from eaglewire.jobs.check import CheckReport, check, with_key
-from eaglewire.jobs.evaluate import DEFAULT_TREES, Evaluation, captured, chain_data, evaluate, prompt_samples
+from eaglewire.jobs.evaluate import (
+    DEFAULT_TREES,
+    Evaluation,
+    captured,
+    chain_data,
+    evaluate,
+    samples_for_test,
+)
+from eaglewire.jobs.pair import drafter_for
 from eaglewire.jobs.search import SearchResult, search
 from eaglewire.taps import Wiring, default_wiring
 from eaglewire.targets import load_target, read_target
@@ -22,7 +32,7 @@ from eaglewire.targets import load_target, read_target
 class DoctorOptions:
     engine: str = "sglang==0.5.23"
     launch: list[str] | None = None
-    data: Path | None = None
+    data: SampleLoader | None = None  # prompts for the standalone test (the CLI picks the zoo's for the zoo)
     samples: int = 12
     prompt_len: int = 64
     new_tokens: int = 96
@@ -31,26 +41,57 @@ class DoctorOptions:
     drop_threshold: float = 0.05  # acc0 drop (absolute) that triggers the search
 
 
+@dataclass(frozen=True)
+class Problem:
+    code: str  # what kind: "wiring", "engine-fails", "static", "launch-flags", "search-disagrees", "tests-better"
+    message: str
+
+
 @dataclass
 class DoctorReport:
     drafter: str
     engine: str
     static: CheckReport
-    lint: object | None  # flags.LintReport
+    lint: LintReport | None
     served: Wiring | None
     trained: Wiring | None
     trained_basis: str
-    evals: dict[str, Evaluation] = field(default_factory=dict)  # "served", "trained", "fixed"
+    evals: dict[str, Evaluation] = field(
+        default_factory=dict
+    )  # "served", "trained", "fixed", "served-teacher"
     search: SearchResult | None = None
-    fix: dict | None = None  # {"key", "value", "config"} for the engine
-    fixed_taps: Wiring | None = None
+    fix: ConfigFix | None = None  # the engine's config value for the best-supported taps
+    fixed_config: dict | None = None  # config.json with the fix applied
+    fixed_taps: Wiring | None = None  # what the engine feeds after the fix
     recorded: dict | None = None
-    problems: list[str] = field(default_factory=list)
+    problem_list: list[Problem] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
 
     @property
     def has_problem(self) -> bool:
-        return bool(self.problems)
+        return bool(self.problem_list)
+
+    @property
+    def problems(self) -> list[str]:
+        return [p.message for p in self.problem_list]
+
+    def add_problem(self, code: str, message: str) -> None:
+        problem = Problem(code, message)
+        if problem not in self.problem_list:
+            self.problem_list.append(problem)
+
+    def fix_dict(self) -> dict | None:
+        if self.fix is None:
+            return None
+        if not self.fix.expressible:
+            return {"expressible": False, "reason": self.fix.reason}
+        return {
+            "expressible": True,
+            "key": self.fix.key,
+            "value": self.fix.value,
+            "notes": self.fix.notes,
+            "config": self.fixed_config,
+        }
 
     def to_dict(self) -> dict:
         return {
@@ -61,7 +102,7 @@ class DoctorReport:
             "served_taps": str(self.served) if self.served else None,
             "trained_taps": str(self.trained) if self.trained else None,
             "trained_basis": self.trained_basis,
-            "fix": self.fix,
+            "fix": self.fix_dict(),
             "fixed_taps": str(self.fixed_taps) if self.fixed_taps else None,
             "evaluations": {k: v.to_dict() for k, v in self.evals.items()},
             "recorded_training_metrics": self.recorded,
@@ -100,25 +141,23 @@ def doctor(drafter: Path | str, target: Path | str, opts: DoctorOptions, progres
     )
     rep.recorded = (ckpt.provenance.training or {}).get("held_out") if ckpt.provenance else None
     if primary.served.failure:
-        rep.problems.append(f"{primary.engine}: {primary.served.failure}")
+        rep.add_problem("engine-fails", f"{primary.engine}: {primary.served.failure}")
     elif primary.status == "mismatch":
-        rep.problems.append(
-            f"{primary.engine} feeds {served} but the drafter was trained on {trained} "
-            f"({static.trained.basis})"
+        rep.add_problem(
+            "wiring-mismatch",
+            f"{primary.engine} feeds {served} but the drafter was trained on {trained} ({static.trained.basis})",
         )
     for f in static.findings + primary.findings:
         if f.severity == "problem":
-            rep.problems.append(f.message)
+            rep.add_problem(f"finding:{f.code}", f.message)
     if opts.launch:
-        from eaglewire import flags
-
         name, _, version = opts.engine.partition("==")
-        rep.lint = flags.lint(
+        rep.lint = lint(
             opts.launch, engine=name, engine_version=version or None, target_arch=tinfo.architecture
         )
         for c in rep.lint.changes:
             if c.severity == "problem":
-                rep.problems.append(f"launch flags: {c.message}")
+                rep.add_problem(f"launch-flags:{c.rule}", f"launch flags: {c.message}")
     tdir = Path(target)
     if not (tdir.is_dir() and any(tdir.glob("*.safetensors"))):
         rep.notes.append("target folder has no weights: static check and lint only (no standalone test)")
@@ -133,8 +172,8 @@ def _runtime(
 ) -> None:
     tgt = load_target(tdir)
     L = tgt.info.num_layers
-    model = Eagle3Drafter.from_checkpoint(ckpt, embed_tokens=tgt.model.get_input_embeddings().weight.detach())
-    samples = prompt_samples(tgt, opts.data, limit=opts.samples, max_len=opts.prompt_len + opts.new_tokens)
+    model = drafter_for(ckpt, tgt)
+    samples = samples_for_test(tgt, opts.data, opts.samples, opts.prompt_len + opts.new_tokens)
     data = chain_data(tgt, samples, list(range(L + 1)), opts.prompt_len, opts.new_tokens)
     say = progress or (lambda *_: None)
     n_aux = model.arch.n_aux
@@ -173,8 +212,9 @@ def _runtime(
         if rep.trained is not None and str(rep.trained) in tied:
             best = rep.trained  # the search agrees with what the checkpoint says
         elif rep.trained is not None and rep.trained != rep.served:
-            rep.problems.append(
-                f"the wiring search finds {best} fits the drafter better than the inferred {rep.trained}"
+            rep.add_problem(
+                "search-disagrees",
+                f"the wiring search finds {best} fits the drafter better than the inferred {rep.trained}",
             )
         else:
             rep.notes.append(f"training taps unknown: the search says {best}")
@@ -184,12 +224,11 @@ def _runtime(
             and str(rep.served) not in tied
             and best != rep.served
         ):
-            msg = (
+            rep.add_problem(
+                "tests-better",
                 f"the drafter tests far better under {best} than under the served {rep.served} "
-                f"(step-0 acc {rep.search.best.acc0:.3f} vs {served_acc:.3f})"
+                f"(step-0 acc {rep.search.best.acc0:.3f} vs {served_acc:.3f})",
             )
-            if not any(msg[:40] in p for p in rep.problems):
-                rep.problems.append(msg)
     _set_fix(rep, row_key, best, ckpt)
     if rep.fixed_taps is not None and len(rep.fixed_taps) == n_aux and rep.fixed_taps != rep.served:
         say("test with the fix applied")
@@ -203,11 +242,8 @@ def _set_fix(rep: DoctorReport, row_key: str, taps: Wiring | None, ckpt: Drafter
     if taps is None or (rep.served is not None and taps == rep.served):
         return
     row = next(r for r in conv.ROWS if r.key == row_key)
-    fix = conv.config_value_for(row, taps, rep.static.target.num_layers)
-    if not fix.expressible:
-        rep.fix = {"expressible": False, "reason": fix.reason}
+    rep.fix = conv.config_value_for(row, taps, rep.static.target.num_layers)
+    if not rep.fix.expressible:
         return
-    cfg = with_key(ckpt.config, fix.key, list(fix.value or []))
-    rep.fix = {"expressible": True, "key": fix.key, "value": fix.value, "notes": fix.notes, "config": cfg}
-    after = conv.resolve(row, cfg, rep.static.target.num_layers)
-    rep.fixed_taps = after.taps
+    rep.fixed_config = with_key(ckpt.config, rep.fix.key, list(rep.fix.value or []))
+    rep.fixed_taps = conv.resolve(row, rep.fixed_config, rep.static.target.num_layers).taps

@@ -14,15 +14,19 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
+from pathlib import Path
 
 import torch
 
-from eaglewire.capture import CapturedSample, TargetHead
-from eaglewire.data import Sample
+from eaglewire.capture import CapturedSample, CaptureReader, SpeculatorsSamples, TargetHead
+from eaglewire.data import Sample, SampleLoader
 from eaglewire.drafter import Eagle3Drafter
+from eaglewire.errors import InputError
+from eaglewire.jobs.pair import load_pair
+from eaglewire.jobs.search import SearchResult, search
 from eaglewire.jobs.tree import TreeBuilder, greedy_accept
 from eaglewire.metrics import TAU_CONVENTION, StepCounts, count_steps
-from eaglewire.taps import Wiring
+from eaglewire.taps import Wiring, default_wiring
 from eaglewire.targets import LoadedTarget, forward_taps
 
 
@@ -34,6 +38,26 @@ class TreeSetting:
 
     def __str__(self) -> str:
         return f"steps={self.steps} topk={self.topk} draft_tokens={self.draft_tokens}"
+
+
+def parse_tree(text: str) -> TreeSetting:
+    """`steps,topk,draft_tokens`, e.g. 5,4,8."""
+    try:
+        return TreeSetting(*(int(x) for x in text.split(",")))
+    except (TypeError, ValueError):
+        raise InputError(f"--tree {text}: write steps,topk,draft_tokens e.g. 5,4,8") from None
+
+
+def parse_ids(text: str | None) -> list[int] | None:
+    """A comma-separated id list (`--speculators-ids 2,4,5,8`)."""
+    if not text:
+        return None
+    try:
+        return [int(x) for x in text.split(",")]
+    except ValueError:
+        raise InputError(
+            f"--speculators-ids {text!r}: write comma-separated integers, e.g. 2,4,5,8"
+        ) from None
 
 
 DEFAULT_TREES = (TreeSetting(3, 1, 4), TreeSetting(5, 1, 6), TreeSetting(5, 4, 8), TreeSetting(6, 4, 16))
@@ -221,24 +245,21 @@ def simulate_tree(
     return greedy_accept(builder.select(D), cont, N), ok_rows
 
 
-# ---- choosing the data ------------------------------------------------------------------------------------------
+# ---- the data ---------------------------------------------------------------------------------------------------
 
 
-def prompt_samples(target: LoadedTarget, data=None, limit: int = 16, max_len: int = 512) -> list[Sample]:
-    """Samples to test on: `data` (a file/folder/JSONL), or the held-out stdlib files for the bundled target."""
-    from eaglewire import zoo
-    from eaglewire.data import load_samples
-    from eaglewire.errors import InputError
-
+def samples_for_test(
+    target: LoadedTarget, data: SampleLoader | None, limit: int, max_len: int
+) -> list[Sample]:
+    """Samples to test on, from the loader the caller chose (the CLI picks the zoo's held-out files for the
+    bundled target)."""
     if target.tokenizer is None:
         raise InputError(f"{target.path}: the standalone test needs the target's tokenizer")
-    if data is not None:
-        return load_samples(data, target.tokenizer, max_len=max_len, limit=limit)
-    if zoo.is_zoo_target(target.info):
-        return zoo.held_out_samples(target.tokenizer, max_len=max_len, limit=limit)
-    raise InputError(
-        "give --data (text, folder or JSONL) to test on; only the bundled zoo target has default data"
-    )
+    if data is None:
+        raise InputError(
+            "give --data (text, folder or JSONL) to test on; only the bundled zoo target has default data"
+        )
+    return data(target.tokenizer, max_len, limit)
 
 
 def chain_data(
@@ -246,3 +267,78 @@ def chain_data(
 ) -> list[CapturedSample]:
     """The target's greedy continuations of the samples' first `prompt_len` tokens, captured (chain mode)."""
     return captured(target, greedy_continuations(target, samples, prompt_len, new_tokens), taps)
+
+
+# ---- the job: `eaglewire test` ----------------------------------------------------------------------------------
+
+
+@dataclass
+class StandaloneOptions:
+    taps: str | None = None  # feed these taps (default: the trained ones)
+    engine: str | None = None  # or the taps this engine serves, e.g. sglang==0.5.23
+    steps: int = 5
+    samples: int = 12
+    prompt_len: int = 64
+    new_tokens: int = 96
+    trees: tuple[TreeSetting, ...] = DEFAULT_TREES
+    teacher: bool = True  # also the teacher-forced acc on the data (comparable with training logs)
+    search: bool = False
+    captured: Path | None = None  # an eaglewire capture folder instead of live data
+    speculators_samples: Path | None = None  # speculators offline samples (hs_<i>.safetensors)
+    speculators_ids: list[int] | None = None  # the layer ids those samples hold, incl. L
+
+
+@dataclass
+class StandaloneReport:
+    drafter: str
+    wiring: Wiring
+    basis: str
+    num_layers: int
+    evaluations: dict[str, Evaluation]
+    recorded: dict | None  # held-out metrics recorded at training time (provenance)
+    search: SearchResult | None = None
+
+    def to_dict(self) -> dict:
+        out = {
+            "taps": str(self.wiring),
+            "basis": self.basis,
+            "evaluations": {k: v.to_dict() for k, v in self.evaluations.items()},
+            "recorded_training_metrics": self.recorded,
+        }
+        if self.search is not None:
+            out["search"] = self.search.to_dict()
+        return out
+
+
+def standalone_test(
+    drafter: Path | str, target: Path | str, opts: StandaloneOptions, data: SampleLoader | None = None
+) -> StandaloneReport:
+    """The drafter outside any serving stack: chain acceptance on the target's greedy continuations (plus
+    simulated SGLang trees) and teacher-forced acc on the data; or teacher-forced on a capture/dump."""
+    pair = load_pair(target, drafter, opts.taps, opts.engine)
+    tgt, model, wiring = pair.target, pair.drafter, pair.wiring
+    L = tgt.info.num_layers
+    ckpt = pair.checkpoint
+    recorded = (ckpt.provenance.training or {}).get("held_out") if ckpt.provenance else None
+    evals: dict[str, Evaluation] = {}
+    head = None
+    if opts.captured is not None or opts.speculators_samples is not None:
+        if opts.captured is not None:
+            src = CaptureReader(opts.captured)
+        else:
+            if not opts.speculators_ids:
+                raise InputError("--speculators-samples needs --speculators-ids (the layer ids incl. L)")
+            src = SpeculatorsSamples(opts.speculators_samples, opts.speculators_ids, L, TargetHead.of(tgt))
+        head = src.target_head()
+        items = [src[i] for i in range(min(opts.samples, len(src)))]
+        evals["teacher"] = evaluate(model, items, wiring, opts.steps, "teacher", head=head)
+    else:
+        base = samples_for_test(tgt, data, opts.samples, max(512, opts.prompt_len + opts.new_tokens))
+        items = chain_data(tgt, base, list(range(L + 1)), opts.prompt_len, opts.new_tokens)
+        evals["chain"] = evaluate(model, items, wiring, opts.steps, "chain", trees=opts.trees)
+        if opts.teacher:
+            evals["teacher"] = evaluate(
+                model, captured(tgt, base, wiring.indices), wiring, opts.steps, "teacher"
+            )
+    found = search(model, items, L, [wiring, default_wiring(L)], head=head) if opts.search else None
+    return StandaloneReport(str(drafter), wiring, pair.basis, L, evals, recorded, found)

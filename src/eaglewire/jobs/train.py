@@ -21,6 +21,7 @@ import torch.distributed as dist
 
 from eaglewire import __version__
 from eaglewire.capture import SampleSource
+from eaglewire.data import SampleLoader
 from eaglewire.drafter import Eagle3Drafter
 from eaglewire.errors import InputError
 from eaglewire.formats import DrafterCheckpoint, Provenance, write_drafter
@@ -76,6 +77,19 @@ class TrainResult:
     world_size: int = 1
     finished_before: bool = False  # `out` already held this exact run: nothing was trained
     notes: list[str] = field(default_factory=list)
+    taps: str = ""  # the training wiring, ascending
+
+    def to_dict(self) -> dict:
+        val = self.val
+        return {
+            "out": str(self.out),
+            "steps": self.steps,
+            "resumed_from": self.resumed_from,
+            "world_size": self.world_size,
+            "tokens_per_second": round(self.tokens_per_second, 1),
+            "held_out": None if val is None else {"acc": val.acc, "cond_acc": val.cond_acc, "loss": val.loss},
+            "notes": self.notes,
+        }
 
 
 # ---- the loop ----------------------------------------------------------------------------------------------
@@ -157,7 +171,9 @@ def train(
         start, history, t2d = load_state(ckpt_dir, model, opt, cfg)
 
     def held_out() -> StepMetrics:
-        return evaluate_ttt(model, _on(val_source, device), val_indices, wiring, head, cfg.ttt_steps, cfg.step_decay)
+        return evaluate_ttt(
+            model, _on(val_source, device), val_indices, wiring, head, cfg.ttt_steps, cfg.step_decay
+        )
 
     model.train()
     t0, tokens_seen = time.perf_counter(), 0
@@ -191,7 +207,12 @@ def train(
         m = StepMetrics.of(summed[0], int(global_tokens), StepCounts.from_list(summed[1:]))
         tokens_seen += int(global_tokens)
         done = step + 1
-        rec = {"step": done, "loss": round(m.loss, 6), "acc": [round(a, 4) for a in m.acc], "lr": lr_at(step, cfg)}
+        rec = {
+            "step": done,
+            "loss": round(m.loss, 6),
+            "acc": [round(a, 4) for a in m.acc],
+            "lr": lr_at(step, cfg),
+        }
         if val_indices and (done % cfg.eval_every == 0 or done == cfg.steps):
             v = held_out()
             rec["val"] = {
@@ -218,6 +239,7 @@ def train(
         model=model,
         t2d=t2d,
         world_size=size,
+        taps=str(wiring),
     )
 
 
@@ -293,7 +315,8 @@ def _finished(out: Path, cfg: TrainConfig) -> TrainResult | None:
         else []
     )
     steps = training.get("steps", cfg.steps)
-    return TrainResult(out, steps, history, val, 0.0, 0.0, cfg.steps, finished_before=True)
+    taps = str(Wiring.parse(cfg.taps).served())
+    return TrainResult(out, steps, history, val, 0.0, 0.0, cfg.steps, finished_before=True, taps=taps)
 
 
 def split_indices(n: int, val_fraction: float) -> tuple[list[int], list[int]]:
@@ -394,4 +417,48 @@ def drafter_shape(text_cfg) -> DrafterShape:
         intermediate_size=getattr(text_cfg, "intermediate_size", None),
         num_heads=getattr(text_cfg, "num_attention_heads", None),
         num_kv_heads=getattr(text_cfg, "num_key_value_heads", None),
+    )
+
+
+def train_job(
+    target: Path | str,
+    out: Path | str,
+    cfg: TrainConfig,
+    *,
+    data: SampleLoader | None = None,
+    captured: Path | None = None,
+    max_len: int = 512,
+    val_fraction: float = 0.05,
+    export: str | None = None,
+    progress: Callable[[int, int, dict], None] | None = None,
+    device: torch.device | str = "cpu",
+) -> TrainResult:
+    """`eaglewire train`: online (the target runs on `data`) or from an eaglewire capture folder."""
+    from eaglewire.capture import CaptureReader, OnlineSource
+    from eaglewire.targets import load_target
+
+    if (data is None) == (captured is None):
+        raise InputError("give exactly one of --data (online) or --captured (an eaglewire capture folder)")
+    if export not in (None, "speculators"):
+        raise InputError(f"--export {export!r}: only speculators is supported")
+    wiring = Wiring.parse(cfg.taps)
+    tgt = load_target(target)
+    if captured is not None:
+        source: SampleSource = CaptureReader(captured)
+        if source.manifest["target"].get("num_layers") != tgt.info.num_layers:
+            raise InputError(f"{captured}: captured from another target than {target}")
+    else:
+        if tgt.tokenizer is None:
+            raise InputError(f"{target}: no tokenizer in the target folder")
+        source = OnlineSource(tgt, data(tgt.tokenizer, max_len, None), wiring)
+    return train_drafter(
+        tgt,
+        source,
+        out,
+        cfg,
+        val_fraction=val_fraction,
+        export_speculators=export == "speculators",
+        data_note=str(captured or getattr(data, "path", "") or "data"),
+        progress=progress,
+        device=device,
     )

@@ -302,10 +302,13 @@ def write_drafter_card(dest: Path, card: dict, chain: dict | None = None) -> Non
     (dest / "zoo_card.json").write_text(json.dumps(card, indent=1) + "\n")
 
 
+STAGES = ("target", "deepseek", "assistant", "drafters")
+
+
 def build(
     zoo: Path,
     work: Path,
-    stages: tuple[str, ...] = ("target", "deepseek", "assistant", "drafters"),
+    stages: tuple[str, ...] = STAGES,
     progress: Callable[[str], Callable | None] | None = None,
     recipe: lm.TargetRecipe | None = None,
     drafters: tuple[str, ...] | None = None,

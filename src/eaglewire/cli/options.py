@@ -1,0 +1,52 @@
+"""The options every command shares (one spelling, one help text) and the few choices only the CLI makes: which
+data a job runs on when none is given (the bundled zoo's held-out files for the zoo target) and the exit code."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import typer
+
+from eaglewire.data import SampleLoader, file_samples
+from eaglewire.errors import EXIT_OK, EXIT_PROBLEM
+from eaglewire.taps import Wiring
+
+JSON = typer.Option(
+    False, "--json", help="Print the result as JSON (strict RFC 8259: no NaN) instead of tables."
+)
+TARGET_DIR = typer.Option(..., "--target", help="Target model folder (transformers weights + tokenizer).")
+TARGET_CONFIG = typer.Option(
+    None, "--target", help="Target config.json or folder (optional when the drafter has provenance)."
+)
+DRAFTER = typer.Argument(..., help="Drafter folder (EAGLE/SGLang, speculators or modelopt format).")
+DRAFTER_OPT = typer.Option(..., "--drafter", help="Drafter folder.")
+ENGINE = typer.Option("sglang==0.5.23", "--engine", help="Engine and version that will serve it.")
+SERVED_BY = typer.Option(None, "--engine", help="Feed the taps this engine would feed, e.g. sglang==0.5.23.")
+TAPS = typer.Option(None, "--taps", help="Feed these taps instead of the trained ones, e.g. h0,h3,h31.")
+DTYPE = typer.Option(
+    "auto", "--dtype", help="Target dtype: auto (as stored if bf16, else float32), float32 or bfloat16."
+)
+DATA = typer.Option(
+    None,
+    "--data",
+    help="Text file, folder or JSONL to take prompts from (default for the zoo target: held-out stdlib).",
+)
+
+
+def wiring(text: str | None) -> Wiring | None:
+    return Wiring.parse(text) if text else None
+
+
+def samples_for(target: Path, data: Path | None) -> SampleLoader | None:
+    """The data a job runs on: `--data`, or for the bundled zoo target its held-out files (None: the job asks)."""
+    if data is not None:
+        return file_samples(data)
+    from eaglewire import zoo
+    from eaglewire.targets import read_target
+
+    return zoo.held_out_samples if zoo.is_zoo_target(read_target(target)) else None
+
+
+def exit_with(problem: bool) -> None:
+    """Exit 1 when a problem was found (CI gates on it), else 0."""
+    raise typer.Exit(EXIT_PROBLEM if problem else EXIT_OK)

@@ -1,0 +1,70 @@
+"""A target and a drafter ready to run together, and the wiring to feed: the one place a checkpoint becomes a
+runnable drafter on a given target (its embedding filled in from the target when the checkpoint has none)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+import torch
+
+from eaglewire.drafter import Eagle3Drafter
+from eaglewire.errors import InputError
+from eaglewire.formats import DrafterCheckpoint, read_drafter
+from eaglewire.formats.trained import trained_taps
+from eaglewire.taps import Wiring
+from eaglewire.targets import LoadedTarget, load_target, resolve_dtype
+
+
+@dataclass
+class Pair:
+    target: LoadedTarget
+    checkpoint: DrafterCheckpoint
+    drafter: Eagle3Drafter
+    wiring: Wiring  # the taps fed to the drafter's fc
+    basis: str  # where that wiring comes from ("--taps", "served by sglang==0.5.23", the training record...)
+
+
+def drafter_for(
+    ckpt: DrafterCheckpoint, target: LoadedTarget, dtype: torch.dtype | None = None
+) -> Eagle3Drafter:
+    """The checkpoint as a drafter for this target, on the target's device, in `dtype` (default: the target's)."""
+    first = next(target.model.parameters())
+    model = Eagle3Drafter.from_checkpoint(ckpt, embed_tokens=target.input_embedding().float())
+    return model.to(device=first.device, dtype=dtype or first.dtype).eval()
+
+
+def feed_wiring(
+    ckpt: DrafterCheckpoint, target: LoadedTarget, taps: str | None = None, engine: str | None = None
+) -> tuple[Wiring, str]:
+    """The taps to feed: `taps` as given, what `engine` would serve, or the training taps (refused if unknown)."""
+    L = target.info.num_layers
+    if taps and engine:
+        raise InputError("--taps and --engine are alternatives: give one")
+    if taps:
+        return Wiring.parse(taps).validate(L), "--taps"
+    if engine:
+        from eaglewire.jobs.check import check
+
+        served = check(ckpt, target.info, [engine]).verdicts[0].served
+        if served.taps is None:
+            raise InputError(f"--engine {engine}: {served.failure}")
+        return served.taps, f"served by {engine}"
+    tr = trained_taps(ckpt, target.info)
+    if tr.wiring is None:
+        raise InputError(f"{ckpt.where()}: cannot tell its training taps ({tr.basis}); pass --taps")
+    return tr.wiring, tr.basis
+
+
+def load_pair(
+    target: Path | str,
+    drafter: Path | str,
+    taps: str | None = None,
+    engine: str | None = None,
+    dtype: str = "float32",
+) -> Pair:
+    """Target and drafter, both in `dtype` (`auto`: as the target is stored, as engines serve it)."""
+    tgt = load_target(target, dtype=resolve_dtype(target, dtype))
+    ckpt = read_drafter(drafter)
+    wiring, basis = feed_wiring(ckpt, tgt, taps, engine)
+    return Pair(tgt, ckpt, drafter_for(ckpt, tgt), wiring, basis)
