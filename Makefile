@@ -46,4 +46,4 @@ zoo-drafter-%: $(STAMP)
 	$(PY) -m eaglewire.cli zoo build --stage drafters --drafter $*
 
 clean:
-	rm -rf $(VENV) .pytest_cache bench-results
+	rm -rf $(VENV) .pytest_cache bench-results demo-report

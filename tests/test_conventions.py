@@ -1,4 +1,4 @@
-"""The convention table, row by row, and the worked example of wiring-conventions.md section (d), cell by cell.
+"""The convention table, row by row, and the worked example of docs/conventions.md section (d), cell by cell.
 
 Each row test names the source it encodes (the row's `source`), checks its default, its F(v), and the values it
 cannot express or crashes on.

@@ -1,5 +1,6 @@
 """Training: resume after a real kill reaches the same weights; 2-process torchrun equals one process."""
 
+import dataclasses
 import json
 import os
 import shutil
@@ -135,3 +136,34 @@ def test_torchrun_two_processes_equal_one(tmp_path, tiny_target, text_data):
     w1, w2 = weights(one), weights(two)
     for k in w1:
         assert torch.allclose(w1[k].float(), w2[k].float(), atol=1e-4), k
+
+
+def test_training_log_equals_the_standalone_test(tmp_path, tiny_target, text_data):
+    """The per-step acc training logs for a batch is the standalone test's teacher-forced acc on that batch:
+    one code path (metrics.count_steps). A first phase overfits the batch (so the accuracies are not all 0); a
+    second phase at lr 0 logs the batch with exactly the weights it saves."""
+    from eaglewire.capture import OnlineSource
+    from eaglewire.data import load_samples
+    from eaglewire.jobs.evaluate import StandaloneOptions, standalone_test
+    from eaglewire.jobs.train import TrainConfig, train_drafter
+    from eaglewire.taps import Wiring
+    from eaglewire.targets import load_target
+
+    tgt = load_target(tiny_target)
+    samples = load_samples(text_data, tgt.tokenizer, max_len=64, limit=6)
+    taps = Wiring.parse("h1,h3,h5")
+    source = OnlineSource(tgt, samples, taps)
+    cfg = TrainConfig(
+        taps=str(taps), draft_vocab_size=200, ttt_steps=3, steps=40, batch_size=len(samples), lr=1e-2,
+        warmup_steps=1, eval_every=10**6, checkpoint_every=10**6,
+    )  # fmt: skip
+    train_drafter(tgt, source, tmp_path / "first", cfg, val_fraction=0.0)
+    cfg = dataclasses.replace(cfg, steps=1, lr=0.0, init_from=str(tmp_path / "first"))
+    res = train_drafter(tgt, source, tmp_path / "d", cfg, val_fraction=0.0)
+    logged = res.history[0]["acc"]
+    opts = StandaloneOptions(steps=3, samples=len(samples), prompt_len=16, new_tokens=8, trees=())
+    rep = standalone_test(tmp_path / "d", tiny_target, opts, lambda tok, max_len, limit: samples)
+    tested = rep.evaluations["teacher"].acc
+    assert rep.evaluations["teacher"].rows == sum(int(s.loss_mask[2:].sum()) for s in samples)
+    assert tested == pytest.approx(logged, abs=1e-4), (tested, logged)
+    assert any(a > 0 for a in tested)  # a drafter that agrees somewhere, so equality is not 0 == 0

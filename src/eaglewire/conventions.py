@@ -3,7 +3,7 @@
 One row per (framework, version range, engine class of the target, runner). A row says where the id list is
 read from, the default for an L-layer target, the map F(v) from a configured value v to a tap, and which taps
 the framework cannot capture (and whether asking for them crashes or silently drops a state). The facts and
-their sources are in `shared/reference/wiring-conventions.md`; every row cites the file and lines it encodes.
+their sources are in `docs/conventions.md`; every row cites the file and lines it encodes.
 
 Two functions carry the table:
 - `resolve(row, config, L)`: the taps a framework feeds (serving) or fed (training) a drafter whose config is

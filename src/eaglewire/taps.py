@@ -113,5 +113,5 @@ class Wiring:
 
 
 def default_wiring(num_layers: int) -> Wiring:
-    """h{2, L//2, L-3}: where every framework's default lands (wiring-conventions.md section d)."""
+    """h{2, L//2, L-3}: where every framework's default lands (docs/conventions.md section (d))."""
     return Wiring.of(sorted({2, num_layers // 2, num_layers - 3}))

@@ -282,6 +282,8 @@ def advise_drafter(
     samples: int = 8,
     max_steps: int = 7,
     dtype: str = "auto",
+    context: int = 256,
+    repeats: int = 15,
 ) -> Advice:
     """The `eaglewire advise` job: acceptance measured in fp32 on the target's greedy continuations, costs
     measured in the dtype the pair would be served in."""
@@ -295,10 +297,8 @@ def advise_drafter(
     tgt, model, wiring = pair.target, pair.drafter, pair.wiring
     items = chain_data(tgt, samples_for_test(tgt, data, samples, 512), list(wiring.indices), 64, 96)
     run_dtype = resolve_dtype(target, dtype)
-    if run_dtype == torch.float32:
-        costs = measure_costs(tgt.model, model, wiring)
-    else:
-        costs = measure_costs(
-            copy.deepcopy(tgt.model).to(run_dtype), copy.deepcopy(model).to(run_dtype), wiring
-        )
+    served = (tgt.model, model)
+    if run_dtype != torch.float32:
+        served = (copy.deepcopy(tgt.model).to(run_dtype), copy.deepcopy(model).to(run_dtype))
+    costs = measure_costs(*served, wiring, context=context, repeats=repeats)
     return advise(model, items, wiring, costs, max_steps, draft_path=str(drafter), target_path=str(target))

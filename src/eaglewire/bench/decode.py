@@ -143,15 +143,22 @@ def run_bench(
     def plain_loop(ids):
         return greedy_reference(model, ids, max_new_tokens).tolist(), None
 
-    def plain_generate(ids):
+    def hf_generate(ids, **speculation):
+        """transformers' generate with a speculation method: (new tokens, verify steps from its streamer)."""
+        s = _CountingStreamer()
         out = model.generate(
             ids[None],
             max_new_tokens=max_new_tokens,
             min_new_tokens=max_new_tokens,
             do_sample=False,
             pad_token_id=pad,
+            streamer=s,
+            **speculation,
         )
-        return out[0, ids.numel() :].tolist(), None
+        return out[0, ids.numel() :].tolist(), s.puts - 1
+
+    def plain_generate(ids):
+        return hf_generate(ids)[0], None
 
     methods.append((Method("plain greedy (own loop)", "plain", {}), plain_loop))
     methods.append((Method("plain greedy (transformers generate)", "plain", {}), plain_generate))
@@ -185,17 +192,7 @@ def run_bench(
                 assistant.generation_config.num_assistant_tokens = k
                 assistant.generation_config.num_assistant_tokens_schedule = "constant"
                 assistant.generation_config.assistant_confidence_threshold = 0.0
-                s = _CountingStreamer()
-                out = model.generate(
-                    ids[None],
-                    assistant_model=assistant,
-                    max_new_tokens=max_new_tokens,
-                    min_new_tokens=max_new_tokens,
-                    do_sample=False,
-                    pad_token_id=pad,
-                    streamer=s,
-                )
-                return out[0, ids.numel() :].tolist(), s.puts - 1
+                return hf_generate(ids, assistant_model=assistant)
 
             methods.append(
                 (Method(f"assisted generation k={k}", "assisted", {"num_assistant_tokens": k}), assisted)
@@ -203,17 +200,7 @@ def run_bench(
     for k in lookup_tokens:
 
         def lookup(ids, k=k):
-            s = _CountingStreamer()
-            out = model.generate(
-                ids[None],
-                prompt_lookup_num_tokens=k,
-                max_new_tokens=max_new_tokens,
-                min_new_tokens=max_new_tokens,
-                do_sample=False,
-                pad_token_id=pad,
-                streamer=s,
-            )
-            return out[0, ids.numel() :].tolist(), s.puts - 1
+            return hf_generate(ids, prompt_lookup_num_tokens=k)
 
         methods.append(
             (Method(f"prompt lookup k={k}", "prompt-lookup", {"prompt_lookup_num_tokens": k}), lookup)

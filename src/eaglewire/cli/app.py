@@ -384,13 +384,16 @@ def advise(
     data: Path | None = DATA,
     samples: int = typer.Option(8, "--samples"),
     max_steps: int = typer.Option(7, "--max-steps"),
+    context: int = typer.Option(256, "--context", help="Cached tokens before each timed forward."),
+    repeats: int = typer.Option(15, "--repeats", help="Timings per cost (the median is used)."),
     dtype: str = DTYPE,
     json_out: bool = JSON,
 ) -> None:
     """Predict tau and speed-up over (steps, top-k, draft tokens); recommend SGLang and vLLM launch settings."""
     from eaglewire.bench.advise import advise_drafter
 
-    adv = advise_drafter(drafter, target, samples_for(target, data), samples, max_steps, dtype)
+    loader = samples_for(target, data)
+    adv = advise_drafter(drafter, target, loader, samples, max_steps, dtype, context, repeats)
     render.show(adv, json_out, render.render_advice)
 
 

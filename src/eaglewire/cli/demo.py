@@ -73,7 +73,7 @@ def configs_only(out: Console, tmp: Path) -> bool:
     return rcs == [1, 1, 0, 0]
 
 
-def on_the_zoo(out: Console, tmp: Path) -> bool:
+def on_the_zoo(out: Console, tmp: Path, report: Path) -> bool:
     target = zoo.target_dir()
     drafter = export_like_kimi(zoo.drafter_dir("custom-taps"), tmp / "custom-taps-exported")
     launch = [
@@ -103,7 +103,7 @@ def on_the_zoo(out: Console, tmp: Path) -> bool:
             "--engine",
             "sglang==0.5.23",
             "--report",
-            str(tmp / "report"),
+            str(report),
             "--",
             *launch,
         ],
@@ -111,8 +111,12 @@ def on_the_zoo(out: Console, tmp: Path) -> bool:
     return rc == 1
 
 
+REPORT = Path("demo-report")  # in the current folder: it outlives the demo, for the reader to open
+
+
 def main() -> int:
     out = Console(highlight=False)
+    report = REPORT
     with tempfile.TemporaryDirectory(prefix="eaglewire-demo-") as t:
         tmp = Path(t)
         out.print(Rule("[bold]1. The Kimi-K2.5 case from configs alone[/]"))
@@ -121,7 +125,9 @@ def main() -> int:
             out.print(
                 Rule("[bold]2. The same fault on a real model: doctor on the zoo's custom-taps drafter[/]")
             )
-            ok = on_the_zoo(out, tmp) and ok
+            if report.exists():
+                shutil.rmtree(report)
+            ok = on_the_zoo(out, tmp, report) and ok
         else:
             out.print("[yellow]zoo drafters not built yet: run `make zoo` for part 2[/]")
     out.print(Rule(style="dim"))
@@ -130,6 +136,10 @@ def main() -> int:
         if ok
         else "[bold red]Unexpected exit codes above.[/]"
     )
+    if (report / "index.html").exists():
+        out.print(
+            f"The doctor's report (plots and JSON) is in {report}/: open {report / 'index.html'} in a browser."
+        )
     return 0 if ok else 1
 
 

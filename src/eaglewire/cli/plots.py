@@ -132,7 +132,7 @@ def html_page(path: Path, title: str, sections: list[tuple[str, str]], images: l
     parts = [
         f"<!doctype html><html><head><meta charset='utf-8'><title>{html.escape(title)}</title>",
         "<style>body{font-family:sans-serif;max-width:1000px;margin:2em auto;line-height:1.4}"
-        "pre{background:#f4f4f4;padding:1em;overflow:auto}.bad{color:#b00}.ok{color:#070}</style></head><body>",
+        "pre{background:#f4f4f4;padding:1em;overflow:auto;white-space:pre-wrap}.bad{color:#b00}.ok{color:#070}</style></head><body>",
         f"<h1>{html.escape(title)}</h1>",
     ]
     for heading, body in sections:

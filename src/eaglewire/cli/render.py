@@ -61,6 +61,18 @@ def _ids(v) -> str:
     return "-" if v is None else "[" + ", ".join(str(x) for x in v) + "]"
 
 
+def _fix_line(fix, who: str, after: str = "") -> Text:
+    """`fix for ENGINE: set KEY = [ids] in config.json`, or why no value can."""
+    if not fix.expressible:
+        return Text.assemble(("no fix", "bold red"), f" {who}: {fix.reason}")
+    return Text.assemble(
+        ("fix", "bold green"),
+        f" {who}: set ",
+        (str(fix.key), "bold"),
+        f" = {_ids(fix.value)} in config.json{after}",
+    )
+
+
 def render_check(rep, out: Console) -> None:
     t = rep.target
     out.print(f"[bold]drafter[/] {escape(rep.drafter)} ({rep.format} format)")
@@ -91,19 +103,9 @@ def render_check(rep, out: Console) -> None:
         if v.served.failure:
             out.print(Text(f"{v.engine}: {v.served.failure}", "red"))
         if v.fix is not None:
-            if v.fix.expressible:
-                out.print(
-                    Text.assemble(
-                        ("fix", "bold green"),
-                        f" for {v.engine}: set ",
-                        (str(v.fix.key), "bold"),
-                        f" = {_ids(v.fix.value)} in config.json",
-                    )
-                )
-                for n in v.fix.notes:
-                    out.print(Text(f"    {n}", "dim"))
-            else:
-                out.print(Text.assemble(("no fix", "bold red"), f" for {v.engine}: {v.fix.reason}"))
+            out.print(_fix_line(v.fix, f"for {v.engine}"))
+            for n in v.fix.notes if v.fix.expressible else ():
+                out.print(Text(f"    {n}", "dim"))
         for f in v.findings:
             out.print(Text(f"{f.severity}: [{v.engine}] {f.message}", SEVERITY_STYLE[f.severity]))
     for f in rep.findings:
@@ -352,17 +354,7 @@ def render_doctor(rep, out: Console) -> None:
         render_search(rep.search, out, L)
     out.print(Rule("verdict", style="bold"))
     if rep.fix is not None:
-        if rep.fix.expressible:
-            out.print(
-                Text.assemble(
-                    ("fix", "bold green"),
-                    f" ({rep.engine}): set ",
-                    (str(rep.fix.key), "bold"),
-                    f" = {_ids(rep.fix.value)} in config.json  -> feeds {rep.fixed_taps}",
-                )
-            )
-        else:
-            out.print(Text(f"no config value fixes it for {rep.engine}: {rep.fix.reason}", "bold red"))
+        out.print(_fix_line(rep.fix, f"({rep.engine})", f"  -> feeds {rep.fixed_taps}"))
     if "served" in rep.evals and "fixed" in rep.evals:
         s, f = rep.evals["served"], rep.evals["fixed"]
         out.print(

@@ -27,7 +27,7 @@ from eaglewire.flags.rule import FlagRule, State
 from eaglewire.flags.sglang_sizes import auto_for
 from eaglewire.flags.values import Edit, LaunchCommand, LintReport, Settings
 from eaglewire.flags.versions import NEWEST, SGLANG, VLLM, resolve_version
-from eaglewire.flags.vllm import vllm_key_known
+from eaglewire.flags.vllm_config import vllm_key_known
 from eaglewire.jsonio import read_json_object
 
 RULES: tuple[FlagRule, ...] = (*sglang.RULES, *vllm.RULES)

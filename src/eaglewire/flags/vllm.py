@@ -11,141 +11,30 @@ import ast
 import functools
 import json
 from collections.abc import Callable
-from typing import Any
-
-from packaging.specifiers import SpecifierSet
-from packaging.version import Version
 
 from eaglewire.errors import InputError
 from eaglewire.flags.context import drafter_kind, local_config
 from eaglewire.flags.parse import VL_LEGACY, VL_SHORT, as_int
 from eaglewire.flags.rule import FlagRule, State, row
-from eaglewire.flags.values import INFO, PROBLEM, WARNING, Change, Edit, FlagFix
+from eaglewire.flags.values import INFO, PROBLEM, WARNING
 from eaglewire.flags.versions import VL_ARGS, VL_CFG, VLLM
+from eaglewire.flags.vllm_config import (
+    VL_INTERNAL,
+    speculators_tokens,
+    vl_fix_dashes,
+    vl_fix_draft_tp,
+    vl_fix_into_config,
+    vl_fix_method,
+    vl_fix_model,
+    vl_fix_remove_keys,
+    vl_fix_short_conflict,
+    vl_fix_tokens,
+    vl_fix_tp_key,
+    vllm_key_known,
+)
 
 rule = functools.partial(row, VLLM)
 RULES: list[FlagRule] = []
-
-# SpeculativeConfig fields, by the versions they exist in (ast of the class body in every version read).
-VLLM_CONFIG_KEYS: dict[str, str] = {
-    "method": ">=0.8.5", "model": ">=0.8.5", "num_speculative_tokens": ">=0.8.5",
-    "draft_tensor_parallel_size": ">=0.8.5", "quantization": ">=0.8.5", "max_model_len": ">=0.8.5",
-    "revision": ">=0.8.5", "code_revision": ">=0.8.5", "prompt_lookup_max": ">=0.8.5",
-    "prompt_lookup_min": ">=0.8.5",
-    "acceptance_method": ">=0.8.5,<0.10.0", "disable_mqa_scorer": ">=0.8.5,<0.10.0",
-    "posterior_alpha": ">=0.8.5,<0.10.0", "posterior_threshold": ">=0.8.5,<0.10.0",
-    "disable_by_batch_size": ">=0.8.5,<0.20.0", "disable_log_stats": ">=0.8.5,<0.14.0",
-    "disable_logprobs": ">=0.8.5,<0.14.0", "enable_chunked_prefill": ">=0.8.5,<0.14.0",
-    "speculative_token_tree": ">=0.9.0,<0.21.0",
-    "disable_padded_drafter_batch": ">=0.11.0", "enforce_eager": ">=0.11.0",
-    "suffix_decoding_max_cached_requests": ">=0.14.0", "suffix_decoding_max_spec_factor": ">=0.14.0",
-    "suffix_decoding_max_tree_depth": ">=0.14.0", "suffix_decoding_min_token_prob": ">=0.14.0",
-    "draft_load_config": ">=0.20.0", "moe_backend": ">=0.20.0", "parallel_drafting": ">=0.20.0",
-    "rejection_sample_method": ">=0.20.0", "synthetic_acceptance_length": ">=0.20.0",
-    "synthetic_acceptance_rates": ">=0.20.0", "use_local_argmax_reduction": ">=0.20.0",
-    "tensor_parallel_size": ">=0.20.0",  # exists only to raise "not a valid argument"
-    "attention_backend": ">=0.21.0", "draft_sample_method": ">=0.21.0",
-    "num_speculative_tokens_per_batch_size": ">=0.24.0",
-    "kv_cache_dtype": ">=0.27.0", "use_heterogeneous_vocab": ">=0.27.0",
-    "dspark_draft_topk": ">=0.28.0", "enable_adaptive_verification": ">=0.28.0",
-    "index_share_for_mtp_iteration": ">=0.29.0", "disable_eagle_block_drop": ">=0.30.0",
-    "disable_lookahead_block_hashes": ">=0.33.0", "draft_lm_head_quantization": ">=0.33.0",
-    "fly_entropy_threshold": ">=0.33.0", "fly_entropy_top_k": ">=0.33.0", "fly_window_size": ">=0.33.0",
-    "xpress_topc": ">=0.33.0",
-}  # fmt: skip
-VL_INTERNAL = (
-    "target_model_config",
-    "target_parallel_config",
-    "draft_model_config",
-    "draft_parallel_config",
-)
-VLLM_DEFAULT_TOKENS = (
-    3  # what a fix proposes when nothing says k: the speculators EAGLE-3 converter's default
-)
-
-
-def vllm_key_known(key: str, version: Version) -> bool:
-    spec = VLLM_CONFIG_KEYS.get(key)
-    return spec is not None and SpecifierSet(spec).contains(version, prereleases=True)
-
-
-def speculators_tokens(config: dict | None) -> int | None:
-    try:
-        value = config["speculators_config"]["proposal_methods"][0]["speculative_tokens"]  # type: ignore[index]
-    except (KeyError, IndexError, TypeError):
-        return None
-    return value if isinstance(value, int) and not isinstance(value, bool) else None
-
-
-def _vl_key_edit(key: str, value: Any = None, remove: bool = False) -> Edit:
-    return Edit("--speculative-config", value, key=key, remove=remove)
-
-
-def _vl_fix_method(st: State, change: Change) -> FlagFix:
-    edit = _vl_key_edit("method", "eagle3")
-    return FlagFix(change.rule, (edit,), f"{edit.render()}: the drafter is EAGLE-3")
-
-
-def _vl_fix_tokens(st: State, change: Change) -> FlagFix:
-    k = speculators_tokens(st.drafter)
-    edit = _vl_key_edit("num_speculative_tokens", k or VLLM_DEFAULT_TOKENS)
-    why = (
-        f"the {k} its speculators config proposes"
-        if k
-        else f"{VLLM_DEFAULT_TOKENS} (the speculators EAGLE-3 converter's default; tune it)"
-    )
-    return FlagFix(change.rule, (edit,), f"{edit.render()}: {why}")
-
-
-def _vl_fix_model(st: State, change: Change) -> FlagFix:
-    edit = _vl_key_edit("model", "<path of the EAGLE-3 drafter>")
-    return FlagFix(change.rule, (edit,), "give the drafter as the config's model", mechanical=False)
-
-
-def _vl_fix_draft_tp(st: State, change: Change) -> FlagFix:
-    edit = _vl_key_edit("draft_tensor_parallel_size", 1)
-    return FlagFix(change.rule, (edit,), f"{edit.render()} (or the target's tensor parallel size)")
-
-
-def _vl_fix_remove_keys(st: State, change: Change) -> FlagFix:
-    keys = change.given if isinstance(change.given, list) else [change.given]
-    edits = tuple(_vl_key_edit(k, remove=True) for k in keys)
-    return FlagFix(change.rule, edits, f"remove {', '.join(keys)} from --speculative-config")
-
-
-def _vl_fix_tp_key(st: State, change: Change) -> FlagFix:
-    value = change.given
-    edits = [_vl_key_edit("tensor_parallel_size", remove=True)]
-    if "draft_tensor_parallel_size" not in st.spec_intended and value in (1, st.v["target_tp"]):
-        edits.append(_vl_key_edit("draft_tensor_parallel_size", value))
-    return FlagFix(change.rule, tuple(edits), "the key is draft_tensor_parallel_size")
-
-
-def _vl_fix_dashes(st: State, change: Change) -> FlagFix:
-    key = str(change.given)
-    new = key.replace("-", "_")
-    edits = (_vl_key_edit(key, remove=True), _vl_key_edit(new, st.spec_intended.get(key)))
-    return FlagFix(change.rule, edits, f"write the key as {new}")
-
-
-def _vl_fix_into_config(st: State, change: Change) -> FlagFix:
-    flag = change.flag
-    key = VL_SHORT.get(flag) or VL_LEGACY[flag][0]
-    value = st.spec_intended.get(key)
-    edits: tuple[Edit, ...] = (Edit(flag, remove=True),)
-    if vllm_key_known(key, st.version):
-        edits += (_vl_key_edit(key, value),)
-        description = f"move {flag} into --speculative-config as {key!r}"
-    else:
-        edits += (_vl_key_edit(key, remove=True),)
-        description = f"remove {flag}: vLLM {st.version} has no {key!r} key"
-    return FlagFix(change.rule, edits, description)
-
-
-def _vl_fix_short_conflict(st: State, change: Change) -> FlagFix:
-    return FlagFix(
-        change.rule, (Edit(change.flag, remove=True),), f"remove {change.flag}: the JSON already sets it"
-    )
 
 
 def _vl_legacy(rule: FlagRule, st: State) -> None:
@@ -166,7 +55,7 @@ RULES += [
     rule("vllm.legacy_flags", ">=0.8.5", PROBLEM,
        "vllm 0.8.0 engine/arg_utils.py:779-878 defines --speculative-model, --num-speculative-tokens, ...; "
        "0.8.5+ engine/arg_utils.py has only --speculative-config",
-       "removed individual speculative flags", _vl_legacy, _vl_fix_into_config, fails=True),
+       "removed individual speculative flags", _vl_legacy, vl_fix_into_config, fails=True),
 ]  # fmt: skip
 
 
@@ -186,7 +75,7 @@ def _vl_short_unknown(rule: FlagRule, st: State) -> None:
 RULES += [
     rule("vllm.short_flags_unknown", ">=0.8.5,<0.22.0", PROBLEM,
        "vllm 0.21.0 engine/arg_utils.py has no --spec-method/--spec-model/--spec-tokens (0.22.0 adds them)",
-       "--spec-* flags do not exist yet", _vl_short_unknown, _vl_fix_into_config, fails=True),
+       "--spec-* flags do not exist yet", _vl_short_unknown, vl_fix_into_config, fails=True),
 ]  # fmt: skip
 
 
@@ -229,7 +118,7 @@ def _vl_short_conflict(rule: FlagRule, st: State) -> None:
 RULES += [
     rule("vllm.short_flags_conflict", ">=0.22.0", PROBLEM,
        f"{VL_ARGS}:2117-2120 ('{{flag}} and --speculative-config[...] are mutually exclusive')",
-       "a --spec-* flag and the same JSON key", _vl_short_conflict, _vl_fix_short_conflict, fails=True),
+       "a --spec-* flag and the same JSON key", _vl_short_conflict, vl_fix_short_conflict, fails=True),
 ]  # fmt: skip
 
 
@@ -321,7 +210,7 @@ RULES += [
     rule("vllm.config_key_dashes", ">=0.8.5,<0.27.0", PROBLEM,
        "vllm 0.24.0 engine/arg_utils.py create_speculative_config passes keys unchanged (0.27.0 adds "
        "k.replace('-', '_'))",
-       "dashed keys are unknown", _vl_dashes(False), _vl_fix_dashes, fails=True),
+       "dashed keys are unknown", _vl_dashes(False), vl_fix_dashes, fails=True),
     rule("vllm.config_key_dashes", ">=0.27.0", INFO,
        f"{VL_ARGS}:2125-2128 (`k.replace('-', '_')`)", "dashed keys are normalized", _vl_dashes(True)),
 ]  # fmt: skip
@@ -344,7 +233,7 @@ RULES += [
     rule("vllm.tensor_parallel_size_key", ">=0.8.5", PROBLEM,
        f"{VL_CFG}:430-433, 1939-1944 _verify_args (ValueError from 0.20.0; before, SpeculativeConfig has no such "
        "field: unexpected keyword)",
-       "tensor_parallel_size in the speculative config", _vl_tp_key, _vl_fix_tp_key, fails=True),
+       "tensor_parallel_size in the speculative config", _vl_tp_key, vl_fix_tp_key, fails=True),
 ]  # fmt: skip
 
 
@@ -367,7 +256,7 @@ RULES += [
     rule("vllm.unknown_keys", ">=0.8.5", PROBLEM,
        "SpeculativeConfig fields per version (vllm 0.8.5-0.33.0 config class bodies); vllm 0.33.0 config/utils.py:"
        "70-71 ConfigDict(extra='forbid'); 0.8.5 SpeculativeConfig.from_dict = cls(**dict)",
-       "unknown speculative config keys", _vl_unknown_keys, _vl_fix_remove_keys, fails=True),
+       "unknown speculative config keys", _vl_unknown_keys, vl_fix_remove_keys, fails=True),
 ]  # fmt: skip
 
 
@@ -387,7 +276,7 @@ def _vl_model_missing(rule: FlagRule, st: State) -> None:
 RULES += [
     rule("vllm.model_missing", ">=0.8.5", PROBLEM,
        f"{VL_CFG}:1252-1295 ('num_speculative_tokens was provided but without speculative model')",
-       "no draft model", _vl_model_missing, _vl_fix_model, fails=True),
+       "no draft model", _vl_model_missing, vl_fix_model, fails=True),
 ]  # fmt: skip
 
 
@@ -442,7 +331,7 @@ RULES += [
     rule("vllm.eagle3_drafter_as_draft_model", ">=0.8.5", PROBLEM,
        f"{VL_CFG}:1429-1510 (draft_model keeps the checkpoint's own architecture; EAGLEConfig wrapping only for "
        "eagle/eagle3)",
-       "an EAGLE-3 head run as a draft model", _vl_eagle3_as_draft_model, _vl_fix_method),
+       "an EAGLE-3 head run as a draft model", _vl_eagle3_as_draft_model, vl_fix_method),
 ]  # fmt: skip
 
 
@@ -485,7 +374,7 @@ RULES += [
     rule("vllm.eagle_with_eagle3_drafter", ">=0.8.5", PROBLEM,
        "vllm 0.33.0 transformers_utils/configs/eagle.py:43-66 (method 'eagle' maps architectures to Eagle<arch>); "
        "aux hidden states only for eagle3 (config/speculative.py use_eagle/compute_hash)",
-       "method eagle with an EAGLE-3 drafter", _vl_eagle_with_eagle3, _vl_fix_method, fails=True),
+       "method eagle with an EAGLE-3 drafter", _vl_eagle_with_eagle3, vl_fix_method, fails=True),
 ]  # fmt: skip
 
 
@@ -535,7 +424,7 @@ RULES += [
     rule("vllm.num_speculative_tokens_missing", ">=0.8.5", PROBLEM,
        f"{VL_CFG}:1614-1618, 1946-1951; speculators proposal_methods read only by transformers_utils/config.py "
        "maybe_override_with_speculators (served model)",
-       "num_speculative_tokens missing", _vl_tokens_missing, _vl_fix_tokens, fails=True),
+       "num_speculative_tokens missing", _vl_tokens_missing, vl_fix_tokens, fails=True),
 ]  # fmt: skip
 
 
@@ -554,7 +443,7 @@ def _vl_tokens_positive(rule: FlagRule, st: State) -> None:
 RULES += [
     rule("vllm.num_speculative_tokens_positive", ">=0.8.5", PROBLEM,
        f"{VL_CFG}:413 (Field gt=0), 1967-1971; vllm 0.8.5 config.py:2550-2552",
-       "num_speculative_tokens <= 0", _vl_tokens_positive, _vl_fix_tokens, fails=True),
+       "num_speculative_tokens <= 0", _vl_tokens_positive, vl_fix_tokens, fails=True),
 ]  # fmt: skip
 
 
@@ -577,7 +466,7 @@ def _vl_draft_tp(rule: FlagRule, st: State) -> None:
 RULES += [
     rule("vllm.draft_tensor_parallel_size", ">=0.8.5", PROBLEM,
        f"{VL_CFG}:1849-1870 _verify_and_get_draft_tp; vllm 0.8.5 config.py:2489-2515",
-       "draft TP must be 1 or the target TP", _vl_draft_tp, _vl_fix_draft_tp, fails=True),
+       "draft TP must be 1 or the target TP", _vl_draft_tp, vl_fix_draft_tp, fails=True),
 ]  # fmt: skip
 
 

@@ -3,7 +3,7 @@
 Every framework agrees: `target_id = draft_id + d2t[draft_id]` (offsets, zeros = identity), and `t2d` is a bool
 mask over the target vocabulary with exactly `draft_vocab_size` Trues at those target ids (SpecForge
 data/preprocessing.py:760-765; SGLang `hot_token_id = d2t + arange`; vLLM `arange + draft_id_to_target_id`).
-The named bugs are ones users actually shipped (engine-facts.md section 5, items 11-14).
+The named bugs are ones users actually shipped (docs/engine-facts.md section 5, items 11-14).
 """
 
 from __future__ import annotations

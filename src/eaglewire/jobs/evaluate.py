@@ -5,7 +5,7 @@ Two measurements on the same drafter and taps:
   (its own hidden state and its own proposed tokens fed back). Per step k: unconditional agreement with the
   target's greedy token, conditional agreement alpha_k (given every earlier step agreed), predicted chain accept
   length tau(K) = 1 + sum_k prod_{i<=k} alpha_i (bonus token included, SGLang/vLLM convention), and SGLang tree
-  settings simulated on the same rows (sglang-tree.md).
+  settings simulated on the same rows (docs/sglang-tree.md).
 - teacher-forced: on the data as given, true tokens fed at each step, own hidden state fed back: the acc_k that
   EAGLE, SpecForge, speculators and `eaglewire train` log, so it is comparable with recorded training metrics.
 """

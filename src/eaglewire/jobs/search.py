@@ -6,7 +6,7 @@ trained-as-inferred and default taps with every convention's off-by-one variant,
 slot over all taps. The score is the step-0 cross-entropy to the target's distribution (continuous, so it
 separates candidates that top-1 accuracy cannot), with accuracy reported beside it.
 
-Adjacent taps of a shallow target are nearly interchangeable (observations.md), so the result is the best
+Adjacent taps of a shallow target are nearly interchangeable (docs/observations.md), so the result is the best
 wiring plus every candidate statistically indistinguishable from it (paired bootstrap over samples), and the
 accuracy the served wiring loses against the best with a confidence interval.
 """

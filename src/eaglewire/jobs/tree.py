@@ -1,4 +1,4 @@
-"""SGLang's EAGLE draft tree (sglang-tree.md sections 1-3), for many roots at once.
+"""SGLang's EAGLE draft tree (docs/sglang-tree.md sections 1-3), for many roots at once.
 
 For (N = speculative_num_steps, K = speculative_eagle_topk, D = speculative_num_draft_tokens):
 depth 1 holds the K best tokens of the draft-extend row; each of the N-1 draft forwards expands the K best

@@ -162,9 +162,9 @@ def build_drafter(r: DrafterRecipe, zoo: Path, work: Path, progress: Callable | 
     """Train one bundled drafter on the target (online capture), validated on held-out stdlib windows."""
     from eaglewire import zoo as zoo_pkg
     from eaglewire.capture import OnlineSource
+    from eaglewire.jobs.train import TrainConfig, train_drafter
     from eaglewire.taps import Wiring
     from eaglewire.targets import load_target
-    from eaglewire.jobs.train import TrainConfig, train_drafter
 
     tgt = load_target(target_dir_of(zoo))
     wiring = Wiring.parse(r.taps)
@@ -238,8 +238,8 @@ def chain_test(zoo: Path, name: str, prompts: int = 16, steps: int = 5) -> dict:
     """The standalone chain test of a bundled drafter on the target's greedy continuations of held-out prompts."""
     from eaglewire import zoo as zoo_pkg
     from eaglewire.drafter import Eagle3Drafter
-    from eaglewire.jobs.evaluate import DEFAULT_TREES, chain_data, evaluate
     from eaglewire.formats import read_drafter
+    from eaglewire.jobs.evaluate import DEFAULT_TREES, chain_data, evaluate
     from eaglewire.taps import Wiring
     from eaglewire.targets import load_target
 
