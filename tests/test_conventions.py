@@ -41,7 +41,7 @@ def test_every_row_cites_a_source_and_checked_versions():
 
 
 def test_sglang_llama_0_5_23():
-    r = row("sglang-llama-0.5.15+")
+    r = row("sglang-llama-0.5.22+")
     assert "llama.py" in r.source
     assert taps(conv.resolve(r, {}, L)) == [2, 30, 58]  # default, no +1
     assert taps(conv.resolve(r, nested([2, 30, 58]), L)) == [3, 31, 59]  # F(v) = v + 1
@@ -59,7 +59,7 @@ def test_sglang_llama_0_5_23():
 
 
 def test_sglang_llama_0_5_14():
-    r = row("sglang-llama-<=0.5.14")
+    r = row("sglang-llama-0.5.11-0.5.21")
     assert "0.5.14" in r.source
     assert taps(conv.resolve(r, {}, L)) == [2, 30, 58]
     assert taps(conv.resolve(r, nested([1, 29, 57]), L)) == [2, 30, 58]
@@ -70,7 +70,7 @@ def test_sglang_llama_0_5_14():
 
 
 def test_sglang_deepseek_0_5_13_plus_first_id_heuristic():
-    r = row("sglang-deepseek-0.5.13+")
+    r = row("sglang-deepseek-0.5.17+")
     assert "deepseek_v2.py" in r.source and "25454" in r.source
     assert taps(conv.resolve(r, {}, L)) == [2, 30, 58]
     assert taps(conv.resolve(r, nested([1, 29, 57]), L)) == [2, 30, 58]  # first id 1: +1
@@ -86,7 +86,7 @@ def test_sglang_deepseek_0_5_13_plus_first_id_heuristic():
 
 
 def test_sglang_deepseek_0_5_12():
-    r = row("sglang-deepseek-<=0.5.12")
+    r = row("sglang-deepseek-0.5.11-0.5.12")
     assert taps(conv.resolve(r, nested([2, 30, 58]), L)) == [3, 31, 59]  # unconditional +1
     assert taps(conv.resolve(r, nested([1, 29, 57]), L)) == [2, 30, 58]
     assert "TypeError" in conv.resolve(r, nested([-1, 2, 30]), L).failure
@@ -193,9 +193,9 @@ def test_eagle_reference():
 COLUMNS = {
     "vllm-llama": (row("vllm-llama-v1-0.33"), top),
     "vllm-deepseek": (row("vllm-deepseek-v1-0.33"), top),
-    "sglang-llama": (row("sglang-llama-0.5.15+"), nested),
-    "sglang-deepseek>=0.5.13": (row("sglang-deepseek-0.5.13+"), nested),
-    "sglang-deepseek<=0.5.12": (row("sglang-deepseek-<=0.5.12"), nested),
+    "sglang-llama": (row("sglang-llama-0.5.22+"), nested),
+    "sglang-deepseek>=0.5.13": (row("sglang-deepseek-0.5.17+"), nested),
+    "sglang-deepseek<=0.5.12": (row("sglang-deepseek-0.5.11-0.5.12"), nested),
     "modelopt": (row("modelopt-0.47"), nested),
 }
 CRASH, DROPPED = "crash", "dropped"
@@ -222,16 +222,16 @@ def test_worked_table_d(ids):
 
 def test_worked_table_d_sglang_0_5_14_column_note():
     # "[-1, 2, 30] -> 0, 3, 31 (0.5.23); crash <= 0.5.14" for SGLang llama-family.
-    assert "TypeError" in conv.resolve(row("sglang-llama-<=0.5.14"), nested([-1, 2, 30]), L).failure
+    assert "TypeError" in conv.resolve(row("sglang-llama-0.5.11-0.5.21"), nested([-1, 2, 30]), L).failure
 
 
 VALUE_FOR_EMBED_3_31 = {
     "vllm-llama-mrv2-0.33": [0, 3, 31],
     "vllm-deepseek-mrv2-0.33": None,
     "speculators-0.9": [0, 3, 31],
-    "sglang-deepseek-0.5.13+": [0, 3, 31],
-    "sglang-llama-0.5.15+": [-1, 2, 30],
-    "sglang-deepseek-<=0.5.12": None,
+    "sglang-deepseek-0.5.17+": [0, 3, 31],
+    "sglang-llama-0.5.22+": [-1, 2, 30],
+    "sglang-deepseek-0.5.11-0.5.12": None,
     "specforge-deepseek": [0, 3, 31],
     "specforge-llama": None,
     "modelopt-0.47": None,
@@ -255,10 +255,10 @@ def test_config_value_for_embed_out2_out30(key):
 
 def test_rows_for_versions():
     pick = lambda spec, cls: [m.row.key for m in conv.rows_for(conv.parse_spec(spec), cls)]  # noqa: E731
-    assert pick("sglang==0.5.23", "deepseek") == ["sglang-deepseek-0.5.13+"]
-    assert pick("sglang==0.5.12", "deepseek") == ["sglang-deepseek-<=0.5.12"]
-    assert pick("sglang==0.5.14", "llama") == ["sglang-llama-<=0.5.14"]
-    assert pick("sglang==0.5.23", "llama") == ["sglang-llama-0.5.15+"]
+    assert pick("sglang==0.5.23", "deepseek") == ["sglang-deepseek-0.5.17+"]
+    assert pick("sglang==0.5.12", "deepseek") == ["sglang-deepseek-0.5.11-0.5.12"]
+    assert pick("sglang==0.5.14", "llama") == ["sglang-llama-0.5.11-0.5.21"]
+    assert pick("sglang==0.5.23", "llama") == ["sglang-llama-0.5.22+"]
     assert sorted(pick("vllm==0.33.0", "llama")) == ["vllm-llama-mrv2-0.33", "vllm-llama-v1-0.33"]
     near = conv.rows_for(conv.parse_spec("vllm==0.40.1"), "llama")
     assert near and not near[0].exact

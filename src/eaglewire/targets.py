@@ -15,24 +15,53 @@ from pathlib import Path
 from eaglewire.errors import InputError
 from eaglewire.jsonio import read_json_object, str_list
 
-# family -> (architectures, model_types, engine class). The engine class is what decides a convention row:
-# SGLang and vLLM capture aux hidden states differently in their llama-style models and in deepseek_v2.py.
-FAMILIES: dict[str, tuple[frozenset[str], frozenset[str], str]] = {
-    "llama": (frozenset({"LlamaForCausalLM"}), frozenset({"llama"}), "llama"),
-    "mistral": (frozenset({"MistralForCausalLM"}), frozenset({"mistral"}), "llama"),
-    "qwen2": (frozenset({"Qwen2ForCausalLM"}), frozenset({"qwen2"}), "llama"),
-    "qwen3": (frozenset({"Qwen3ForCausalLM"}), frozenset({"qwen3"}), "llama"),
-    "qwen3_moe": (frozenset({"Qwen3MoeForCausalLM"}), frozenset({"qwen3_moe"}), "llama"),
-    "deepseek_v2": (frozenset({"DeepseekV2ForCausalLM"}), frozenset({"deepseek_v2"}), "deepseek"),
-    "deepseek_v3": (
-        frozenset({"DeepseekV3ForCausalLM", "DeepseekV32ForCausalLM"}),
-        frozenset({"deepseek_v3", "deepseek_v32"}),
-        "deepseek",
-    ),
-    "kimi_k2": (frozenset(), frozenset({"kimi_k2"}), "deepseek"),
-    "kimi_k25": (frozenset({"KimiK25ForConditionalGeneration"}), frozenset({"kimi_k25"}), "deepseek"),
+
+@dataclass(frozen=True)
+class Family:
+    """A target family: the architectures and model types that name it. Which engine model file runs it, and so
+    which convention row applies, is `conventions.models`' business."""
+
+    architectures: frozenset[str]
+    model_types: frozenset[str]
+    wrapper: bool = False  # a multimodal / wrapper class whose text model sits under `text_config`
+
+
+def _f(archs: set[str], types: set[str], wrapper: bool = False) -> Family:
+    return Family(frozenset(archs), frozenset(types), wrapper)
+
+
+# Every family with a published EAGLE-3 drafter (docs/conventions.md (a)); anything else reads as "generic".
+FAMILIES: dict[str, Family] = {
+    "llama": _f({"LlamaForCausalLM"}, {"llama"}),
+    "llama4": _f({"Llama4ForConditionalGeneration", "Llama4ForCausalLM"}, {"llama4", "llama4_text"}, True),
+    "mistral": _f({"MistralForCausalLM"}, {"mistral"}),
+    "mistral3": _f({"Mistral3ForConditionalGeneration"}, {"mistral3"}, True),
+    "qwen2": _f({"Qwen2ForCausalLM"}, {"qwen2"}),
+    "qwen2_5_vl": _f({"Qwen2_5_VLForConditionalGeneration"}, {"qwen2_5_vl", "qwen2_5_vl_text"}, True),
+    "qwen2_vl": _f({"Qwen2VLForConditionalGeneration"}, {"qwen2_vl", "qwen2_vl_text"}, True),
+    "qwen3": _f({"Qwen3ForCausalLM"}, {"qwen3"}),
+    "qwen3_moe": _f({"Qwen3MoeForCausalLM"}, {"qwen3_moe"}),
+    "qwen3_next": _f({"Qwen3NextForCausalLM"}, {"qwen3_next"}),
+    "qwen3_vl": _f({"Qwen3VLForConditionalGeneration"}, {"qwen3_vl", "qwen3_vl_text"}, True),
+    "qwen3_vl_moe": _f({"Qwen3VLMoeForConditionalGeneration"}, {"qwen3_vl_moe", "qwen3_vl_moe_text"}, True),
+    "gpt_oss": _f({"GptOssForCausalLM"}, {"gpt_oss"}),
+    "deepseek_v2": _f({"DeepseekV2ForCausalLM"}, {"deepseek_v2"}),
+    "deepseek_v3": _f({"DeepseekV3ForCausalLM"}, {"deepseek_v3"}),
+    "deepseek_v32": _f({"DeepseekV32ForCausalLM"}, {"deepseek_v32"}),
+    "deepseek_v4": _f({"DeepseekV4ForCausalLM"}, {"deepseek_v4"}),
+    "kimi_k2": _f(set(), {"kimi_k2"}),
+    "kimi_k25": _f({"KimiK25ForConditionalGeneration"}, {"kimi_k25"}, True),
+    "glm4_moe": _f({"Glm4MoeForCausalLM"}, {"glm4_moe"}),
+    "minimax_m2": _f({"MiniMaxM2ForCausalLM"}, {"minimax_m2"}),
 }
-ENGINE_CLASSES = ("llama", "deepseek")
+GENERIC = (
+    "generic"  # an architecture eaglewire has no facts for: read as a generic decoder, verdicts unverified
+)
+
+# Keys other configs use for the three numbers eaglewire needs (GPT-2 style, Falcon, MPT, ...).
+LAYER_KEYS = ("num_hidden_layers", "n_layer", "num_layers", "n_layers")
+HIDDEN_KEYS = ("hidden_size", "n_embd", "d_model", "dim")
+VOCAB_KEYS = ("vocab_size", "padded_vocab_size", "n_vocab")
 
 
 @dataclass(frozen=True)
@@ -42,7 +71,7 @@ class TargetInfo:
     architecture: str  # as the engines see it: the top-level `architectures[0]`
     text_architecture: str  # the architecture of the text model (differs for wrappers)
     model_type: str
-    family: str  # key of FAMILIES
+    family: str  # key of FAMILIES, or GENERIC
     num_layers: int
     hidden_size: int
     vocab_size: int
@@ -50,10 +79,11 @@ class TargetInfo:
     tokenizer_sha256: str | None = None
     wrapped: bool = False
     extra: dict = field(default_factory=dict, compare=False)
+    config: dict = field(default_factory=dict, compare=False, repr=False)  # the text model's config.json
 
     @property
-    def engine_class(self) -> str:
-        return FAMILIES[self.family][2]
+    def known_family(self) -> bool:
+        return self.family in FAMILIES
 
     def identity(self) -> dict:
         """The provenance record: enough to tell a drafter's target from another one without weights."""
@@ -68,20 +98,25 @@ class TargetInfo:
 
 
 def _family_of(archs: list[str], model_type: str) -> str | None:
-    for fam, (_, types, _) in FAMILIES.items():
-        if model_type in types:
-            return fam
-    for fam, (fam_archs, _, _) in FAMILIES.items():
-        if any(a in fam_archs for a in archs):
-            return fam
+    for name, fam in FAMILIES.items():
+        if model_type in fam.model_types:
+            return name
+    for name, fam in FAMILIES.items():
+        if any(a in fam.architectures for a in archs):
+            return name
     return None
 
 
-def _int_key(cfg: dict, key: str, path: Path) -> int:
-    value = cfg.get(key)
-    if isinstance(value, bool) or not isinstance(value, int) or value <= 0:
-        raise InputError(f"{path}: key {key!r} must be a positive integer, found {value!r}")
-    return value
+def _int_key(cfg: dict, keys: tuple[str, ...], path: Path, fallback: dict | None = None) -> int:
+    """The first of `keys` present (in the text config, else the top-level one), a positive integer."""
+    for where in (cfg, fallback or {}):
+        for key in keys:
+            if key in where:
+                value = where[key]
+                if isinstance(value, bool) or not isinstance(value, int) or value <= 0:
+                    raise InputError(f"{path}: key {key!r} must be a positive integer, found {value!r}")
+                return value
+    raise InputError(f"{path}: key {keys[0]!r} must be a positive integer, found None")
 
 
 def _string(cfg: dict, key: str, path: Path) -> str:
@@ -125,24 +160,24 @@ def read_target(path: Path | str) -> TargetInfo:
     where = Path(f"{cfg_file}{' text_config' if wrapped else ''}")
     text_archs = str_list(text, "architectures", where) or archs
     text_type = _string(text, "model_type", where) or model_type
-    # A known wrapper (Kimi-K2.5) names its own family; otherwise the text model decides.
+    # A known wrapper (Kimi-K2.5, Llama-4, Qwen-VL) names its own family; otherwise the text model decides.
     family = _family_of(list(archs), model_type) if wrapped else None
-    family = family or _family_of(list(text_archs), text_type) or _family_of(list(archs), model_type)
-    if family is None:
-        shown = archs[0] if archs else f"model_type {model_type!r}"
-        known = ", ".join(sorted({a for f in FAMILIES.values() for a in f[0]}))
-        raise InputError(f"{cfg_file}: unknown target architecture {shown}; eaglewire knows {known}")
+    family = (
+        family or _family_of(list(text_archs), text_type) or _family_of(list(archs), model_type) or GENERIC
+    )
+    top = cfg if wrapped else None
     return TargetInfo(
-        architecture=archs[0] if archs else (text_archs[0] if text_archs else family),
+        architecture=archs[0] if archs else (text_archs[0] if text_archs else model_type or family),
         text_architecture=text_archs[0] if text_archs else (archs[0] if archs else family),
         model_type=text_type or model_type,
         family=family,
-        num_layers=_int_key(text, "num_hidden_layers", where),
-        hidden_size=_int_key(text, "hidden_size", where),
-        vocab_size=_int_key(text, "vocab_size", where),
+        num_layers=_int_key(text, LAYER_KEYS, where, top),
+        hidden_size=_int_key(text, HIDDEN_KEYS, where, top),
+        vocab_size=_int_key(text, VOCAB_KEYS, where, top),
         source=str(cfg_file),
         tokenizer_sha256=tokenizer_sha256(cfg_file.parent),
         wrapped=wrapped,
+        config=dict(text),
     )
 
 

@@ -80,7 +80,7 @@ def check(
 
     rep = check_job(drafter, target, engine or ["sglang", "vllm"], wiring(trained_on), trained_with, fix_into)
     render.show(rep, json_out, render.render_check)
-    exit_with(rep.has_problem)
+    exit_with(rep.verdict != "ok")
 
 
 @app.command(context_settings={"allow_extra_args": True, "ignore_unknown_options": True})
@@ -302,7 +302,7 @@ def doctor(
     render.show(rep, json_out, render.render_doctor)
     if report_dir is not None and not json_out:
         render.console().print(f"report: {report_dir / 'index.html'}")
-    exit_with(rep.has_problem)
+    exit_with(rep.verdict != "ok")
 
 
 @app.command()

@@ -184,7 +184,10 @@ def doctor_report(rep, out: Path) -> list[Path]:
         )
     data = rep.to_dict()
     sections = [
-        ("Verdict", ("PROBLEM\n" if rep.has_problem else "OK\n") + "\n".join(rep.problems)),
+        (
+            "Verdict",
+            rep.verdict.upper() + "\n" + "\n".join(rep.problems + [f"unknown: {u}" for u in rep.unknowns]),
+        ),
         (
             "Taps",
             f"served: {rep.served}\ntrained: {rep.trained} ({rep.trained_basis})\nafter the fix: {rep.fixed_taps}",

@@ -15,7 +15,7 @@ from rich.rule import Rule
 from rich.table import Table
 from rich.text import Text
 
-STATUS_STYLE = {"ok": "bold green", "mismatch": "bold red", "fails": "bold red", "unknown": "yellow"}
+STATUS_STYLE = {"ok": "bold green", "mismatch": "bold red", "fails": "bold red", "unverified": "bold yellow"}
 SEVERITY_STYLE = {"problem": "bold red", "warning": "yellow", "info": "dim"}
 
 
@@ -110,12 +110,17 @@ def render_check(rep, out: Console) -> None:
             out.print(Text(f"{f.severity}: [{v.engine}] {f.message}", SEVERITY_STYLE[f.severity]))
     for f in rep.findings:
         out.print(Text(f"{f.severity}: {f.message}", SEVERITY_STYLE[f.severity]))
-    verdict = (
-        "PROBLEM: the engine will not feed this drafter what it was trained on"
-        if rep.has_problem
-        else "OK: every engine feeds the trained taps"
-    )
-    out.print(Text(verdict, "bold red" if rep.has_problem else "bold green"))
+    for u in rep.unknowns:
+        out.print(Text(f"unknown: {u}", "yellow"))
+    verdict = {
+        "problem": ("PROBLEM: the engine will not feed this drafter what it was trained on", "bold red"),
+        "unverified": (
+            "UNVERIFIED: not every fact behind the verdict is known (see 'unknown' above)",
+            "bold yellow",
+        ),
+        "ok": ("OK: every engine feeds the trained taps", "bold green"),
+    }[rep.verdict]
+    out.print(Text(*verdict))
     if getattr(rep, "fixed_copy", None) is not None:
         out.print(f"wrote a fixed copy to {rep.fixed_copy}")
 
@@ -364,12 +369,10 @@ def render_doctor(rep, out: Console) -> None:
         out.print(Text(f"note: {n}", "dim"))
     for p in rep.problems:
         out.print(Text(f"problem: {p}", "bold red"))
-    out.print(
-        Text(
-            "VERDICT: PROBLEM" if rep.has_problem else "VERDICT: OK",
-            "bold red" if rep.has_problem else "bold green",
-        )
-    )
+    for u in rep.unknowns:
+        out.print(Text(f"unknown: {u}", "yellow"))
+    style = {"problem": "bold red", "unverified": "bold yellow", "ok": "bold green"}[rep.verdict]
+    out.print(Text(f"VERDICT: {rep.verdict.upper()}", style))
 
 
 def render_capture(res, out: Console) -> None:

@@ -60,6 +60,10 @@ class Provenance:
     draft_vocab: dict | None = None
     training: dict | None = None  # metrics (per-step accuracy, loss, steps, ...)
     written_by: str | None = None
+    taps_basis: str | None = None  # where the taps came from when the writer did not train the drafter
+    taps_known: bool | None = (
+        None  # whether that basis was a known fact (None: written by the trainer itself)
+    )
 
     @classmethod
     def from_config(cls, config: dict) -> Provenance | None:
@@ -67,7 +71,8 @@ class Provenance:
         if not isinstance(block, dict) or not isinstance(block.get("provenance"), dict):
             return None
         p = block["provenance"]
-        known = {k: p.get(k) for k in ("taps", "target", "draft_vocab", "training", "written_by")}
+        keys = ("taps", "target", "draft_vocab", "training", "written_by", "taps_basis", "taps_known")
+        known = {k: p.get(k) for k in keys}
         return cls(**known)
 
     def to_config(self) -> dict:

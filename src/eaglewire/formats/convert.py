@@ -62,6 +62,8 @@ def convert(
     taps = trained.wiring
     out = _prepared(ckpt, to)
     prov = out.provenance or Provenance()
+    if not prov.taps or trained_on is not None:  # a recorded basis travels with the taps unchanged
+        prov.taps_basis, prov.taps_known = trained.basis, trained.known
     prov.taps = str(taps)
     prov.target = prov.target or tinfo.identity()
     prov.written_by = prov.written_by or f"eaglewire convert from {ckpt.format}"
@@ -103,7 +105,7 @@ def format_config(ckpt: DrafterCheckpoint, fmt: str, taps: Wiring, target: Targe
     otherwise (a freshly trained drafter must still be written) the id list is left out and a note says why:
     the provenance still records the taps, so `check` reports the problem for that engine."""
     L = target.num_layers
-    fix = conv.config_value_for(native_row(fmt, target.engine_class), taps, L)
+    fix = conv.config_value_for(native_row(fmt, target.family), taps, L)
     notes: list[str] = []
     if not fix.expressible:
         if strict:
@@ -116,7 +118,7 @@ def format_config(ckpt: DrafterCheckpoint, fmt: str, taps: Wiring, target: Targe
     if fmt == "eagle":
         # vLLM reads a top-level list first (MRV2 never reads eagle_config): write its value too, so both
         # engines feed the same taps from one config.json.
-        for m in conv.rows_for(conv.parse_spec("vllm"), target.engine_class):
+        for m in conv.rows_for(conv.parse_spec("vllm"), target.family):
             vfix = conv.config_value_for(m.row, taps, L)
             if vfix.expressible and vfix.key == "eagle_aux_hidden_state_layer_ids":
                 cfg["eagle_aux_hidden_state_layer_ids"] = extra[vfix.key] = list(vfix.value or [])

@@ -107,7 +107,7 @@ def inspect_drafter(path: Path | str, target: Path | str | None = None) -> Inspe
         ins.target = tinfo
         ins.trained = trained_taps(ckpt, tinfo)
         for row in conv.ROWS:
-            if row.role != "serve" or row.engine_class not in (tinfo.engine_class, "any"):
+            if row.role != "serve" or not row.covers_model(conv.model_file(row.framework, tinfo.family)[0]):
                 continue
             res = conv.resolve(row, ckpt.config, tinfo.num_layers)
             ins.served.append(

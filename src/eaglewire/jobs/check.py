@@ -1,8 +1,10 @@
 """The static wiring check: which taps each engine will feed a drafter, against the taps it was trained on.
 
 Configs only, no weights needed beyond the drafter's own (shapes are checked when present). For every engine
-row the verdict is one of: "ok", "mismatch" (fed other taps than trained), "fails" (the engine crashes or drops a
-state), with the exact config value that fixes it or the reason no value can.
+row the verdict is one of: "ok" (every fact behind it known: the engine version read at source, the target
+family in the engine's table, the training taps recorded or given), "mismatch" (fed other taps than trained),
+"fails" (the engine crashes or drops a state), or "unverified" (a fact is missing: the report names it and the
+flag that supplies it), with the exact config value that fixes a mismatch or the reason no value can.
 """
 
 from __future__ import annotations
@@ -35,9 +37,11 @@ class EngineVerdict:
     exact_version: bool
     reads: str  # the config file the engine reads
     served: conv.Resolution
-    status: str  # "ok" | "mismatch" | "fails" | "unknown"
+    status: str  # "ok" | "mismatch" | "fails" | "unverified"
     fix: conv.ConfigFix | None = None
     findings: list[Finding] = field(default_factory=list)
+    unknowns: list[str] = field(default_factory=list)  # what is not known, each with what would settle it
+    verified_version: bool = True  # the engine version lies where the row was read at source
 
     @property
     def problem(self) -> bool:
@@ -59,6 +63,20 @@ class CheckReport:
     @property
     def has_problem(self) -> bool:
         return any(v.problem for v in self.verdicts) or any(f.severity == "problem" for f in self.findings)
+
+    @property
+    def unverified(self) -> bool:
+        """No problem found, but not every fact is known: not `ok`."""
+        return not self.has_problem and any(v.status == "unverified" for v in self.verdicts)
+
+    @property
+    def verdict(self) -> str:
+        return "problem" if self.has_problem else "unverified" if self.unverified else "ok"
+
+    @property
+    def unknowns(self) -> list[str]:
+        seen = [u for v in self.verdicts for u in v.unknowns]
+        return list(dict.fromkeys(([self.trained.unknown] if self.trained.unknown else []) + seen))
 
     def to_dict(self) -> dict:
         def verdict(v: EngineVerdict) -> dict:
@@ -83,6 +101,8 @@ class CheckReport:
                     "notes": v.fix.notes,
                 },
                 "findings": [asdict(f) for f in v.findings],
+                "unknowns": v.unknowns,
+                "verified_version": v.verified_version,
                 "source": v.served.row.source,
             }
 
@@ -96,6 +116,9 @@ class CheckReport:
                 "confidence": self.trained.confidence,
                 "ids": self.trained.ids,
                 "key": self.trained.key,
+                "known": self.trained.known,
+                "unknown": self.trained.unknown,
+                "candidates": self.trained.candidates,
             },
             "engines": [verdict(v) for v in self.verdicts],
             "findings": [asdict(f) for f in self.findings],
@@ -103,7 +126,8 @@ class CheckReport:
             if self.vocab is None
             else {"ok": self.vocab.ok, "findings": [asdict(f) for f in self.vocab.findings]},
             "config_files": self.config_files,
-            "status": "problem" if self.has_problem else "ok",
+            "status": self.verdict,
+            "unknowns": self.unknowns,
         } | ({"fixed_copy": str(self.fixed_copy)} if self.fixed_copy is not None else {})
 
 
@@ -253,43 +277,15 @@ def check(
         tinfo = target_from_provenance(ckpt)
         if tinfo is None:
             raise InputError(f"{ckpt.where()}: no provenance names the target; pass --target CONFIG_OR_DIR")
-    L = tinfo.num_layers
     trained = trained_taps(ckpt, tinfo, trained_on, trained_with)
     verdicts: list[EngineVerdict] = []
     for text in engines:
         spec = conv.parse_spec(text)
-        matches = [m for m in conv.rows_for(spec, tinfo.engine_class) if m.row.role == "serve"]
+        matches = [m for m in conv.rows_for(spec, tinfo.family) if m.row.role == "serve"]
         if not matches:
             raise InputError(f"--engine {text}: not a serving engine (use sglang==X or vllm==X)")
         for m in matches:
-            served = conv.resolve(m.row, ckpt.config, L)
-            findings = engine_findings(ckpt, tinfo, m.row, served)
-            if not m.exact:
-                findings.append(
-                    Finding(
-                        "info",
-                        "nearest-row",
-                        f"no convention row covers {spec}; using the nearest "
-                        f"one ({m.row.label}, read at {', '.join(m.row.checked)})",
-                        m.row.framework,
-                    )
-                )
-            if served.failure:
-                status = "fails"
-            elif trained.wiring is None:
-                status = "unknown"
-            else:
-                status = (
-                    "ok" if served.taps is not None and served.taps.same_set(trained.wiring) else "mismatch"
-                )
-            fix = None
-            if status in ("mismatch", "fails") and trained.wiring is not None:
-                fix = conv.config_value_for(m.row, trained.wiring, L)
-            version = spec.version or conv.NEWEST.get(spec.framework)
-            name = f"{spec.framework}=={version}" + (f" {m.row.runner}" if m.row.runner else "")
-            verdicts.append(
-                EngineVerdict(name, m.row.key, m.exact, "config.json", served, status, fix, findings)
-            )
+            verdicts.append(_verdict(ckpt, tinfo, spec, m, trained))
     vrep = None
     if ckpt.arch is not None and ckpt.has_weights:
         vrep = vocab_report(
@@ -304,6 +300,59 @@ def check(
             files[name] = "no engine reads this file (a training record)"
     return CheckReport(
         str(ckpt.path or drafter), ckpt.format, tinfo, trained, verdicts, findings, vrep, files
+    )
+
+
+def _row_unknowns(spec: conv.EngineSpec, m: conv.RowMatch, target: TargetInfo) -> list[str]:
+    """What is not known about how this engine version serves this target."""
+    out = []
+    read = ", ".join(m.row.checked)
+    if not m.exact:
+        out.append(
+            f"no convention row covers {spec}: assumed from the nearest ({m.row.label}, read at {read}); "
+            f"a newer eaglewire table, or `eaglewire test --engine {spec}` on the target, settles it"
+        )
+    elif not m.verified:
+        out.append(
+            f"{spec} was not read at source: assumed from row {m.row.key} (read at {read}); a newer eaglewire "
+            f"table, or `eaglewire test --engine {spec}` on the target, settles it"
+        )
+    if not m.model_known:
+        out.append(
+            f"target architecture {target.architecture} is not in eaglewire's table for {spec.framework}: its "
+            f"generic capture ({m.model}) is assumed; `eaglewire test --search` on the target settles it"
+        )
+    return out
+
+
+def _verdict(
+    ckpt: DrafterCheckpoint, tinfo: TargetInfo, spec: conv.EngineSpec, m: conv.RowMatch, trained: TrainedTaps
+) -> EngineVerdict:
+    L = tinfo.num_layers
+    served = conv.resolve(m.row, ckpt.config, L)
+    findings = engine_findings(ckpt, tinfo, m.row, served)
+    unknowns = _row_unknowns(spec, m, tinfo)
+    if not trained.known:
+        unknowns.append(trained.unknown or f"training taps: {trained.basis}")
+    row_known = not m.assumed
+    if served.failure:
+        status = "fails" if row_known else "unverified"
+    elif trained.wiring is None:
+        status = "unverified"
+    else:
+        same = served.taps is not None and served.taps.same_set(trained.wiring)
+        status = ("ok" if same else "mismatch") if (row_known and trained.known) else "unverified"
+        if status == "unverified" and not same:
+            unknowns.append(
+                f"if those facts hold, {spec} feeds {served.taps} where training used {trained.wiring}"
+            )
+    fix = None
+    if status in ("mismatch", "fails") and trained.wiring is not None:
+        fix = conv.config_value_for(m.row, trained.wiring, L)
+    version = spec.version or conv.NEWEST.get(spec.framework)
+    name = f"{spec.framework}=={version}" + (f" {m.row.runner}" if m.row.runner else "")
+    return EngineVerdict(
+        name, m.row.key, m.exact, "config.json", served, status, fix, findings, unknowns, m.verified
     )
 
 
@@ -336,7 +385,14 @@ def write_fixed(ckpt: DrafterCheckpoint, report: CheckReport, out: Path) -> Path
     if report.trained.wiring is not None and ckpt.provenance is None:
         cfg.setdefault(
             PROVENANCE_KEY,
-            {"provenance": {"taps": str(report.trained.wiring), "written_by": "eaglewire check --fix-into"}},
+            {
+                "provenance": {
+                    "taps": str(report.trained.wiring),
+                    "written_by": "eaglewire check --fix-into",
+                    "taps_basis": report.trained.basis,
+                    "taps_known": report.trained.known,
+                }
+            },
         )
     extra = {k: v for k, v in ckpt.configs.items() if k != "config.json"}
     return write_drafter(ckpt, out, ckpt.format, None, config=cfg, extra_files=extra)

@@ -66,6 +66,11 @@ class DoctorReport:
     recorded: dict | None = None
     problem_list: list[Problem] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
+    unknowns: list[str] = field(default_factory=list)  # facts the static check could not establish, unsettled
+
+    @property
+    def verdict(self) -> str:
+        return "problem" if self.has_problem else "unverified" if self.unknowns else "ok"
 
     @property
     def has_problem(self) -> bool:
@@ -97,7 +102,8 @@ class DoctorReport:
         return {
             "drafter": self.drafter,
             "engine": self.engine,
-            "verdict": "problem" if self.has_problem else "ok",
+            "verdict": self.verdict,
+            "unknowns": self.unknowns,
             "problems": self.problems,
             "served_taps": str(self.served) if self.served else None,
             "trained_taps": str(self.trained) if self.trained else None,
@@ -140,6 +146,7 @@ def doctor(drafter: Path | str, target: Path | str, opts: DoctorOptions, progres
         f"{static.trained.basis} (confidence {static.trained.confidence})",
     )
     rep.recorded = (ckpt.provenance.training or {}).get("held_out") if ckpt.provenance else None
+    rep.unknowns = list(static.unknowns)
     if primary.served.failure:
         rep.add_problem("engine-fails", f"{primary.engine}: {primary.served.failure}")
     elif primary.status == "mismatch":
@@ -198,6 +205,12 @@ def _runtime(
         rep.evals["served-teacher"] = tf
         drops.append((rep.recorded["acc"][0] - tf.acc[0], tf.rows))
     far = any(d > max(opts.drop_threshold, 3 * math.sqrt(0.25 / max(1, n))) for d, n in drops)
+    if drops and not far and rep.unknowns:
+        rep.notes.append(
+            "the standalone test settles what the static check could not: under the served taps the drafter "
+            "tests as well as it did in training"
+        )
+        rep.unknowns = []
     served_acc = rep.evals["served"].acc[0] if "served" in rep.evals else 0.0
     want_search = opts.search == "always" or (
         opts.search == "auto" and (far or rep.trained is None or "served" not in rep.evals)
@@ -209,6 +222,11 @@ def _runtime(
         rep.search = search(model, data, L, seeds, served=rep.served)
         best = rep.search.best.wiring
         tied = {str(c.wiring) for c in rep.search.tied}
+        if rep.served is not None and str(rep.served) in tied and rep.unknowns:
+            rep.notes.append(
+                f"the wiring search settles it: the served taps {rep.served} are among the best fits"
+            )
+            rep.unknowns = []
         if rep.trained is not None and str(rep.trained) in tied:
             best = rep.trained  # the search agrees with what the checkpoint says
         elif rep.trained is not None and rep.trained != rep.served:
@@ -218,6 +236,9 @@ def _runtime(
             )
         else:
             rep.notes.append(f"training taps unknown: the search says {best}")
+            if len(tied) == 1 and rep.unknowns:
+                rep.unknowns = [u for u in rep.unknowns if u != rep.static.trained.unknown]
+                rep.notes.append(f"the wiring search settles the training taps: {best} alone fits best")
         if (
             "served" in rep.evals
             and rep.served is not None

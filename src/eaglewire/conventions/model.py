@@ -1,6 +1,8 @@
-"""The convention table: how each framework, by version and target family, turns config numbers into taps.
+"""The convention machinery: how one framework, in one version range, for one engine model file, turns the
+numbers in a drafter config into taps. The rows themselves are data, one module per framework (`sglang.py`,
+`vllm.py`, `trtllm.py`, `trainers.py`); `models.py` maps a target family to each engine's model file.
 
-One row per (framework, version range, engine class of the target, runner). A row says where the id list is
+One row per (framework, version range, engine model file(s), runner). A row says where the id list is
 read from, the default for an L-layer target, the map F(v) from a configured value v to a tap, and which taps
 the framework cannot capture (and whether asking for them crashes or silently drops a state). The facts and
 their sources are in `docs/conventions.md`; every row cites the file and lines it encodes.
@@ -35,12 +37,15 @@ class Rule(Enum):
     )
     RAW = "F(v) = v"  # "id k = input of layer k" = HF hidden_states index
     FIRST_IS_ONE = "F(v) = v + 1 if ids[0] == 1 else v"  # SGLang deepseek_v2.py since 0.5.13 (PR #25454)
+    RAW_IF_MAX_IS_L = "F(v) = v if max(ids) == L else v + 1"  # SGLang gpt_oss.py (PR #32334)
     FIXED = "no config: fixed taps"
+    UNSUPPORTED = "no EAGLE-3 for this model"
 
-    def apply(self, ids: tuple[int, ...]) -> tuple[int, ...]:
-        if self is Rule.PLUS_ONE or (self is Rule.FIRST_IS_ONE and ids and ids[0] == 1):
-            return tuple(v + 1 for v in ids)
-        return tuple(ids)
+    def apply(self, ids: tuple[int, ...], num_layers: int | None = None) -> tuple[int, ...]:
+        shift = self is Rule.PLUS_ONE or (self is Rule.FIRST_IS_ONE and ids and ids[0] == 1)
+        if self is Rule.RAW_IF_MAX_IS_L:
+            shift = not (ids and num_layers is not None and max(ids) == num_layers)
+        return tuple(v + 1 for v in ids) if shift else tuple(ids)
 
     def invert(self, taps: tuple[int, ...]) -> list[tuple[int, ...]]:
         """Candidate id lists (before ordering) that this rule might map onto `taps`."""
@@ -48,7 +53,7 @@ class Rule(Enum):
             return [tuple(t - 1 for t in taps)]
         if self is Rule.RAW:
             return [tuple(taps)]
-        if self is Rule.FIRST_IS_ONE:
+        if self in (Rule.FIRST_IS_ONE, Rule.RAW_IF_MAX_IS_L):
             return [tuple(taps), tuple(t - 1 for t in taps)]
         return []
 
@@ -87,11 +92,13 @@ def _default(spec: str, num_layers: int) -> tuple[int, ...]:
 @dataclass(frozen=True)
 class Convention:
     key: str  # stable row id, e.g. "sglang-llama-0.5.15+"
-    framework: str  # sglang | vllm | speculators | specforge | modelopt | eagle
+    framework: str  # sglang | vllm | trtllm | speculators | specforge | modelopt | eagle | eaglewire
     role: str  # "serve" (an engine feeding a drafter) or "train" (a trainer capturing training data)
     versions: str  # a PEP 440 specifier set, e.g. ">=0.5.15" or "==0.33.*"; "" = any version
-    checked: tuple[str, ...]  # versions whose source was read for this row
-    engine_class: str  # "llama" | "deepseek" | "any" (targets.FAMILIES maps a target to its class)
+    checked: tuple[str, ...]  # versions whose source was read for this row ("" entries: commits, see source)
+    models: tuple[
+        str, ...
+    ]  # the engine model files the row covers (models.py maps targets to them); "*" = any
     id_sources: tuple[IdSource, ...]  # in precedence order; empty for FIXED rows
     rule: Rule  # F(v) for explicit ids
     default: str  # default id list when no source key is set, e.g. "2,L//2,L-3"
@@ -110,11 +117,43 @@ class Convention:
     reads_speculators_format: bool = False
     source: str = ""
     notes: tuple[str, ...] = ()
+    unsupported: str | None = None  # Rule.UNSUPPORTED rows: what the engine does (refuses, crashes, ...)
+    hl_crash: str | None = (
+        None  # what happens when a tap above the highest reachable one is asked (None: dropped)
+    )
+    missing_crash: str | None = (
+        None  # what happens when an asked state is not captured (None: silently fewer)
+    )
+    ignores_ids: str | None = None  # a code path that feeds the default taps whatever the ids say (when)
+    launch_key: str | None = (
+        None  # the ids live in the engine's launch config, not in the drafter's config.json
+    )
+    via: str | None = None  # trainers: the engine whose capture produced the training data
+    verified_all: bool = False  # facts hold for every version the row covers (e.g. a fixed file of a commit)
+    records_ids: bool = True  # trainers: the checkpoint carries the ids the trainer used
+
+    def verified(self, version: Version | None) -> bool:
+        """Whether `version` lies where this row was read at source: between the oldest and newest version
+        read (a row's range beyond its newest read version is an assumption until someone reads it)."""
+        if self.verified_all:
+            return True
+        read = [Version(v) for v in self.checked if _is_version(v)]
+        if version is None:
+            return bool(read)
+        return bool(read) and self.covers(version) and min(read) <= version <= max(read)
+
+    def covers_model(self, model: str) -> bool:
+        return "*" in self.models or model in self.models
 
     @property
     def label(self) -> str:
         """e.g. `sglang>=0.5.13`, `vllm==0.33.* mrv2` (rows are per target class; the caller names the target)."""
         return f"{self.framework}{self.versions}" + (f" {self.runner}" if self.runner else "")
+
+    @property
+    def engine_class(self) -> str:
+        """A short name of the model file group the row covers (for display)."""
+        return "any" if "*" in self.models else self.models[0]
 
     def top(self, num_layers: int) -> int:
         return num_layers if self.highest_tap == "L" else num_layers - 1
@@ -130,278 +169,12 @@ class Convention:
         return min((abs(_as_number(b) - _as_number(version)) for b in bounds), default=0.0)
 
 
-SGL_LLAMA_SRC = (
-    "sglang 0.5.23 srt/models/llama.py:929-941, 485-505; spec_aux_hidden_state.py:185-196; "
-    "layers/layer_boundary/stage.py:421-432"
-)
-VLLM_SRC = (
-    "vllm 0.33.0 v1/worker/gpu_model_runner.py:5169-5224; v1/worker/gpu/spec_decode/eagle/eagle3_utils.py:"
-    "25-40,113-150; models/interfaces.py:1608-1650,1751-1772"
-)
-
-ROWS: tuple[Convention, ...] = (
-    # ---- SGLang: reads eagle_config.eagle_aux_hidden_state_layer_ids only; default [2, L//2, L-3] without +1.
-    Convention(
-        key="sglang-llama-0.5.15+",
-        framework="sglang",
-        role="serve",
-        versions=">=0.5.15",
-        checked=("0.5.23",),
-        engine_class="llama",
-        id_sources=(NESTED,),
-        rule=Rule.PLUS_ONE,
-        default="2,L//2,L-3",
-        default_rule=Rule.RAW,
-        lowest_tap=0,
-        highest_tap="L-1",
-        h0_crash=None,
-        source=SGL_LLAMA_SRC,
-        notes=(
-            "id -1 captures the embeddings (capture_before_read at layer 0)",
-            "id L-1 (the last layer's output) is never captured: the capture loop runs over layer inputs 0..L-1",
-            "0.5.23 read at source; 0.5.15-0.5.22 assumed to behave like 0.5.23",
-        ),
-    ),
-    Convention(
-        key="sglang-llama-<=0.5.14",
-        framework="sglang",
-        role="serve",
-        versions="<=0.5.14",
-        checked=("0.5.10", "0.5.14"),
-        engine_class="llama",
-        id_sources=(NESTED,),
-        rule=Rule.PLUS_ONE,
-        default="2,L//2,L-3",
-        default_rule=Rule.RAW,
-        lowest_tap=1,
-        highest_tap="L-1",
-        h0_crash="capturing at layer 0 computes hidden_states + residual with residual None: TypeError at startup",
-        source="sglang 0.5.14 srt/models/llama.py:406-416, 812-824; model_runner.py:461-472",
-    ),
-    Convention(
-        key="sglang-deepseek-0.5.13+",
-        framework="sglang",
-        role="serve",
-        versions=">=0.5.13",
-        checked=("0.5.13", "0.5.14", "0.5.23"),
-        engine_class="deepseek",
-        id_sources=(NESTED,),
-        rule=Rule.FIRST_IS_ONE,
-        default="2,L//2,L-3",
-        default_rule=Rule.RAW,
-        lowest_tap=0,
-        highest_tap="L-1",
-        h0_crash=None,
-        source=(
-            "sglang 0.5.23 srt/models/deepseek_v2.py:3458-3473, 3175-3199; kimi_k25.py:693, 928-939; "
-            "PR sgl-project/sglang#25454"
-        ),
-        notes=(
-            "the +1 applies only when the FIRST listed id is 1 (list order matters, not the sorted order)",
-            "Kimi-K2.5 (KimiK25ForConditionalGeneration) wraps DeepseekV3ForCausalLM and follows this row",
-        ),
-    ),
-    Convention(
-        key="sglang-deepseek-<=0.5.12",
-        framework="sglang",
-        role="serve",
-        versions="<=0.5.12",
-        checked=("0.5.6", "0.5.10", "0.5.11", "0.5.12"),
-        engine_class="deepseek",
-        id_sources=(NESTED,),
-        rule=Rule.PLUS_ONE,
-        default="2,L//2,L-3",
-        default_rule=Rule.RAW,
-        lowest_tap=1,
-        highest_tap="L-1",
-        h0_crash="capturing at layer 0 computes hidden_states + residual with residual None: TypeError at startup",
-        source="sglang 0.5.10 srt/models/deepseek_v2.py:2302-2307, 2052-2059",
-    ),
-    # ---- vLLM 0.33: F(v) = v; V1 runner reads top-level then eagle_config; MRV2 never reads the nested ids.
-    Convention(
-        key="vllm-llama-mrv2-0.33",
-        framework="vllm",
-        role="serve",
-        versions="==0.33.*",
-        checked=("0.33.0",),
-        engine_class="llama",
-        runner="mrv2",
-        default_runner=True,
-        id_sources=(TOP, DFLASH, NESTED_LAYER_IDS),
-        rule=Rule.RAW,
-        default="2,L//2,L-3",
-        default_rule=Rule.RAW,
-        lowest_tap=0,
-        highest_tap="L",
-        h0_crash=None,
-        reads_speculators_format=True,
-        source=VLLM_SRC + "; config/vllm.py:731-767 (MRV2 is the default on GPU)",
-        notes=("MRV2 does NOT read eagle_config.eagle_aux_hidden_state_layer_ids",),
-    ),
-    Convention(
-        key="vllm-llama-v1-0.33",
-        framework="vllm",
-        role="serve",
-        versions="==0.33.*",
-        checked=("0.33.0",),
-        engine_class="llama",
-        runner="v1",
-        default_runner=False,
-        id_sources=(TOP, NESTED, DFLASH),
-        rule=Rule.RAW,
-        default="2,L//2,L-3",
-        default_rule=Rule.RAW,
-        lowest_tap=0,
-        highest_tap="L",
-        h0_crash=None,
-        reads_speculators_format=True,
-        source=VLLM_SRC,
-    ),
-    Convention(
-        key="vllm-deepseek-mrv2-0.33",
-        framework="vllm",
-        role="serve",
-        versions="==0.33.*",
-        checked=("0.33.0",),
-        engine_class="deepseek",
-        runner="mrv2",
-        default_runner=True,
-        id_sources=(TOP, DFLASH, NESTED_LAYER_IDS),
-        rule=Rule.RAW,
-        default="2,L//2,L-3",
-        default_rule=Rule.RAW,
-        lowest_tap=1,
-        highest_tap="L",
-        h0_crash="DeepseekV2Model computes hidden_states + residual with residual None at index 0: TypeError",
-        reads_speculators_format=True,
-        source="vllm 0.33.0 models/deepseek_v2.py:1525, 1545-1571, 1586-1587; kimi_k25.py:376-380; "
-        + VLLM_SRC,
-        notes=("MRV2 does NOT read eagle_config.eagle_aux_hidden_state_layer_ids",),
-    ),
-    Convention(
-        key="vllm-deepseek-v1-0.33",
-        framework="vllm",
-        role="serve",
-        versions="==0.33.*",
-        checked=("0.33.0",),
-        engine_class="deepseek",
-        runner="v1",
-        default_runner=False,
-        id_sources=(TOP, NESTED, DFLASH),
-        rule=Rule.RAW,
-        default="2,L//2,L-3",
-        default_rule=Rule.RAW,
-        lowest_tap=1,
-        highest_tap="L",
-        h0_crash="DeepseekV2Model computes hidden_states + residual with residual None at index 0: TypeError",
-        reads_speculators_format=True,
-        source="vllm 0.33.0 models/deepseek_v2.py:1525, 1545-1571, 1586-1587; " + VLLM_SRC,
-    ),
-    # ---- Trainers: how the training data's taps follow from the ids in the checkpoint they write.
-    Convention(
-        key="speculators-0.9",
-        framework="speculators",
-        role="train",
-        versions="==0.9.*",
-        checked=("0.9.0",),
-        engine_class="any",
-        id_sources=(TOP,),
-        rule=Rule.RAW,
-        default="2,L//2,L-3",
-        default_rule=Rule.RAW,
-        lowest_tap=0,
-        highest_tap="L",
-        h0_crash=None,
-        reads_speculators_format=True,
-        source=(
-            "speculators 0.9.0 models/utils.py:99-140; models/eagle3/core.py:164-172, 391-409; "
-            "scripts/launch_vllm.py:117-141 (training data captured by vLLM extract_hidden_states)"
-        ),
-        notes=(
-            "training data comes from vLLM, so on DeepSeek/Kimi targets id 0 would crash vLLM's datagen "
-            "(inferred, not executed)",
-        ),
-    ),
-    Convention(
-        key="specforge-llama",
-        framework="specforge",
-        role="train",
-        versions="",
-        checked=("a6b6b02", "0.2.0"),
-        engine_class="llama",
-        id_sources=(NESTED,),
-        rule=Rule.PLUS_ONE,
-        default="1,L//2-1,L-4",
-        default_rule=Rule.PLUS_ONE,
-        lowest_tap=1,
-        highest_tap="L-1",
-        h0_crash=None,
-        exactly=3,
-        source=(
-            "SpecForge@a6b6b02 algorithms/model_providers.py:188-211; application/planning.py:96-111; "
-            "capture through sglang 0.5.14 (llama.py +1)"
-        ),
-        notes=("ids must be exactly 3 distinct non-negative integers; id -1 is rejected",),
-    ),
-    Convention(
-        key="specforge-deepseek",
-        framework="specforge",
-        role="train",
-        versions="",
-        checked=("a6b6b02", "0.2.0"),
-        engine_class="deepseek",
-        id_sources=(NESTED,),
-        rule=Rule.FIRST_IS_ONE,
-        default="1,L//2-1,L-4",
-        default_rule=Rule.FIRST_IS_ONE,
-        lowest_tap=0,
-        highest_tap="L-1",
-        h0_crash=None,
-        exactly=3,
-        source=(
-            "SpecForge@a6b6b02 algorithms/model_providers.py:188-211; capture through sglang 0.5.14 "
-            "deepseek_v2.py:2799-2814 (first-id heuristic)"
-        ),
-    ),
-    Convention(
-        key="modelopt-0.47",
-        framework="modelopt",
-        role="train",
-        versions="==0.47.*",
-        checked=("0.47.0",),
-        engine_class="any",
-        id_sources=(NESTED,),
-        rule=Rule.PLUS_ONE,
-        default="1,L//2-1,L-4",
-        default_rule=Rule.PLUS_ONE,
-        lowest_tap=1,
-        highest_tap="L",
-        h0_crash=None,
-        source="nvidia-modelopt 0.47.0 torch/speculative/plugins/hf_eagle.py:58-63, 201-232, 402-406",
-        notes=("forward hooks on decoder-layer outputs: the embeddings cannot be captured",),
-    ),
-    Convention(
-        key="eagle-reference",
-        framework="eagle",
-        role="train",
-        versions="",
-        checked=("cb7e084",),
-        engine_class="any",
-        id_sources=(),
-        rule=Rule.FIXED,
-        default="2,L//2,L-3",
-        default_rule=Rule.RAW,
-        lowest_tap=0,
-        highest_tap="L",
-        h0_crash=None,
-        source="SafeAILab/EAGLE@cb7e084 eagle/model/modeling_llama_kv.py:1138-1139; traineagle3/cnets.py:499",
-        notes=("no config: taps are hard-coded to the inputs of layers 2, L//2, L-3",),
-    ),
-)
-
-FRAMEWORKS = ("sglang", "vllm", "speculators", "specforge", "modelopt", "eagle")
-ENGINES = ("sglang", "vllm")
-NEWEST = {"sglang": "0.5.23", "vllm": "0.33.0", "speculators": "0.9.0", "modelopt": "0.47.0"}
+def _is_version(text: str) -> bool:
+    try:
+        Version(text)
+    except InvalidVersion:
+        return False
+    return True
 
 
 @dataclass(frozen=True)
@@ -414,7 +187,9 @@ class EngineSpec:
 
 
 def parse_spec(text: str) -> EngineSpec:
-    """`sglang==0.5.23`, `vllm==0.33.0`, `speculators`, ... (no version = newest row)."""
+    """`sglang==0.5.23`, `vllm==0.33.0`, `specforge==0.2.0`, `speculators` (no version: see `rows_for`)."""
+    from eaglewire.conventions.table import FRAMEWORKS
+
     name, _, ver = text.strip().partition("==")
     name = name.strip().lower()
     if name not in FRAMEWORKS:
@@ -431,22 +206,35 @@ def parse_spec(text: str) -> EngineSpec:
 @dataclass(frozen=True)
 class RowMatch:
     row: Convention
-    exact: bool  # False: no row covers the version; the nearest one is used (say so)
+    exact: bool  # a row covers the version (False: the nearest row is used, say so)
+    verified: bool = True  # the version lies where the row was read at source
+    model: str = "*"  # the engine model file the target maps to
+    model_known: bool = True  # False: the target family is not in the engine's model table (generic rule)
+
+    @property
+    def assumed(self) -> bool:
+        return not (self.exact and self.verified and self.model_known)
 
 
-def rows_for(spec: EngineSpec, engine_class: str) -> list[RowMatch]:
-    """The convention rows for a framework/version and a target's engine class (vLLM: both runners)."""
-    cands = [r for r in ROWS if r.framework == spec.framework and r.engine_class in (engine_class, "any")]
+def rows_for(spec: EngineSpec, family: str) -> list[RowMatch]:
+    """The rows for a framework at a version and a target family (vLLM: both runners). No version given: the
+    newest version read. No row covering the version: the nearest rows, marked not exact. A family the
+    engine's model table does not list: its generic rows, marked `model_known=False`."""
+    from eaglewire.conventions.models import model_file
+    from eaglewire.conventions.table import NEWEST, ROWS
+
+    model, known = model_file(spec.framework, family)
+    cands = [r for r in ROWS if r.framework == spec.framework and r.covers_model(model)]
     if not cands:
         return []
     version = spec.version or (Version(NEWEST[spec.framework]) if spec.framework in NEWEST else None)
     if version is None:
-        return [RowMatch(r, True) for r in cands]
+        return [RowMatch(r, True, True, model, known) for r in cands]
     exact = [r for r in cands if r.covers(version)]
     if exact:
-        return [RowMatch(r, True) for r in exact]
+        return [RowMatch(r, True, r.verified(version), model, known) for r in exact]
     best = min(r.distance(version) for r in cands)
-    return [RowMatch(r, False) for r in cands if r.distance(version) == best]
+    return [RowMatch(r, False, False, model, known) for r in cands if r.distance(version) == best]
 
 
 def _as_number(v: Version) -> float:
@@ -495,14 +283,23 @@ def _read_ids(row: Convention, config: dict, num_layers: int):
     return None, _default(row.default, num_layers), row.default_rule
 
 
+def _unsupported(row: Convention, num_layers: int) -> Resolution:
+    reason = row.unsupported or f"{row.framework} {row.versions} has no EAGLE-3 support for this model"
+    return Resolution(row=row, num_layers=num_layers, source_key=None, ids=None, taps=None, failure=reason)
+
+
 def resolve(row: Convention, config: dict, num_layers: int) -> Resolution:
     """The taps `row`'s framework captures for a drafter with this config.json on an L-layer target."""
+    if row.rule is Rule.UNSUPPORTED:
+        return _unsupported(row, num_layers)
     key, ids, rule = _read_ids(row, config, num_layers)
     return _capture(row, key, ids, rule, num_layers)
 
 
 def resolve_ids(row: Convention, ids: tuple[int, ...], num_layers: int) -> Resolution:
     """As `resolve`, for an id list placed in the row's primary key."""
+    if row.rule is Rule.UNSUPPORTED:
+        return _unsupported(row, num_layers)
     if row.rule is Rule.FIXED:
         return _capture(row, None, _default(row.default, num_layers), row.default_rule, num_layers)
     return _capture(row, row.id_sources[0].path, tuple(ids), row.rule, num_layers)
@@ -519,10 +316,16 @@ def _capture(
     if row.exactly is not None and (len(set(ids)) != len(ids) or min(ids) < 0):
         res.failure = f"{row.framework} requires distinct non-negative ids, {where} lists {list(ids)}"
         return res
-    taps = rule.apply(ids)
+    taps = rule.apply(ids, num_layers)
+    if rule is Rule.RAW_IF_MAX_IS_L:
+        res.notes.append(f"largest id {max(ids)}: {'taken raw' if max(ids) == num_layers else '+1 applied'}")
     if rule is Rule.FIRST_IS_ONE:
         res.notes.append(f"first id is {ids[0]}: {'+1 applied' if ids and ids[0] == 1 else 'taken raw'}")
     top = row.top(num_layers)
+    above = [(v, t) for v, t in zip(ids, taps, strict=False) if t > top and row.hl_crash]
+    if above:
+        res.failure = f"id {above[0][0]} in {where} maps to h{above[0][1]}: {row.hl_crash}"
+        return res
     missing = [
         (v, t)
         for v, t in zip(ids, taps, strict=False)
@@ -538,10 +341,10 @@ def _capture(
     if missing:
         v, t = missing[0]
         what = f"h{t}" if t >= 0 else f"layer {t}"
+        then = row.missing_crash or "the fc input width no longer matches"
         res.failure = (
             f"id {v} in {where} maps to {what}, which {row.framework} never captures (capturable: "
-            f"h{row.lowest_tap}..h{top}); it gets {len(ids) - len(missing)} of {len(ids)} aux states and the fc "
-            f"input width no longer matches"
+            f"h{row.lowest_tap}..h{top}); it gets {len(ids) - len(missing)} of {len(ids)} aux states: {then}"
         )
         return res
     unique = sorted(set(taps))
@@ -552,6 +355,13 @@ def _capture(
         )
         return res
     res.taps = Wiring.of(unique if row.sorted_unique else taps)
+    if row.ignores_ids and key is not None:
+        default = sorted(set(row.default_rule.apply(_default(row.default, num_layers), num_layers)))
+        if unique != default:
+            res.failure = (
+                f"{row.ignores_ids}: the drafter gets h{','.join(map(str, default))} there, not {res.taps}"
+            )
+            res.taps = None
     return res
 
 
@@ -574,6 +384,10 @@ class ConfigFix:
 def config_value_for(row: Convention, taps: Wiring, num_layers: int) -> ConfigFix:
     """The id list that makes `row` capture exactly `taps` (ascending), or the reason none exists."""
     want = tuple(sorted(taps.indices))
+    if row.rule is Rule.UNSUPPORTED:
+        return ConfigFix(row, taps, None, None, reason=_unsupported(row, num_layers).failure)
+    if not row.id_sources and row.rule is not Rule.FIXED:
+        return ConfigFix(row, taps, None, None, reason=f"{row.framework} reads no ids from a config")
     if row.rule is Rule.FIXED:
         fixed = resolve_ids(row, (), num_layers)
         if fixed.taps is not None and fixed.taps.indices == want:

@@ -1,0 +1,313 @@
+"""vLLM: which taps each model class captures for a drafter config, by version and model runner.
+
+Read at source in every vLLM wheel from 0.8.3 to 0.33.0. vLLM's F(v) is always v (an id is an HF hidden-state
+index); what changes by version is where the ids are read (never before 0.11.1; V1 top-level only 0.11.1-0.21;
+V1 also nested from 0.22; the V2 model runner never reads the nested `eagle_config` list), which taps a model
+class can capture (h0 and h_L), when a family gets EAGLE-3 at all (a model_type gate until 0.16), and which runner
+is the default (MRV2 for Qwen3 from 0.22, Llama/Mistral 0.23, DeepSeek-V2 0.24, dense models 0.25, all 0.29).
+The rows up to 0.32 are generated from those facts (`_generated`); 0.33 keeps its hand-read rows.
+"""
+
+from __future__ import annotations
+
+import itertools
+from dataclasses import dataclass
+
+from packaging.version import Version
+
+from eaglewire.conventions.model import (
+    DFLASH,
+    NESTED,
+    NESTED_LAYER_IDS,
+    TOP,
+    Convention,
+    IdSource,
+    Rule,
+)
+
+# Model classes with vLLM's EagleModelMixin capture (index 0 before the layers, id idx+1 after layer idx).
+VLLM_MIXIN_MODELS = ("llama", "mistral", "llama4", "qwen2", "qwen2_5_vl", "qwen3", "qwen3_vl", "qwen3_moe",
+                     "gpt_oss", "minimax_m2", "qwen3_next", "mistral3")  # fmt: skip
+VLLM_DEEPSEEK = ("deepseek_v2", "deepseek_v3", "kimi_k25")
+READ = tuple(
+    ["0.8.3", "0.8.4", "0.8.5", "0.9.0", "0.9.1", "0.9.2", "0.10.0", "0.10.1", "0.10.1.1", "0.10.2", "0.11.0",
+     "0.11.1", "0.11.2"] + [f"0.{m}.0" for m in range(12, 34)]
+)  # fmt: skip
+
+VLLM_SRC = (
+    "vllm 0.33.0 v1/worker/gpu_model_runner.py:5169-5224; v1/worker/gpu/spec_decode/eagle/eagle3_utils.py:"
+    "25-40,113-150; models/interfaces.py:1608-1650,1751-1772"
+)
+
+
+ROWS_0_33: tuple[Convention, ...] = (
+    # ---- vLLM 0.33: F(v) = v; V1 runner reads top-level then eagle_config; MRV2 never reads the nested ids.
+    Convention(
+        key="vllm-llama-mrv2-0.33",
+        framework="vllm",
+        role="serve",
+        versions="==0.33.*",
+        checked=("0.33.0",),
+        models=VLLM_MIXIN_MODELS,
+        runner="mrv2",
+        default_runner=True,
+        id_sources=(TOP, DFLASH, NESTED_LAYER_IDS),
+        rule=Rule.RAW,
+        default="2,L//2,L-3",
+        default_rule=Rule.RAW,
+        lowest_tap=0,
+        highest_tap="L",
+        h0_crash=None,
+        reads_speculators_format=True,
+        source=VLLM_SRC + "; config/vllm.py:731-767 (MRV2 is the default on GPU)",
+        notes=("MRV2 does NOT read eagle_config.eagle_aux_hidden_state_layer_ids",),
+    ),
+    Convention(
+        key="vllm-llama-v1-0.33",
+        framework="vllm",
+        role="serve",
+        versions="==0.33.*",
+        checked=("0.33.0",),
+        models=VLLM_MIXIN_MODELS,
+        runner="v1",
+        default_runner=False,
+        id_sources=(TOP, NESTED, DFLASH),
+        rule=Rule.RAW,
+        default="2,L//2,L-3",
+        default_rule=Rule.RAW,
+        lowest_tap=0,
+        highest_tap="L",
+        h0_crash=None,
+        reads_speculators_format=True,
+        source=VLLM_SRC,
+    ),
+    Convention(
+        key="vllm-deepseek-mrv2-0.33",
+        framework="vllm",
+        role="serve",
+        versions="==0.33.*",
+        checked=("0.33.0",),
+        models=VLLM_DEEPSEEK,
+        runner="mrv2",
+        default_runner=True,
+        id_sources=(TOP, DFLASH, NESTED_LAYER_IDS),
+        rule=Rule.RAW,
+        default="2,L//2,L-3",
+        default_rule=Rule.RAW,
+        lowest_tap=1,
+        highest_tap="L",
+        h0_crash="DeepseekV2Model computes hidden_states + residual with residual None at index 0: TypeError",
+        reads_speculators_format=True,
+        source="vllm 0.33.0 models/deepseek_v2.py:1525, 1545-1571, 1586-1587; kimi_k25.py:376-380; "
+        + VLLM_SRC,
+        notes=("MRV2 does NOT read eagle_config.eagle_aux_hidden_state_layer_ids",),
+    ),
+    Convention(
+        key="vllm-deepseek-v1-0.33",
+        framework="vllm",
+        role="serve",
+        versions="==0.33.*",
+        checked=("0.33.0",),
+        models=VLLM_DEEPSEEK,
+        runner="v1",
+        default_runner=False,
+        id_sources=(TOP, NESTED, DFLASH),
+        rule=Rule.RAW,
+        default="2,L//2,L-3",
+        default_rule=Rule.RAW,
+        lowest_tap=1,
+        highest_tap="L",
+        h0_crash="DeepseekV2Model computes hidden_states + residual with residual None at index 0: TypeError",
+        reads_speculators_format=True,
+        source="vllm 0.33.0 models/deepseek_v2.py:1525, 1545-1571, 1586-1587; " + VLLM_SRC,
+    ),
+)
+
+
+# ---- the facts behind the generated rows -------------------------------------------------------------------
+
+TYPE_ERROR = "residual is None before layer 0: hidden_states + residual raises TypeError at the first forward"
+L_DROPPED = "no capture after the last layer: fewer aux states than ids, a shape error downstream (inferred)"
+GATE = "config/speculative.py (config.py before 0.10.1) eagle3 target model_type gate"
+DFLASH_RAW = IdSource("dflash_config.target_layer_ids")  # 0.20-0.21: read without the +1
+
+
+@dataclass(frozen=True)
+class Capture:
+    since: str  # first version of this capture code
+    lowest: int  # 0: h0 reachable
+    highest: str  # "L" or "L-1"
+    source: str
+
+
+@dataclass(frozen=True)
+class Group:
+    name: str
+    models: tuple[str, ...]
+    usable_from: str  # first version that serves EAGLE-3 for it
+    refused: str  # what happens before
+    captures: tuple[Capture, ...]
+    mrv2_from: str | None  # first version where the V2 model runner is the default for it
+
+
+LLAMA_MODEL = (
+    Capture("0.8.5", 1, "L-1", "models/llama.py:362-366 @0.8.5, :400-405 @0.11.0; qwen2.py:356-360 @0.10.1"),
+    Capture("0.18.0", 0, "L", "models/interfaces.py:1282 @0.18.0 (EagleModelMixin._maybe_add_hidden_state); "
+            "llama.py:419-428 @0.18.0; :434 @0.30.0 (global layer index)"),
+)  # fmt: skip
+MOE_EARLY = (
+    Capture("0.11.0", 0, "L-1", "models/gpt_oss.py:279-285 @0.11.0; qwen3_moe.py:445-455 @0.14.0"),
+    Capture("0.18.0", 0, "L", "models/interfaces.py:1282 @0.18.0 (EagleModelMixin)"),
+)
+MIXIN = (Capture("0.17.0", 0, "L", "models/interfaces.py:1282 @0.18.0, 1616-1650 @0.33.0 (EagleModelMixin)"),)
+DEEPSEEK = (
+    Capture("0.18.0", 1, "L-1", "models/deepseek_v2.py:1214, 1239 @0.18.0; :1339 @0.24.0"),
+    Capture("0.25.0", 1, "L", "models/deepseek_v2.py:1489 @0.25.0 (end-layer capture, vllm PR #46973)"),
+)
+NOT_LLAMA = "refused by the eagle3 model_type gate ('Eagle3 is only supported for Llama models', vllm#22152)"
+GROUPS: tuple[Group, ...] = (
+    Group("llama", ("llama",), "0.8.5", "vLLM < 0.8.5 has no EAGLE-3", LLAMA_MODEL, "0.23.0"),
+    Group("qwen3", ("qwen3",), "0.10.1", f"vLLM < 0.10.1: {NOT_LLAMA}", LLAMA_MODEL, "0.22.0"),
+    Group("qwen2", ("qwen2",), "0.10.2", "vLLM < 0.10.2: no Qwen2 EAGLE-3 interface (gate before 0.10.1)",
+          LLAMA_MODEL, "0.25.0"),
+    Group("llama4", ("llama4",), "0.11.1", "vLLM < 0.11.1: Llama4ForConditionalGeneration has no EAGLE-3 interface",
+          LLAMA_MODEL, "0.29.0"),
+    Group("qwen2_5_vl", ("qwen2_5_vl",), "0.11.1", "vLLM < 0.11.1: Qwen2.5-VL has no EAGLE-3 interface",
+          LLAMA_MODEL, "0.25.0"),
+    Group("qwen3_vl", ("qwen3_vl",), "0.12.0", "vLLM < 0.12.0: Qwen3-VL has no EAGLE-3 interface", LLAMA_MODEL,
+          "0.25.0"),
+    Group("mistral", ("mistral",), "0.17.0", f"vLLM < 0.17.0: model_type 'mistral' {NOT_LLAMA}", LLAMA_MODEL,
+          "0.23.0"),
+    Group("gpt_oss", ("gpt_oss",), "0.11.0", f"vLLM < 0.11.0: {NOT_LLAMA}", MOE_EARLY, "0.29.0"),
+    Group("qwen3_moe", ("qwen3_moe",), "0.11.1", "vLLM < 0.11.1: Qwen3MoeForCausalLM has no set_aux_hidden_state_layers "
+          "(gate passes from 0.10.1: AttributeError at load, inferred)", MOE_EARLY, "0.29.0"),
+    Group("mistral3", ("mistral3",), "0.17.0", f"vLLM < 0.17.0: model_type 'mistral3' {NOT_LLAMA}", MIXIN, "0.25.0"),
+    Group("minimax_m2", ("minimax_m2",), "0.20.0", "vLLM < 0.20.0: MiniMaxM2ForCausalLM has no EAGLE-3 interface "
+          "('Model does not support EAGLE3 interface')", MIXIN, "0.29.0"),
+    Group("qwen3_next", ("qwen3_next",), "0.24.0", "vLLM < 0.24.0: Qwen3NextForCausalLM has no EAGLE-3 interface",
+          MIXIN, "0.29.0"),
+    Group("deepseek_v2", ("deepseek_v2",), "0.18.0", "vLLM < 0.18.0: DeepSeek targets have no EAGLE-3 (gate until "
+          "0.16, no interface in 0.17)", DEEPSEEK, "0.24.0"),
+    Group("deepseek_v3", ("deepseek_v3", "kimi_k25"), "0.18.0", "vLLM < 0.18.0: DeepSeek-V3/Kimi targets have no "
+          "EAGLE-3 (model_type gate until 0.16, no interface in 0.17)", DEEPSEEK, "0.29.0"),
+)  # fmt: skip
+NEVER = (("glm4_moe", "vLLM (through 0.33.0) has no EAGLE-3 for Glm4MoeForCausalLM (no SupportsEagle3)",
+          "models/glm4_moe.py:534 @0.33.0"),)  # fmt: skip
+
+# Where each runner reads the ids, by version: (since, sources); None = ids never read (the model default).
+V1_IDS = (
+    (
+        "0.8.5",
+        None,
+        "v1/worker/gpu_model_runner.py:1342-1344 @0.8.5 (get_eagle3_aux_hidden_state_layers only)",
+    ),
+    ("0.11.1", (TOP,), "v1/worker/gpu_model_runner.py:3322-3329, 3395-3417 @0.11.1 (vllm PR #25961)"),
+    ("0.20.0", (TOP, DFLASH_RAW), "v1/worker/gpu_model_runner.py:5025 @0.21.0"),
+    ("0.22.0", (TOP, DFLASH, NESTED), "v1/worker/gpu_model_runner.py:5253 @0.22.0 (nested eagle_config ids)"),
+)
+MRV2_IDS = (
+    ("0.17.0", (TOP,), "v1/worker/gpu/spec_decode/eagle/eagle3_utils.py:35-46 @0.17.0"),
+    ("0.20.0", (TOP, DFLASH_RAW), "eagle3_utils.py:35-46 @0.20.0"),
+    ("0.22.0", (TOP, DFLASH), "eagle3_utils.py:35-49 @0.24.0 (nested eagle_config ids never read)"),
+    ("0.28.0", (TOP, DFLASH, NESTED_LAYER_IDS), "eagle3_utils.py:35-65 @0.28.0"),
+)
+END = "0.33.0"  # 0.33 has its own rows (ROWS_0_33)
+
+
+def _era(table, version: Version):
+    current = None
+    for since, *rest in table:
+        if version >= Version(since):
+            current = (since, *rest)
+    return current
+
+
+def _spec(lo: str, hi: str) -> str:
+    return f">={lo},<{hi}"
+
+
+def _checked(lo: str, hi: str) -> tuple[str, ...]:
+    return tuple(v for v in READ if Version(lo) <= Version(v) < Version(hi))
+
+
+def _generated() -> tuple[Convention, ...]:
+    out: list[Convention] = []
+    for g in GROUPS:
+        if Version(g.usable_from) > Version("0.8.5"):
+            out.append(Convention(
+            key=f"vllm-{g.name}-<{g.usable_from}", framework="vllm", role="serve", versions=_spec("0.8.5", g.usable_from),
+            checked=_checked("0.8.5", g.usable_from), models=g.models, runner="v1", default_runner=True,
+            id_sources=(), rule=Rule.UNSUPPORTED, default="", default_rule=Rule.UNSUPPORTED, lowest_tap=0,
+            highest_tap="L", h0_crash=None, unsupported=g.refused, source=f"vllm {GATE}; class scan per wheel"))  # fmt: skip
+        cuts = {
+            g.usable_from,
+            END,
+            *(c.since for c in g.captures),
+            *(s for s, *_ in V1_IDS),
+            *(s for s, *_ in MRV2_IDS),
+        }
+        if g.mrv2_from:
+            cuts.add(g.mrv2_from)
+        points = sorted(
+            (v for v in cuts if Version(g.usable_from) <= Version(v) <= Version(END)), key=Version
+        )
+        for lo, hi in itertools.pairwise(points):
+            cap = _era([(c.since, c) for c in g.captures], Version(lo))[1]
+            mrv2_default = g.mrv2_from is not None and Version(lo) >= Version(g.mrv2_from)
+            for runner, table in (("v1", V1_IDS), ("mrv2", MRV2_IDS)):
+                era = _era(table, Version(lo))
+                if era is None:
+                    continue  # MRV2 before 0.17 feeds no aux states; it is never the default then
+                _, sources, id_source = era
+                default = mrv2_default if runner == "mrv2" else not mrv2_default
+                fixed = sources is None
+                out.append(
+                    Convention(
+                        key=f"vllm-{g.name}-{runner}-{lo}-{hi}",
+                        framework="vllm",
+                        role="serve",
+                        versions=_spec(lo, hi),
+                        checked=_checked(lo, hi),
+                        models=g.models,
+                        runner=runner,
+                        default_runner=default,
+                        id_sources=() if fixed else sources,
+                        rule=Rule.FIXED if fixed else Rule.RAW,
+                        default="2,L//2,L-3",
+                        default_rule=Rule.RAW,
+                        lowest_tap=cap.lowest,
+                        highest_tap=cap.highest,
+                        h0_crash=TYPE_ERROR if cap.lowest else None,
+                        missing_crash=L_DROPPED,
+                        reads_speculators_format=Version(lo) >= Version("0.10.1"),
+                        source=f"vllm {id_source}; {cap.source}",
+                        notes=("configured ids are never read before 0.11.1: always the model default",)
+                        if fixed
+                        else (),
+                    )
+                )
+    for model, why, src in NEVER:
+        out.append(
+            Convention(
+                key=f"vllm-{model}-never",
+                framework="vllm",
+                role="serve",
+                versions=">=0.8.5",
+                checked=READ[2:],
+                models=(model,),
+                runner="v1",
+                id_sources=(),
+                rule=Rule.UNSUPPORTED,
+                default="",
+                default_rule=Rule.UNSUPPORTED,
+                lowest_tap=0,
+                highest_tap="L",
+                h0_crash=None,
+                unsupported=why,
+                source=f"vllm {src}",
+            )
+        )
+    return tuple(out)
+
+
+ROWS: tuple[Convention, ...] = (*_generated(), *ROWS_0_33)
