@@ -280,6 +280,9 @@ def _generated() -> tuple[Convention, ...]:
                         h0_crash=TYPE_ERROR if cap.lowest else None,
                         missing_crash=L_DROPPED,
                         reads_speculators_format=Version(lo) >= Version("0.10.1"),
+                        fc_width_keys=()
+                        if Version(lo) < Version("0.22.0")
+                        else ("num_aux_hidden_states", "eagle_config.eagle_aux_hidden_state_layer_ids"),
                         source=f"vllm {id_source}; {cap.source}",
                         notes=("configured ids are never read before 0.11.1: always the model default",)
                         if fixed

@@ -14,10 +14,11 @@ from pathlib import Path
 
 from eaglewire import conventions as conv
 from eaglewire.errors import InputError
-from eaglewire.formats import DrafterCheckpoint, eagle, read_drafter, write_drafter
+from eaglewire.formats import DrafterCheckpoint, read_drafter, write_drafter
 from eaglewire.formats.checkpoint import PROVENANCE_KEY
 from eaglewire.formats.trained import TrainedTaps, target_from_provenance, trained_taps
 from eaglewire.formats.vocab import VocabReport, vocab_report
+from eaglewire.jobs.structure import findings_for
 from eaglewire.taps import Wiring
 from eaglewire.targets import TargetInfo, read_target
 
@@ -132,74 +133,18 @@ class CheckReport:
 
 
 def engine_findings(
-    ckpt: DrafterCheckpoint, target: TargetInfo, row: conv.Convention, served: conv.Resolution
+    ckpt: DrafterCheckpoint,
+    target: TargetInfo,
+    spec: conv.EngineSpec,
+    row: conv.Convention,
+    served: conv.Resolution,
 ) -> list[Finding]:
-    """What else about this engine silently changes the drafter's numbers or stops it loading."""
-    out: list[Finding] = []
-    eng = row.framework
-    arch = ckpt.arch
-    cfg = ckpt.config
-    if eng == "sglang" and ckpt.format == "speculators":
-        out.append(
-            Finding(
-                "problem",
-                "format-unsupported",
-                "SGLang has no speculators-format support (no transformer_layer_config); convert the "
-                "drafter with `eaglewire convert --to eagle`",
-                eng,
-            )
-        )
-    ec = cfg.get("eagle_config") if isinstance(cfg.get("eagle_config"), dict) else {}
-    if ec.get("use_aux_hidden_state") is False:
-        out.append(
-            Finding(
-                "problem",
-                "aux-disabled",
-                "eagle_config.use_aux_hidden_state is false: the engine feeds no aux hidden states to fc",
-                eng,
-            )
-        )
-    if arch is not None and served.taps is not None:
-        engine_n = (
-            len(conv.get_path(cfg, "eagle_aux_hidden_state_layer_ids") or [])
-            if (ckpt.format == "speculators")
-            else eagle.n_aux_declared(cfg, ckpt.where())
-        )
-        engine_n = engine_n or 3
-        fc_n = arch.n_aux
-        if ckpt.fc_in_width is not None and ckpt.fc_in_width % target.hidden_size == 0:
-            fc_n = ckpt.fc_in_width // target.hidden_size
-        if len(served.taps) != engine_n or (ckpt.fc_in_width is not None and fc_n != engine_n):
-            out.append(
-                Finding(
-                    "problem",
-                    "fc-width",
-                    f"{eng} captures {len(served.taps)} states and builds fc for {engine_n}, the weights' fc "
-                    f"takes {fc_n}: loading or the first forward fails",
-                    eng,
-                )
-            )
-    if arch is not None and arch.norm_before_residual and eng == "sglang":
-        out.append(
-            Finding(
-                "problem",
-                "norm-before-residual",
-                "drafter uses norm_before_residual, which SGLang does not implement (llama_eagle3.py input "
-                "layer keeps the raw residual): its draft numerics differ from training",
-                eng,
-            )
-        )
-    if eng == "vllm" and ckpt.format == "speculators" and "norm_before_residual" not in cfg:
-        out.append(
-            Finding(
-                "warning",
-                "norm-before-residual-default",
-                "config has no norm_before_residual: vLLM's speculators loader defaults it to True, "
-                "speculators to False (vllm transformers_utils/configs/speculators/algos.py)",
-                eng,
-            )
-        )
-    return out
+    """What else about this engine version silently changes the drafter's numbers or stops it loading
+    (`structure.RULES`, one rule per behaviour and version range)."""
+    return [
+        Finding(sev, code, msg, spec.framework)
+        for sev, code, msg in findings_for(ckpt, target, spec, row, served)
+    ]
 
 
 def general_findings(ckpt: DrafterCheckpoint, target: TargetInfo) -> list[Finding]:
@@ -330,7 +275,7 @@ def _verdict(
 ) -> EngineVerdict:
     L = tinfo.num_layers
     served = conv.resolve(m.row, ckpt.config, L)
-    findings = engine_findings(ckpt, tinfo, m.row, served)
+    findings = engine_findings(ckpt, tinfo, spec, m.row, served)
     unknowns = _row_unknowns(spec, m, tinfo)
     if not trained.known:
         unknowns.append(trained.unknown or f"training taps: {trained.basis}")
@@ -346,6 +291,10 @@ def _verdict(
             unknowns.append(
                 f"if those facts hold, {spec} feeds {served.taps} where training used {trained.wiring}"
             )
+    reported = [f.message for f in findings if f.severity == "unverified"]
+    if reported and status == "ok":
+        status = "unverified"
+        unknowns += reported
     fix = None
     if status in ("mismatch", "fails") and trained.wiring is not None:
         fix = conv.config_value_for(m.row, trained.wiring, L)
