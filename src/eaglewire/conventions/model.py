@@ -159,7 +159,7 @@ class Convention:
         return num_layers if self.highest_tap == "L" else num_layers - 1
 
     def covers(self, version: Version) -> bool:
-        return version in SpecifierSet(self.versions)
+        return SpecifierSet(self.versions).contains(version, prereleases=True)
 
     def distance(self, version: Version) -> float:
         """How far `version` lies from this row's bounds (0 when covered): picks the nearest row otherwise."""

@@ -74,8 +74,9 @@ def _configs(directory: Path) -> dict[str, dict]:
     return out
 
 
-def read_drafter(path: Path | str, *, weights: bool = True) -> DrafterCheckpoint:
-    """Read a drafter directory (or its config.json). `weights=False` reads the configs alone."""
+def read_drafter(path: Path | str, *, weights: bool | str = True) -> DrafterCheckpoint:
+    """Read a drafter directory (or its config.json). `weights=False` reads the configs alone; `weights="lazy"`
+    reads shapes from the safetensors headers and only the small tensors' values (the static check)."""
     path = Path(path)
     directory = path.parent if path.is_file() else path
     if not directory.exists():
@@ -85,7 +86,7 @@ def read_drafter(path: Path | str, *, weights: bool = True) -> DrafterCheckpoint
     configs = _configs(directory)
     cfg = configs[CONFIG_FILE]
     files = weight_files(directory) if weights else []
-    tensors = load_tensors(files) if files else {}
+    tensors = load_tensors(files, lazy=weights == "lazy") if files else {}
     where = str(directory / CONFIG_FILE)
     fmt = detect(cfg, list(tensors), where)
     ckpt = MODULES[fmt].read(cfg, tensors, where)

@@ -315,7 +315,7 @@ def check_tensors(ckpt: DrafterCheckpoint) -> None:
             raise InputError(
                 f"{where}: tensor {ckpt_name(ckpt, name)!r} has shape {list(t.shape)}, expected {list(opt[name])}"
             )
-        if t.is_floating_point() and not bool(torch.isfinite(t).all()):
+        if isinstance(t, torch.Tensor) and t.is_floating_point() and not bool(torch.isfinite(t).all()):
             raise InputError(f"{where}: tensor {ckpt_name(ckpt, name)!r} holds NaN or Inf values")
     if arch.fc_norm and "fc_norm.0.weight" not in ckpt.tensors:
         raise InputError(f"{where}: config sets fc_norm but the weights have no fc_norm.0.weight")

@@ -84,7 +84,7 @@ def readers_of(configs: dict[str, dict]) -> dict[str, str]:
 
 
 def inspect_drafter(path: Path | str, target: Path | str | None = None) -> Inspection:
-    ckpt = read_drafter(path)
+    ckpt = read_drafter(path, weights="lazy")
     vrep = None
     if ckpt.arch is not None and ckpt.has_weights:
         vrep = vocab_report(

@@ -125,6 +125,20 @@ def vocab_report(
     )
     out_of_range = int(targets.min()) < 0 or int(targets.max()) >= vocab_size
     unsorted = targets.numel() > 1 and not bool((targets[1:] > targets[:-1]).all())
+    if (
+        absolute
+        and bool((d2t == torch.arange(d2t.numel())).all())
+        and not (out_of_range or unsorted or (t2d is not None and not _agrees(targets, t2d)))
+    ):
+        add(
+            VocabFinding(
+                "arange-d2t",
+                "warning",
+                "d2t is arange(draft_vocab_size): valid as offsets (draft id i -> target 2i), but that is what a "
+                "d2t of absolute ids looks like (verl-project/verl-SpeCo#67); if the draft vocabulary is the first "
+                "N target ids, d2t must be all zeros",
+            )
+        )
     if absolute and (out_of_range or unsorted or (t2d is not None and not _agrees(targets, t2d))):
         add(
             VocabFinding(

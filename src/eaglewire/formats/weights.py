@@ -48,8 +48,9 @@ def weight_files(directory: Path) -> list[Path]:
     return loose
 
 
-def _check_safetensors_header(path: Path) -> None:
-    """Reject truncated or malformed files with a clear line before safetensors raises something vaguer."""
+def _check_safetensors_header(path: Path) -> dict:
+    """Reject truncated or malformed files with a clear line before safetensors raises something vaguer; return
+    the header (tensor name -> dtype, shape, data_offsets)."""
     size = path.stat().st_size
     with path.open("rb") as f:
         head = f.read(8)
@@ -80,15 +81,73 @@ def _check_safetensors_header(path: Path) -> None:
         raise InputError(
             f"{path}: truncated safetensors file (data needs {8 + n + end} bytes, file has {size})"
         )
+    return header
 
 
-def load_tensors(files: list[Path]) -> dict[str, torch.Tensor]:
+DTYPES = {
+    "F64": torch.float64, "F32": torch.float32, "F16": torch.float16, "BF16": torch.bfloat16,
+    "I64": torch.int64, "I32": torch.int32, "I16": torch.int16, "I8": torch.int8, "U8": torch.uint8,
+    "BOOL": torch.bool, "F8_E4M3": torch.float8_e4m3fn, "F8_E5M2": torch.float8_e5m2,
+}  # fmt: skip
+SMALL = 1 << 20  # elements: tensors this small (vocab maps, norms) are read even in lazy mode
+
+
+class LazyTensor:
+    """A tensor whose bytes were not read: shape and dtype from the safetensors header, `load()` reads it. The
+    static check needs shapes only, so a 70B-shaped drafter is checked without reading its gigabytes."""
+
+    def __init__(self, path: Path, name: str, shape: list[int], dtype: torch.dtype):
+        self.path, self.name, self.shape, self.dtype = path, name, torch.Size(shape), dtype
+
+    def dim(self) -> int:
+        return len(self.shape)
+
+    def numel(self) -> int:
+        return self.shape.numel()
+
+    def is_floating_point(self) -> bool:
+        return self.dtype.is_floating_point
+
+    def load(self) -> torch.Tensor:
+        from safetensors import safe_open
+
+        with safe_open(str(self.path), "pt") as f:
+            return f.get_tensor(self.name)
+
+
+def _lazy_part(path: Path, header: dict) -> dict:
+    from safetensors import safe_open
+
+    out: dict = {}
+    small = []
+    for name, info in header.items():
+        if name == "__metadata__":
+            continue
+        shape = info.get("shape")
+        dtype = DTYPES.get(info.get("dtype"))
+        if not isinstance(shape, list) or dtype is None:
+            raise InputError(f"{path}: malformed safetensors entry {name!r}")
+        if torch.Size(shape).numel() <= SMALL:
+            small.append(name)
+        else:
+            out[name] = LazyTensor(path, name, shape, dtype)
+    try:
+        with safe_open(str(path), "pt") as f:
+            for name in small:
+                out[name] = f.get_tensor(name)
+    except (SafetensorError, OSError, ValueError) as e:
+        raise InputError(f"{path}: cannot read safetensors ({str(e).splitlines()[0]})") from None
+    return out
+
+
+def load_tensors(files: list[Path], lazy: bool = False) -> dict[str, torch.Tensor]:
+    """Every tensor of the weight files. `lazy`: large safetensors tensors stay `LazyTensor` (header only)."""
     tensors: dict[str, torch.Tensor] = {}
     for path in files:
         if path.suffix == ".safetensors":
-            _check_safetensors_header(path)
+            header = _check_safetensors_header(path)
             try:
-                part = load_file(str(path))
+                part = _lazy_part(path, header) if lazy else load_file(str(path))
             except (SafetensorError, OSError, ValueError) as e:
                 raise InputError(f"{path}: cannot read safetensors ({str(e).splitlines()[0]})") from None
         else:

@@ -213,7 +213,7 @@ def check(
     trained_on: Wiring | None = None,
     trained_with: str | None = None,
 ) -> CheckReport:
-    ckpt = drafter if isinstance(drafter, DrafterCheckpoint) else read_drafter(drafter)
+    ckpt = drafter if isinstance(drafter, DrafterCheckpoint) else read_drafter(drafter, weights="lazy")
     if isinstance(target, TargetInfo):
         tinfo = target
     elif target is not None:
@@ -358,7 +358,7 @@ def check_job(
     """`eaglewire check`: the verdict per engine and, with `fix_into`, a fixed copy of the drafter."""
     if trained_on and trained_with:
         raise InputError("--trained-on and --trained-with are alternatives: give one")
-    ckpt = read_drafter(drafter)
+    ckpt = read_drafter(drafter, weights="lazy" if fix_into is None else True)
     rep = check(ckpt, target, engines, trained_on, trained_with)
     if fix_into is not None:
         rep.fixed_copy = write_fixed(ckpt, rep, fix_into)

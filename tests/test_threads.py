@@ -1,0 +1,238 @@
+"""Real user-reported failures, reproduced from the configs and flags quoted in their threads, each a class the
+static check must catch (or refuse to call ok). Weights are written at their true shapes as sparse files."""
+
+from __future__ import annotations
+
+import pytest
+import sparse
+import torch
+
+from eaglewire.jobs.check import check
+
+
+def verdicts(rep):
+    return {v.engine: v.status for v in rep.verdicts}
+
+
+def codes(rep):
+    return {f.code for v in rep.verdicts for f in v.findings if f.severity == "problem"}
+
+
+LLAMA_70B = {"architectures": ["LlamaForCausalLM"], "model_type": "llama", "num_hidden_layers": 80,
+             "hidden_size": 8192, "vocab_size": 128256, "max_position_embeddings": 131072,
+             "rope_scaling": {"rope_type": "llama3", "factor": 8.0}, "rope_theta": 500000.0}  # fmt: skip
+GPT_OSS_120B = {"architectures": ["GptOssForCausalLM"], "model_type": "gpt_oss", "num_hidden_layers": 36,
+                "hidden_size": 2880, "vocab_size": 201088, "max_position_embeddings": 131072, "rope_theta": 150000,
+                "rope_scaling": {"rope_type": "yarn", "factor": 32.0}}  # fmt: skip
+QWEN3_235B = {"architectures": ["Qwen3MoeForCausalLM"], "model_type": "qwen3_moe", "num_hidden_layers": 94,
+              "hidden_size": 4096, "vocab_size": 151936}  # fmt: skip
+QWEN3_4B = {"architectures": ["Qwen3ForCausalLM"], "model_type": "qwen3", "num_hidden_layers": 36,
+            "hidden_size": 2560, "vocab_size": 151936}  # fmt: skip
+DEEPSEEK_V3 = {"architectures": ["DeepseekV3ForCausalLM"], "model_type": "deepseek_v3", "num_hidden_layers": 61,
+               "hidden_size": 7168, "vocab_size": 129280}  # fmt: skip
+
+
+def eagle_config(hidden, vocab, draft_vocab=32000, layers=1, **extra):
+    cfg = {"architectures": ["LlamaForCausalLMEagle3"], "model_type": "llama", "hidden_size": hidden,
+           "intermediate_size": 4 * hidden, "num_hidden_layers": layers, "num_attention_heads": 32,
+           "num_key_value_heads": 8, "vocab_size": vocab, "draft_vocab_size": draft_vocab,
+           "tie_word_embeddings": False}  # fmt: skip
+    cfg.update(extra)
+    return cfg
+
+
+def speculators_config(hidden, vocab, ids, version, layer_type="llama", **extra):
+    layer = {"model_type": layer_type, "hidden_size": hidden, "intermediate_size": 4 * hidden,
+             "num_hidden_layers": 1, "num_attention_heads": 32, "num_key_value_heads": 8, "head_dim": hidden // 32,
+             "vocab_size": vocab, "max_position_embeddings": 40960}  # fmt: skip
+    layer.update(extra.pop("layer", {}))
+    cfg = {"architectures": ["Eagle3DraftModel"], "speculators_model_type": "eagle3", "speculators_version": version,
+           "draft_vocab_size": 32000, "eagle_aux_hidden_state_layer_ids": ids, "transformer_layer_config": layer,
+           "speculators_config": {"algorithm": "eagle3", "default_proposal_method": "greedy",
+                                  "proposal_methods": [{"proposal_type": "greedy", "speculative_tokens": 3}],
+                                  "verifier": {"name_or_path": None, "architectures": []}}}  # fmt: skip
+    cfg.update(extra)
+    return cfg
+
+
+def test_sglang_32226_gpt_oss_boundary_ids_and_norm_before_fc(tmp_path):
+    """gpt-oss-120b + nvidia/gpt-oss-120b-Eagle3-v3: ids [24, 30, 36] (36 = L) and nested norm_before_fc.
+    SGLang <= 0.5.16 adds 1 (37 is never captured: 2 states of 3) and ignores norm_before_fc; 0.5.17 reads them as
+    boundary indices and honours the norm (sglang PR #32334)."""
+    t = sparse.target(tmp_path / "t", GPT_OSS_120B)
+    cfg = eagle_config(2880, 201088, eagle_config={"eagle_aux_hidden_state_layer_ids": [24, 30, 36],
+                                                   "norm_before_fc": True})  # fmt: skip
+    d = sparse.drafter(tmp_path / "d", cfg, target_hidden=2880)
+    _add_input_norm(d, 3 * 2880)
+    old = check(d, t, ["sglang==0.5.16"], trained_on=_wiring("h24,h30,h36"))
+    assert verdicts(old) == {"sglang==0.5.16": "fails"}
+    assert "never captures" in old.verdicts[0].served.failure and "norm-before-fc" in codes(old)
+    new = check(d, t, ["sglang==0.5.17"], trained_on=_wiring("h24,h30,h36"))
+    assert verdicts(new) == {"sglang==0.5.17": "ok"} and not new.has_problem
+
+
+def test_vllm_50170_no_ids_is_never_ok(tmp_path):
+    """nvidia/Llama-3.3-70B-Instruct-Eagle3 omits the id list; vLLM silently feeds (2, 40, 77), accept length 1.04."""
+    t = sparse.target(tmp_path / "t", LLAMA_70B)
+    d = sparse.drafter(tmp_path / "d", eagle_config(8192, 128256), target_hidden=8192)
+    rep = check(d, t, ["vllm==0.33.0", "sglang==0.5.23"])
+    assert set(verdicts(rep).values()) == {"unverified"} and rep.verdict == "unverified"
+    assert any("no layer ids" in u for u in rep.unknowns)
+    assert any("h2,h40,h77" in str(v.served.taps) for v in rep.verdicts)
+
+
+def test_speculators_1065_four_ids_on_vllm_0_28(tmp_path):
+    """A speculators 0.8 drafter with 4 top-level ids: vLLM's llama drafter builds fc for 3 (vllm#54526)."""
+    t = sparse.target(tmp_path / "t", QWEN3_235B)
+    cfg = speculators_config(4096, 151936, [2, 46, 91, 93], "0.8.0.dev0", norm_before_fc=True,
+                             norm_before_residual=True, norm_output=True, fc_norm=False)  # fmt: skip
+    d = sparse.drafter(tmp_path / "d", cfg | {"hidden_size": 4096, "intermediate_size": 16384,
+                                             "num_attention_heads": 32, "num_key_value_heads": 8, "head_dim": 128,
+                                             "vocab_size": 151936}, target_hidden=4096, n_aux=4,
+                       embed=True, prefix="layers.0.")  # fmt: skip
+    _add_input_norm(d, 4 * 4096)
+    rep = check(d, t, ["vllm==0.28.0"])
+    assert rep.trained.known and str(rep.trained.wiring) == "h2,h46,h91,h93"
+    assert "fc-width" in codes(rep), [f.message for v in rep.verdicts for f in v.findings]
+    # a qwen3-type drafter class reads the top-level list for its width (vllm qwen3_eagle3.py)
+    cfg["transformer_layer_config"]["model_type"] = "qwen3"
+    d2 = sparse.drafter(tmp_path / "d2", cfg | {"hidden_size": 4096, "intermediate_size": 16384,
+                                               "num_attention_heads": 32, "num_key_value_heads": 8,
+                                               "head_dim": 128, "vocab_size": 151936}, target_hidden=4096,
+                        n_aux=4, embed=True, prefix="layers.0.")  # fmt: skip
+    _add_input_norm(d2, 4 * 4096)
+    assert "fc-width" not in codes(check(d2, t, ["vllm==0.28.0"]))
+
+
+def test_vllm_46788_deepseek_id_L_unreachable_before_0_25(tmp_path):
+    t = sparse.target(tmp_path / "t", DEEPSEEK_V3)
+    cfg = eagle_config(7168, 129280, eagle_aux_hidden_state_layer_ids=[2, 30, 61])
+    d = sparse.drafter(tmp_path / "d", cfg, target_hidden=7168)
+    rep = check(d, t, ["vllm==0.24.0"], trained_on=_wiring("h2,h30,h61"))
+    assert set(verdicts(rep).values()) == {"fails"}
+    assert all("never captures" in v.served.failure for v in rep.verdicts)
+    rep = check(d, t, ["vllm==0.25.0"], trained_on=_wiring("h2,h30,h61"))
+    assert set(verdicts(rep).values()) == {"ok"}
+
+
+def test_vllm_22152_eagle3_only_for_llama_on_0_10(tmp_path):
+    t = sparse.target(tmp_path / "t", QWEN3_4B)
+    d = sparse.drafter(tmp_path / "d", eagle_config(2560, 151936), target_hidden=2560)
+    rep = check(d, t, ["vllm==0.10.0"], trained_on=_wiring("h2,h18,h33"))
+    assert verdicts(rep) == {"vllm==0.10.0 v1": "fails"}
+    assert "only supported for Llama" in rep.verdicts[0].served.failure
+    assert verdicts(check(d, t, ["vllm==0.10.1"], trained_on=_wiring("h2,h18,h33"))) == {
+        "vllm==0.10.1 v1": "ok"
+    }
+
+
+def test_specforge_139_tied_embeddings_with_reduced_vocab(tmp_path):
+    t = sparse.target(tmp_path / "t", QWEN3_4B)
+    cfg = eagle_config(2560, 151936, tie_word_embeddings=True)
+    d = sparse.drafter(tmp_path / "d", cfg, target_hidden=2560)
+    rep = check(d, t, ["sglang==0.5.23", "vllm==0.33.0"], trained_on=_wiring("h2,h18,h33"))
+    sg = next(v for v in rep.verdicts if v.engine.startswith("sglang"))
+    assert any(f.code == "tied-reduced-vocab" and f.severity == "problem" for f in sg.findings)
+    assert not any(f.code == "tied-reduced-vocab" for v in rep.verdicts if v.engine.startswith("vllm")
+                   for f in v.findings)  # fmt: skip
+
+
+def test_specforge_310_qwen_vl_on_sglang_0_5_5(tmp_path):
+    """Qwen2.5-VL: accept length ~1.0 on 0.5.5 (cause not established): never ok. Qwen3-VL: no EAGLE-3 there."""
+    vl = {"architectures": ["Qwen2_5_VLForConditionalGeneration"], "model_type": "qwen2_5_vl",
+          "text_config": {"model_type": "qwen2_5_vl_text", "num_hidden_layers": 28, "hidden_size": 3584,
+                          "vocab_size": 152064}}  # fmt: skip
+    t = sparse.target(tmp_path / "t", vl)
+    d = sparse.drafter(tmp_path / "d", eagle_config(3584, 152064), target_hidden=3584)
+    rep = check(d, t, ["sglang==0.5.5"], trained_on=_wiring("h2,h14,h25"))
+    assert rep.verdict == "unverified" and any("0.5.5" in u for u in rep.unknowns)
+    assert check(d, t, ["sglang==0.5.4"], trained_on=_wiring("h2,h14,h25")).verdict == "ok"
+    q3 = {"architectures": ["Qwen3VLForConditionalGeneration"], "model_type": "qwen3_vl",
+          "text_config": {"model_type": "qwen3_vl_text", "num_hidden_layers": 36, "hidden_size": 4096,
+                          "vocab_size": 151936}}  # fmt: skip
+    t3 = sparse.target(tmp_path / "t3", q3)
+    d3 = sparse.drafter(tmp_path / "d3", eagle_config(4096, 151936), target_hidden=4096)
+    assert verdicts(check(d3, t3, ["sglang==0.5.5"], trained_on=_wiring("h2,h18,h33"))) == {
+        "sglang==0.5.5": "fails"
+    }
+
+
+def test_vllm_38111_norm_before_fc_dropped_for_speculators_in_0_18(tmp_path):
+    t = sparse.target(tmp_path / "t", QWEN3_4B)
+    cfg = speculators_config(2560, 151936, [2, 18, 33], "0.9.0", norm_before_fc=True)
+    d = sparse.drafter(tmp_path / "d", cfg | {"hidden_size": 2560, "intermediate_size": 10240,
+                                             "num_attention_heads": 32, "num_key_value_heads": 8, "head_dim": 80,
+                                             "vocab_size": 151936}, target_hidden=2560, embed=True,
+                       prefix="layers.0.")  # fmt: skip
+    _add_input_norm(d, 3 * 2560)
+    assert "norm-before-fc" in codes(check(d, t, ["vllm==0.18.0"]))
+    assert "norm-before-fc" not in codes(check(d, t, ["vllm==0.19.0"]))
+
+
+def test_speculators_684_sliding_window_not_applied(tmp_path):
+    t = sparse.target(tmp_path / "t", QWEN3_4B)
+    layer = {"sliding_window": 2048, "layer_types": ["sliding_attention"]}
+    cfg = speculators_config(2560, 151936, [2, 18, 33], "0.9.0", layer_type="qwen3", layer=layer)
+    d = sparse.drafter(tmp_path / "d", cfg | {"hidden_size": 2560, "intermediate_size": 10240,
+                                             "num_attention_heads": 32, "num_key_value_heads": 8, "head_dim": 80,
+                                             "vocab_size": 151936}, target_hidden=2560, embed=True,
+                       prefix="layers.0.")  # fmt: skip
+    warned = lambda rep: any(f.code == "sliding-window-ignored" for v in rep.verdicts for f in v.findings)  # noqa: E731
+    assert warned(check(d, t, ["vllm==0.25.0"]))
+    assert not warned(check(d, t, ["vllm==0.26.0"]))
+
+
+def test_automodel_2399_yarn_target_with_a_default_rope_draft(tmp_path):
+    t = sparse.target(tmp_path / "t", GPT_OSS_120B)
+    d = sparse.drafter(tmp_path / "d", eagle_config(2880, 201088, rope_theta=10000.0), target_hidden=2880)
+    rep = check(d, t, ["sglang==0.5.23"], trained_on=_wiring("h2,h18,h33"))
+    assert any(f.code == "rope-differs" for v in rep.verdicts for f in v.findings)
+
+
+def test_verl_speco_67_arange_d2t(tmp_path):
+    t = sparse.target(tmp_path / "t", QWEN3_4B)
+    first = torch.zeros(151936, dtype=torch.bool)
+    first[:32000] = True  # verl-SpeCo's t2d: the first draft_vocab_size target ids
+    d = sparse.drafter(tmp_path / "d", eagle_config(2560, 151936), target_hidden=2560, d2t=torch.arange(32000),
+                       t2d=first)  # fmt: skip
+    rep = check(d, t, ["sglang==0.5.23"], trained_on=_wiring("h2,h18,h33"))
+    assert rep.has_problem and any(f.code == "absolute-ids-as-offsets" for f in rep.findings)
+    # the same d2t with a t2d that agrees is still flagged as suspicious
+    d = sparse.drafter(
+        tmp_path / "d2", eagle_config(2560, 151936), target_hidden=2560, d2t=torch.arange(32000)
+    )
+    rep = check(d, t, ["sglang==0.5.23"], trained_on=_wiring("h2,h18,h33"))
+    assert any(f.code == "arange-d2t" for f in rep.findings)
+
+
+@pytest.mark.parametrize("version", ["0.33.0", "0.28.0"])
+def test_specforge_nested_ids_on_vllm_runners(tmp_path, version):
+    """SpecForge's Qwen3-235B config: nested [1, 46, 90]. Trained on h2,h47,h91 (SpecForge 0.2 through SGLang +1).
+    vLLM's V1 runner reads them raw (off by one), the V2 runner ignores them (the default, right by chance)."""
+    t = sparse.target(tmp_path / "t", QWEN3_235B)
+    cfg = eagle_config(4096, 151936, eagle_config={"eagle_aux_hidden_state_layer_ids": [1, 46, 90]})
+    d = sparse.drafter(tmp_path / "d", cfg, target_hidden=4096)
+    rep = check(d, t, [f"vllm=={version}"], trained_with="specforge==0.2.0")
+    assert rep.trained.known and str(rep.trained.wiring) == "h2,h47,h91"
+    got = {v.served.row.runner: v.status for v in rep.verdicts}
+    assert got == {"v1": "mismatch", "mrv2": "ok"}
+
+
+def _wiring(text):
+    from eaglewire.taps import Wiring
+
+    return Wiring.parse(text)
+
+
+def _add_input_norm(directory, width):
+    """Give a sparse drafter the input_norm.weight its norm_before_fc declares (rewrites the file)."""
+    from safetensors import safe_open
+
+    path = directory / "model.safetensors"
+    with safe_open(str(path), "pt") as f:
+        names = list(f.keys())
+        shapes = {n: (list(f.get_slice(n).get_shape()), f.get_slice(n).get_dtype()) for n in names}
+        small = {n: f.get_tensor(n).clone() for n in names if torch.Size(shapes[n][0]).numel() <= 1 << 20}
+    shapes["input_norm.weight"] = ([width], "BF16")
+    small["input_norm.weight"] = torch.ones(width)
+    sparse.write_sparse(path, shapes, small)
