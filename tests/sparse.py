@@ -75,6 +75,12 @@ def drafter(
         "norm.weight": ([h], "BF16"),
     }
     values = {}
+    if config.get("fc_norm"):
+        for i in range(n_aux):
+            shapes[f"fc_norm.{i}.weight"] = ([target_hidden], "BF16")
+    nested = config.get("eagle_config") or {}
+    if config.get("norm_before_fc") or nested.get("norm_before_fc"):
+        shapes["input_norm.weight"] = ([n_aux * target_hidden], "BF16")
     if lm_head:
         shapes["lm_head.weight"] = ([dv, h], "BF16")
     if embed:
@@ -87,7 +93,7 @@ def drafter(
         shapes["d2t"], shapes["t2d"] = ([dv], "I64"), ([vocab], "BOOL")
         values["d2t"], values["t2d"] = d2t, t2d
     for name in shapes:
-        if name.endswith("norm.weight"):
+        if name.endswith("norm.weight") or name.startswith("fc_norm."):
             values[name] = torch.ones(shapes[name][0])
     directory.mkdir(parents=True, exist_ok=True)
     (directory / "config.json").write_text(json.dumps(config))

@@ -26,7 +26,9 @@ from eaglewire.jsonio import str_list
 
 NAME = "eagle"
 ARCHITECTURES = ("LlamaForCausalLMEagle3",)
-MLA_ARCHITECTURES = ("Eagle3DeepseekV2ForCausalLM",)
+MLA_ARCHITECTURES = ("Eagle3DeepseekV2ForCausalLM", "Eagle3DeepseekV3ForCausalLM")
+NEXTN_SUFFIXES = ("NextN", "MTP")  # MTP/NextN draft layers (DeepseekV3ForCausalLMNextN): not EAGLE-3 heads
+RUNNABLE_LAYERS = ("llama", "qwen3", "qwen2", "mistral")
 LEGACY = {"aux_norm_low": "fc_norm.0", "aux_norm_mid": "fc_norm.1", "aux_norm_high": "fc_norm.2"}
 
 
@@ -72,8 +74,15 @@ def read(cfg: dict, tensors: dict[str, torch.Tensor], where: str, fmt: str = NAM
     archs = str_list(cfg, "architectures", where)
     ec = eagle_config(cfg, where)
     notes = []
+    static_only = None
     if any(a in MLA_ARCHITECTURES for a in archs):
-        notes.append("MLA drafter (Eagle3DeepseekV2ForCausalLM): static checks only, no forward pass here")
+        static_only = "MLA drafter (Eagle3DeepseekV2ForCausalLM): static checks only, no forward pass here"
+    elif any(a.endswith(NEXTN_SUFFIXES) for a in archs):
+        static_only = f"{archs[0]} is an MTP/NextN draft layer, not an EAGLE-3 head (it takes no aux hidden states)"
+    elif cfg.get("model_type", "llama") not in RUNNABLE_LAYERS:
+        static_only = f"drafter layer model_type {cfg.get('model_type')!r}: static checks only, no forward pass here"
+    if static_only:
+        notes.append(static_only)
         return DrafterCheckpoint(
             format=fmt, arch=None, tensors=canon, config=cfg, disk_names=disk, notes=notes
         )

@@ -153,6 +153,17 @@ def from_trainer(
             f"{spec} is not a version whose source was read (row {first.row.key}, read at "
             f"{', '.join(first.row.checked)}); pass --trained-on if you know the taps"
         )
+    if res.source_key is None and not first.row.records_ids and unknown is None:
+        unknown = (
+            f"{first.row.key} never wrote the ids it trained on into the checkpoint: with its defaults it captured "
+            f"{res.taps}, with a run override anything else; {SETTLE}"
+        )
+    if spec.framework == "speculators" and ids and sorted(ids) == sorted(conv._default("1,L//2-1,L-4", L)):
+        unknown = (
+            f"ids {ids} are the output-of-layer default of SpecForge/modelopt/AngelSlim ([1, L//2-1, L-4]), not "
+            "speculators' ([2, L//2, L-3]): a `speculators convert` output copies ids verbatim, so if this was "
+            f"converted from such a drafter it was trained one tap higher; {SETTLE}"
+        )
     if res.source_key is None:
         basis += " (no ids: the trainer's default)"
     confidence = "high" if unknown is None else "low"

@@ -172,6 +172,15 @@ def _vllm_arch(c: Context) -> str | None:
     )
 
 
+@rule("not-eagle3", "*", "", "problem", "an MTP/NextN layer (e.g. SpecForge configs/kimi-k2-eagle3.json, DeepseekV3ForCausalLMNextN)")  # fmt: skip
+def _nextn(c: Context) -> str | None:
+    from eaglewire.formats.eagle import NEXTN_SUFFIXES
+
+    if c.architecture.endswith(NEXTN_SUFFIXES):
+        return f"{c.architecture} is an MTP/NextN draft, not an EAGLE-3 head: serve it with EAGLE/NEXTN (SGLang) or mtp (vLLM), not EAGLE3"
+    return None
+
+
 # ---- fc width -------------------------------------------------------------------------------------------------
 
 
