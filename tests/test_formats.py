@@ -202,3 +202,24 @@ def test_eagle_config_round_trips_through_transformers(tmp_path):
     cfg = LlamaConfig.from_pretrained(str(tmp_path / "e"))
     assert cfg.hidden_size == 64 and cfg.draft_vocab_size == 300
     assert cfg.eagle_config["eagle_aux_hidden_state_layer_ids"] == [1, 5, 8]
+
+
+@pytest.mark.parametrize("family", ["llama", "deepseek_v3"])
+@pytest.mark.parametrize("to", ["eagle", "speculators", "modelopt"])
+def test_a_converted_copy_passes_check_wherever_the_source_did(tmp_path, family, to):
+    from eaglewire.jobs.check import check, convert_job
+    from eaglewire.taps import Wiring
+
+    target = target_config(tmp_path / "t", family, layers=12)
+    src = eagle_drafter(tmp_path / "e", [1, 5, 8])
+    taps = Wiring.parse("h2,h6,h9")
+    res = convert_job(src, tmp_path / "out", to, target, taps)
+    assert not [n for n in res.notes if "converted copy" in n], res.notes
+    engines = ["sglang==0.5.23", "vllm==0.33.0", "vllm==0.28.0"]
+    before = {v.engine: v.status for v in check(src, target, engines, trained_on=taps).verdicts}
+    after = {v.engine: v.status for v in check(tmp_path / "out", target, engines).verdicts}
+    for engine, status in before.items():
+        if status == "ok":
+            assert after[engine] == "ok", (engine, after)
+    if to == "modelopt":  # vLLM reads the top-level list: modelopt copies carry it too
+        assert "eagle_aux_hidden_state_layer_ids" in json.loads((tmp_path / "out" / "config.json").read_text())

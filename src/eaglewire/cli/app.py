@@ -119,9 +119,9 @@ def convert(
     json_out: bool = JSON,
 ) -> None:
     """Convert between formats, rewriting the id list so the drafter is fed the same taps."""
-    from eaglewire.formats.convert import convert as run_convert
+    from eaglewire.jobs.check import convert_job
 
-    res = run_convert(src, dst, to, target, wiring(trained_on))
+    res = convert_job(src, dst, to, target, wiring(trained_on))
     render.show(res, json_out, render.render_convert)
 
 

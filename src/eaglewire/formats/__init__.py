@@ -50,7 +50,10 @@ def detect(cfg: dict, tensor_names: list[str], where: str) -> str:
         return "modelopt"
     archs = str_list(cfg, "architectures", where)
     if (
-        any(a in eagle.ARCHITECTURES + eagle.MLA_ARCHITECTURES or a.endswith(eagle.NEXTN_SUFFIXES) for a in archs)
+        any(
+            a in eagle.ARCHITECTURES + eagle.MLA_ARCHITECTURES or a.endswith(eagle.NEXTN_SUFFIXES)
+            for a in archs
+        )
         or any("eagle3" in a.lower() for a in archs)
         or "draft_vocab_size" in cfg
         or "eagle_config" in cfg

@@ -115,9 +115,10 @@ def format_config(ckpt: DrafterCheckpoint, fmt: str, taps: Wiring, target: Targe
         notes.append(f"{NATIVE[fmt]} cannot feed {taps}: {fix.reason}")
     cfg = MODULES[fmt].build_config(ckpt, fix.value)
     extra: dict[str, list[int]] = {}
-    if fmt == "eagle":
-        # vLLM reads a top-level list first (MRV2 never reads eagle_config): write its value too, so both
-        # engines feed the same taps from one config.json.
+    _carry(ckpt, fmt, cfg)
+    if fmt in ("eagle", "modelopt"):
+        # vLLM reads a top-level list first (MRV2 never reads eagle_config, V1 >= 0.22 would read the nested one
+        # raw): write its value too, so every engine feeds the same taps from one config.json.
         for m in conv.rows_for(conv.parse_spec("vllm"), target.family):
             vfix = conv.config_value_for(m.row, taps, L)
             if vfix.expressible and vfix.key == "eagle_aux_hidden_state_layer_ids":
@@ -132,6 +133,31 @@ def format_config(ckpt: DrafterCheckpoint, fmt: str, taps: Wiring, target: Targe
     if ckpt.provenance is not None:
         cfg[PROVENANCE_KEY] = ckpt.provenance.to_config()
     return cfg, fix.value, extra, notes
+
+
+# Text-model keys the drafter's attention and RoPE read that DrafterArch does not model: carried as written.
+CARRIED = (
+    "sliding_window",
+    "use_sliding_window",
+    "layer_types",
+    "max_window_layers",
+    "original_max_position_embeddings",
+)
+
+
+def _layer_config(cfg: dict, fmt: str) -> dict:
+    if fmt == "speculators":
+        inner = cfg.get("transformer_layer_config")
+        return inner if isinstance(inner, dict) else {}
+    return cfg
+
+
+def _carry(ckpt: DrafterCheckpoint, fmt: str, cfg: dict) -> None:
+    """Copy the CARRIED keys from the source's layer config into the destination's."""
+    src, dst = _layer_config(ckpt.config, ckpt.format), _layer_config(cfg, fmt)
+    for key in CARRIED:
+        if key in src and key not in dst:
+            dst[key] = src[key]
 
 
 __all__ = ["ConvertResult", "convert", "format_config"]

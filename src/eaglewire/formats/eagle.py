@@ -78,9 +78,13 @@ def read(cfg: dict, tensors: dict[str, torch.Tensor], where: str, fmt: str = NAM
     if any(a in MLA_ARCHITECTURES for a in archs):
         static_only = "MLA drafter (Eagle3DeepseekV2ForCausalLM): static checks only, no forward pass here"
     elif any(a.endswith(NEXTN_SUFFIXES) for a in archs):
-        static_only = f"{archs[0]} is an MTP/NextN draft layer, not an EAGLE-3 head (it takes no aux hidden states)"
+        static_only = (
+            f"{archs[0]} is an MTP/NextN draft layer, not an EAGLE-3 head (it takes no aux hidden states)"
+        )
     elif cfg.get("model_type", "llama") not in RUNNABLE_LAYERS:
-        static_only = f"drafter layer model_type {cfg.get('model_type')!r}: static checks only, no forward pass here"
+        static_only = (
+            f"drafter layer model_type {cfg.get('model_type')!r}: static checks only, no forward pass here"
+        )
     if static_only:
         notes.append(static_only)
         return DrafterCheckpoint(
@@ -146,8 +150,11 @@ def build_config(ckpt: DrafterCheckpoint, ids: list[int] | None) -> dict:
         ec["eagle_aux_hidden_state_layer_ids"] = list(ids)
     elif arch.n_aux != 3:
         cfg["num_aux_hidden_states"] = arch.n_aux
-    if arch.norm_before_fc:
+    if (
+        arch.norm_before_fc
+    ):  # SGLang and TensorRT-LLM read it under eagle_config, vLLM 0.18-0.21 top-level only
         ec["norm_before_fc"] = True
+        cfg["norm_before_fc"] = True
     cfg["eagle_config"] = ec
     for flag in ("norm_before_residual", "fc_norm", "norm_output"):
         if getattr(arch, flag):

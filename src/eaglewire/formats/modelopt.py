@@ -66,6 +66,12 @@ def build_config(ckpt: DrafterCheckpoint, ids: list[int] | None) -> dict:
     }
     if arch.target_hidden_size != arch.hidden_size:
         cfg["target_hidden_size"] = arch.target_hidden_size
+    if arch.norm_before_fc:
+        cfg["eagle_config"]["norm_before_fc"] = True
+        cfg["norm_before_fc"] = True
+    for flag in ("norm_before_residual", "fc_norm", "norm_output"):
+        if getattr(arch, flag):
+            cfg[flag] = True
     if ckpt.provenance is not None:
         cfg[PROVENANCE_KEY] = ckpt.provenance.to_config()
     return cfg

@@ -363,3 +363,29 @@ def check_job(
     if fix_into is not None:
         rep.fixed_copy = write_fixed(ckpt, rep, fix_into)
     return rep
+
+
+def convert_job(
+    src: Path | str,
+    dst: Path | str,
+    to: str,
+    target: Path | str | None = None,
+    trained_on: Wiring | None = None,
+):
+    """`eaglewire convert`, then the static check of source and copy: every engine the source was right for must
+    be right for the copy, and the result says so where it is not (a destination that cannot express it)."""
+    from eaglewire.formats.convert import convert
+
+    res = convert(src, dst, to, target, trained_on)
+    source = read_drafter(src, weights="lazy")
+    tinfo = read_target(target) if target is not None else target_from_provenance(source)
+    engines = ["sglang", "vllm"]
+    before = {v.engine: v.status for v in check(source, tinfo, engines, trained_on).verdicts}
+    after = check(dst, tinfo, engines, trained_on)
+    res.notes += [
+        f"the converted copy is {v.status} for {v.engine} where the source was ok"
+        + (f" ({v.served.failure})" if v.served.failure else "")
+        for v in after.verdicts
+        if before.get(v.engine) == "ok" and v.status != "ok"
+    ]
+    return res
