@@ -127,7 +127,9 @@ def _string(cfg: dict, key: str, path: Path) -> str:
 
 
 def config_path(path: Path) -> Path:
-    path = Path(path)
+    from eaglewire.hub import resolve
+
+    path = resolve(path, "target")
     if path.is_dir():
         cfg = path / "config.json"
         if not cfg.exists():

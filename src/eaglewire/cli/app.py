@@ -48,6 +48,8 @@ def inspect(
 
     ins = inspect_drafter(drafter, target)
     render.show(ins, json_out, render.render_inspection)
+    if ins.target_error:
+        raise InputError(ins.target_error)  # the drafter part is printed; the bad --target exits 2
     exit_with(ins.vocab is not None and not ins.vocab.ok)
 
 

@@ -81,7 +81,9 @@ def _configs(directory: Path) -> dict[str, dict]:
 def read_drafter(path: Path | str, *, weights: bool | str = True) -> DrafterCheckpoint:
     """Read a drafter directory (or its config.json). `weights=False` reads the configs alone; `weights="lazy"`
     reads shapes from the safetensors headers and only the small tensors' values (the static check)."""
-    path = Path(path)
+    from eaglewire.hub import resolve
+
+    path = resolve(path, "drafter")
     directory = path.parent if path.is_file() else path
     if not directory.exists():
         raise InputError(f"{directory}: drafter directory not found")

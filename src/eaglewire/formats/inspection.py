@@ -6,6 +6,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from eaglewire import conventions as conv
+from eaglewire.errors import InputError
 from eaglewire.formats import declared_ids, read_drafter, tensor_summary
 from eaglewire.formats.trained import TrainedTaps, trained_taps
 from eaglewire.formats.vocab import VocabReport, vocab_report
@@ -37,6 +38,7 @@ class Inspection:
     target: TargetInfo | None = None
     trained: TrainedTaps | None = None
     served: list[ServedRow] = field(default_factory=list)
+    target_error: str | None = None  # --target could not be read: the drafter part is still reported
 
     def to_dict(self) -> dict:
         return {
@@ -68,6 +70,7 @@ class Inspection:
                 "confidence": self.trained.confidence,
             },
             "served": [s.__dict__ for s in self.served],
+            "target_error": self.target_error,
         }
 
 
@@ -103,7 +106,11 @@ def inspect_drafter(path: Path | str, target: Path | str | None = None) -> Inspe
         notes=list(ckpt.notes),
     )
     if target is not None:
-        tinfo = read_target(target)
+        try:
+            tinfo = read_target(target)
+        except InputError as e:
+            ins.target_error = str(e)
+            return ins
         ins.target = tinfo
         ins.trained = trained_taps(ckpt, tinfo)
         for row in conv.ROWS:
