@@ -5,7 +5,7 @@ PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.eaglewire-installed
 export OMP_NUM_THREADS ?= 2
 
-.PHONY: demo test test-all bench lint zoo zoo-models env clean
+.PHONY: demo test test-all bench lint docs zoo zoo-models env clean
 
 $(STAMP): pyproject.toml constraints.txt
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -30,6 +30,9 @@ test-all: $(STAMP)
 
 bench: $(STAMP)
 	$(PY) -m eaglewire.cli bench-all --out bench-results
+
+docs: $(STAMP)
+	$(PY) -c "from eaglewire.conventions.coverage import markdown; open('docs/coverage.md', 'w').write(markdown())"
 
 lint: $(STAMP)
 	$(VENV)/bin/ruff check src tests

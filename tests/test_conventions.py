@@ -286,3 +286,13 @@ def test_inverse_round_trips(key, num_layers, data):
         assert res.taps is not None and res.taps.indices == want.indices
     else:
         assert fix.reason
+
+
+def test_docs_coverage_is_in_sync_with_the_table():
+    """docs/coverage.md lists every row with what was read; `make docs` rewrites it."""
+    from pathlib import Path
+
+    from eaglewire.conventions.coverage import markdown
+
+    doc = Path(__file__).resolve().parents[1] / "docs" / "coverage.md"
+    assert doc.read_text() == markdown(), "docs/coverage.md is stale: run `make docs`"

@@ -30,7 +30,9 @@ def resolve(path: Path | str, what: str) -> Path:
     try:
         local = snapshot_download(str(path), allow_patterns=PATTERNS, local_files_only=offline)
     except Exception as e:  # not cached offline, no network, unknown repo: one line naming the repo
-        how = "not in the local Hugging Face cache (HF_HUB_OFFLINE is set)" if offline else "cannot be fetched"
+        how = (
+            "not in the local Hugging Face cache (HF_HUB_OFFLINE is set)" if offline else "cannot be fetched"
+        )
         raise InputError(
             f"{path}: not a local {what} folder, and the hub repo {how} ({e.__class__.__name__})"
         ) from None
