@@ -147,8 +147,33 @@ def engine_findings(
     ]
 
 
+def _id_lists_disagree(ckpt: DrafterCheckpoint, target: TargetInfo) -> Finding | None:
+    """An EAGLE-format config with both lists: SGLang reads the nested one (+1), vLLM the top-level one (raw).
+    Written by one hand they name the same taps; when they do not, at most one engine is fed the training taps."""
+    if ckpt.format != "eagle":
+        return None
+    nested = conv.get_path(ckpt.config, "eagle_config.eagle_aux_hidden_state_layer_ids")
+    top = conv.get_path(ckpt.config, "eagle_aux_hidden_state_layer_ids")
+    if not (isinstance(nested, list) and nested and isinstance(top, list) and top):
+        return None
+    L = target.num_layers
+    sg = conv.resolve(conv.rows_for(conv.parse_spec("sglang"), target.family)[0].row, ckpt.config, L)
+    vl = conv.resolve(conv.rows_for(conv.parse_spec("vllm"), target.family)[0].row, ckpt.config, L)
+    if sg.taps is not None and vl.taps is not None and sg.taps != vl.taps:
+        return Finding(
+            "warning",
+            "id-lists-disagree",
+            f"eagle_config ids {nested} feed SGLang {sg.taps}, the top-level ids {top} feed vLLM {vl.taps}: at most "
+            "one of them is what the drafter was trained on",
+        )
+    return None
+
+
 def general_findings(ckpt: DrafterCheckpoint, target: TargetInfo) -> list[Finding]:
     out: list[Finding] = []
+    disagree = _id_lists_disagree(ckpt, target)
+    if disagree is not None:
+        out.append(disagree)
     arch = ckpt.arch
     if arch is not None:
         if arch.vocab_size != target.vocab_size:
@@ -280,6 +305,16 @@ def _verdict(
     if not trained.known:
         unknowns.append(trained.unknown or f"training taps: {trained.basis}")
     row_known = not m.assumed
+    ec = ckpt.config.get("eagle_config")
+    if isinstance(ec, dict) and ec.get("use_aux_hidden_state") is False and not ckpt.tensors.get("fc.weight"):
+        # an EAGLE-1-style head: no taps to compare, only whether this engine version honours the flag
+        served = conv.Resolution(m.row, L, None, None, None, notes=["no aux hidden states: fed the final state"])
+        problem = any(f.severity == "problem" for f in findings)
+        status = "fails" if problem else "ok" if row_known else "unverified"
+        version = spec.version or conv.NEWEST.get(spec.framework)
+        name = f"{spec.framework}=={version}" + (f" {m.row.runner}" if m.row.runner else "")
+        return EngineVerdict(name, m.row.key, m.exact, "config.json", served, status, None, findings,
+                             _row_unknowns(spec, m, tinfo), m.verified)  # fmt: skip
     if served.failure:
         status = "fails" if row_known else "unverified"
     elif trained.wiring is None:

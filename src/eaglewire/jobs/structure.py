@@ -241,10 +241,18 @@ def _unhonoured(c: Context, key: str, honoured: bool) -> str | None:
     return None
 
 
-@rule("aux-disabled", "*", "", "problem", "sglang spec_aux_hidden_state.py:186-191 @0.5.23; vllm llama_eagle3.py:145-149 @0.14.0")  # fmt: skip
+@rule("aux-disabled", "*", "", "problem", "sglang spec_aux_hidden_state.py:186-191 @0.5.23 (read from 0.5.8); vllm llama_eagle3.py:145-149 @0.14.0")  # fmt: skip
 def _aux_disabled(c: Context) -> str | None:
-    if c.nested.get("use_aux_hidden_state") is False and c.has_tensor("fc.weight"):
+    if c.nested.get("use_aux_hidden_state") is not False:
+        return None
+    if c.has_tensor("fc.weight"):
         return "eagle_config.use_aux_hidden_state is false but the drafter has an fc: the engine feeds no aux states to it"
+    reads = {"sglang": "0.5.8", "vllm": "0.14.0"}.get(c.engine)
+    if reads and c.version < Version(reads):
+        return (
+            f"{c.engine} < {reads} ignores use_aux_hidden_state: it captures aux states and builds an fc this "
+            "checkpoint does not have"
+        )
     return None
 
 
