@@ -11,7 +11,7 @@ import subprocess
 import sys
 
 import pytest
-import sparse
+import sparse_checkpoints as sparse
 
 from eaglewire.formats.inspection import inspect_drafter
 from eaglewire.jobs.check import check

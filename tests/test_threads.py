@@ -4,7 +4,7 @@ static check must catch (or refuse to call ok). Weights are written at their tru
 from __future__ import annotations
 
 import pytest
-import sparse
+import sparse_checkpoints as sparse
 import torch
 
 from eaglewire.jobs.check import check
