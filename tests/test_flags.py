@@ -437,9 +437,6 @@ def test_vllm_legacy_flags_are_unknown_and_move_into_the_config():
         (KIMI, {"engine": "tgi"}, "tgi"),
         (KIMI, {"engine_version": "0.4.3"}, "0.4.3"),
         (KIMI, {"engine_version": "latest"}, "latest"),
-        ([*SGL, "--model-path", "m", "--speculative-algorithm", "NGRAM"], {}, "--speculative-algorithm"),
-        ([*SGL, "--model-path", "m"], {}, "--speculative-algorithm"),
-        (["vllm", "serve", "m"], {}, "--speculative-config"),
         ([], {}, "empty"),
     ],
 )  # fmt: skip
@@ -477,6 +474,16 @@ def _auto(version: str, arch: str) -> tuple:
 
 
 SPEC = {"method": "eagle3", "model": "d", "num_speculative_tokens": 3}
+SA = [
+    *SGL,
+    "--model-path",
+    "m",
+    "--speculative-algorithm",
+    "STANDALONE",
+    "--speculative-draft-model-path",
+    "D",
+]
+NGRAM = [*SGL, "--model-path", "m", "--speculative-algorithm", "NGRAM"]
 SCENARIOS: dict[str, tuple] = {
     # SGLang
     "sg-no-algorithm": ([*SGL, "--model-path", "m", "--speculative-draft-model-path", "D", *sizes(3, 1, 4)], {},
@@ -546,7 +553,26 @@ SCENARIOS: dict[str, tuple] = {
     "sg-tree-pool": ([*E3, *sizes(2, 2, 10)], {}, "sglang.tree_pool_too_small", PROBLEM),
     "sg-token-map": ([*E3, *sizes(3, 1, 4), "--speculative-token-map", "m.pt"], {}, "sglang.token_map_ignored",
                      WARNING),
-    "sg-adaptive": ([*E3, *sizes(3, 1, 4), "--speculative-adaptive"], {}, "sglang.adaptive", WARNING),
+    "sg-adaptive": ([*E3, *sizes(3, 1, 4), "--speculative-adaptive"], {"engine_version": "0.5.22"}, "sglang.adaptive",
+                    WARNING),
+    "sg-unknown-algorithm": ([*SGL, "--model-path", "m", "--speculative-algorithm", "MEDUSA"], {},
+                             "sglang.algorithm_family", PROBLEM),
+    "sg-backend-default": ([*E3, *sizes(3, 1, 4)], {"gpu": "h200", "target_arch": "LlamaForCausalLM"},
+                           "sglang.attention_backend_default", INFO),
+    "sg-backend-page": ([*E3, *sizes(3, 2, 6)], {"gpu": "b200", "target_arch": "KimiK25ForConditionalGeneration"},
+                        "sglang.backend_page_size", WARNING),
+    "sg-adaptive-disabled": ([*E3, *sizes(3, 4, 8), "--speculative-adaptive"], {}, "sglang.adaptive_disabled",
+                             WARNING),
+    "sg-adaptive-params": ([*E3, "--speculative-adaptive"], {}, "sglang.adaptive_params", WARNING),
+    "sg-adaptive-steps": ([*E3, *sizes(4, 1, 5), "--speculative-adaptive"], {}, "sglang.adaptive_steps", PROBLEM),
+    "sg-standalone-dp": ([*SA, *sizes(3, 1, 4), "--dp-size", "2", "--enable-dp-attention"], {},
+                         "sglang.standalone_dp_attention", PROBLEM),
+    "sg-standalone-auto": (SA, {}, "sglang.auto_choice_standalone", WARNING),
+    "sg-ngram-topk": ([*NGRAM, "--speculative-eagle-topk", "4"], {}, "sglang.ngram_topk", PROBLEM),
+    "sg-ngram-defaults": (NGRAM, {}, "sglang.ngram_defaults", WARNING),
+    "sg-ngram-page": ([*NGRAM, "--page-size", "16", "--attention-backend", "fa3"], {}, "sglang.ngram_page_size",
+                      PROBLEM),
+    "sg-ngram-dp": ([*NGRAM, "--dp-size", "2", "--enable-dp-attention"], {}, "sglang.ngram_dp_attention", PROBLEM),
     # vLLM
     "vl-legacy": (["vllm", "serve", "m", "--speculative-model", "d", "--num-speculative-tokens", "3"], {},
                   "vllm.legacy_flags", PROBLEM),
@@ -566,7 +592,16 @@ SCENARIOS: dict[str, tuple] = {
     "vl-model-missing": (vllm({"method": "eagle3", "num_speculative_tokens": 3}), {}, "vllm.model_missing", PROBLEM),
     "vl-detect-old": (vllm({"model": "x/eagle3-llama", "num_speculative_tokens": 3}), {"engine_version": "0.9.0"},
                       "vllm.method_detect", INFO),
+    "vl-detect-0.30": (vllm({"model": "x/eagle3-llama", "num_speculative_tokens": 3}), {"engine_version": "0.30.0"},
+                       "vllm.method_detect", INFO),
     "vl-detect": (vllm({"model": "x/eagle3-llama", "num_speculative_tokens": 3}), {}, "vllm.method_detect", INFO),
+    "vl-method-case": (vllm({**SPEC, "method": "EAGLE3"}), {}, "vllm.method_choices", PROBLEM),
+    "vl-model-free": (vllm({"model": "ngram", "num_speculative_tokens": 3}), {}, "vllm.model_free_methods", INFO),
+    "vl-mtp-model": (vllm({"method": "mtp", "num_speculative_tokens": 1}), {}, "vllm.mtp_model", INFO),
+    "vl-suffix": (vllm({"method": "suffix"}), {}, "vllm.suffix_decoding", WARNING),
+    "vl-mtp-unsupported": (vllm({"method": "mtp", "model": "d", "num_speculative_tokens": 1}),
+                           {"drafter_config": {"architectures": ["LlamaForCausalLM"], "model_type": "llama"}},
+                           "vllm.mtp_unsupported_target", PROBLEM),
     "vl-eagle3-as-draft-model": (vllm({"model": "x/drafter", "num_speculative_tokens": 3}),
                                  {"drafter_config": EAGLE3_DRAFTER}, "vllm.eagle3_drafter_as_draft_model", PROBLEM),
     "vl-undetected": (vllm({"model": "x/drafter", "num_speculative_tokens": 3}), {}, "vllm.method_undetected", WARNING),
@@ -583,7 +618,7 @@ SCENARIOS: dict[str, tuple] = {
                       "vllm.speculative_token_tree", INFO),
     "vl-chain": (vllm(SPEC), {}, "vllm.chain", INFO),
 }  # fmt: skip
-NOT_MECHANICAL = {"sg-draft-missing", "vl-model-missing"}
+NOT_MECHANICAL = {"sg-draft-missing", "vl-model-missing", "sg-unknown-algorithm", "vl-mtp-unsupported"}
 
 
 @pytest.mark.parametrize("name", sorted(SCENARIOS))
@@ -604,8 +639,17 @@ def test_rule_row(name):
 
 def test_every_rule_row_is_exercised_and_cites_a_source(tmp_path):
     served = write_config(tmp_path / "speculator", SPECULATORS_DRAFTER)  # rows that need a local checkpoint
+    target = write_config(tmp_path / "llama", {"architectures": ["LlamaForCausalLM"], "vocab_size": 128256})
+    small = write_config(tmp_path / "qwen", {"architectures": ["Qwen3ForCausalLM"], "vocab_size": 151936})
+    vocab = [
+        "vllm",
+        "serve",
+        target,
+        "--speculative-config",
+        json.dumps({"method": "draft_model", "model": small, "num_speculative_tokens": 3}),
+    ]
     runs = [*SCENARIOS.values(), (["vllm", "serve", served], {"engine_version": "0.27.0"}, "", ""),
-            (["vllm", "serve", served], {"engine_version": "0.33.0"}, "", "")]  # fmt: skip
+            (["vllm", "serve", served], {"engine_version": "0.33.0"}, "", ""), (vocab, {}, "", "")]  # fmt: skip
     seen = set()
     for argv, kwargs, _rule, _severity in runs:
         seen |= {(c.rule, c.versions) for c in lint(argv, **kwargs).changes}

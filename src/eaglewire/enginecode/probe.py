@@ -52,8 +52,11 @@ def _where(exc: BaseException, package: str) -> str | None:
 
 
 def _error(exc: BaseException, package: str) -> dict:
-    return {"type": type(exc).__name__, "message": str(exc).splitlines()[0][:400] if str(exc) else "",
-            "where": _where(exc, package)}  # fmt: skip
+    return {
+        "type": type(exc).__name__,
+        "message": " ".join(str(exc).split())[:400],
+        "where": _where(exc, package),
+    }
 
 
 def _plain(value: Any) -> Any:

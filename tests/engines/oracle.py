@@ -1,0 +1,121 @@
+"""The engines' own code as the oracle of `lint`: run both on the same commands, compare field by field.
+
+`compare_engine` runs the generated commands through the engine installed in an engine venv (enginecode, one
+subprocess for all commands) and through `eaglewire.flags.lint`, and returns the agreement per effective field
+and on start-or-refuse, plus every difference. A refusal counts as decided by the engine's argument code unless
+it is an artefact of the CPU test venv (a module that only a GPU install has).
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from pathlib import Path
+from typing import Any
+
+from eaglewire.enginecode import run_engine
+from eaglewire.errors import InputError
+from eaglewire.flags import lint
+from eaglewire.flags.gpus import GPUS
+
+# (eaglewire Settings field, engine field) compared when the engine starts.
+SG_COMPARED = {
+    "algorithm": "speculative_algorithm",
+    "num_steps": "speculative_num_steps",
+    "topk": "speculative_eagle_topk",
+    "num_draft_tokens": "speculative_num_draft_tokens",
+    "draft_model": "speculative_draft_model_path",
+    "max_running_requests": "max_running_requests",
+}
+VL_COMPARED = {
+    "method": "method",
+    "num_speculative_tokens": "num_speculative_tokens",
+    "draft_model": "model",
+    "draft_tensor_parallel_size": "draft_tensor_parallel_size",
+}
+# What the CPU venv lacks that a GPU host has: a refusal for these reasons is not the engine's argument code.
+CPU_ARTEFACTS = ("sgl_kernel", "flashinfer", "vllm._C", "triton", "deep_gemm", "flash_attn")
+# Optional packages of the serving host that the test venv does not install: lint warns, the host decides.
+HOST_PACKAGES = ("Arctic Inference",)
+
+
+def _artefact(error: dict | None) -> str | None:
+    """Why a refusal is not the engine's argument code deciding, or None when it is."""
+    if not error or error.get("type") not in ("ModuleNotFoundError", "ImportError"):
+        return None
+    text = f"{error.get('type')}: {error.get('message')}"
+    if any(a in text for a in CPU_ARTEFACTS):
+        return "not decided: the CPU test venv lacks a GPU-only module"
+    if any(a in text for a in HOST_PACKAGES):
+        return "not decided: an optional package of the serving host (lint warns that it is needed)"
+    return None
+
+
+def _norm(value: Any) -> Any:
+    return value.upper() if isinstance(value, str) and value.isalpha() else value
+
+
+def compare_engine(
+    engine: str, commands: list[list[str]], python: str, gpu: str, models: Path | None = None
+) -> dict:
+    """Agreement of `lint --json` with the engine's own resolution on `commands` (full argv, paths filled)."""
+    profile = GPUS[gpu]
+    run = run_engine(engine, commands, profile, python)
+    if run.error:
+        return {"engine": engine, "python": python, "gpu": gpu, "error": run.error}
+    compared = SG_COMPARED if engine == "sglang" else VL_COMPARED
+    agree: Counter = Counter()
+    total: Counter = Counter()
+    differences: list[dict] = []
+    undecided: list[dict] = []  # refusals the argument code does not decide (environment of the test venv)
+    refused_later: Counter = (
+        Counter()
+    )  # accepted by the argument code, refused by lint at load or first decode
+    decided = 0
+    for argv, result in zip(commands, run.results, strict=True):
+        shown = [a.replace(str(models), "{models}") for a in argv] if models else argv
+        try:
+            report = lint(argv, engine_version=run.version, gpu=gpu)
+            lint_starts, effective, lint_error = report.starts_args, report.effective, None
+            later = {r: s for r, s in report.failing.items() if s != "args"}
+        except InputError as exc:
+            lint_starts, effective, lint_error, later = None, None, str(exc), {}
+        engine_starts = bool(result["starts"])
+        error = result.get("error")
+        if engine == "vllm" and error is None:
+            error = result.get("spec_error")
+        cause = _artefact(error)
+        if cause is not None:
+            undecided.append({"argv": shown, "engine": error, "eaglewire": lint_starts, "cause": cause})
+            continue
+        decided += 1
+        total["starts"] += 1
+        if lint_error is not None:
+            differences.append(
+                {"argv": shown, "field": "exit 2", "engine": engine_starts, "eaglewire": lint_error}
+            )
+        elif lint_starts == engine_starts:
+            agree["starts"] += 1
+            for name, stage in later.items():
+                refused_later[f"{name} ({stage})"] += 1
+        else:
+            differences.append({"argv": shown, "field": "starts", "engine": error or True, "eaglewire": lint_starts,
+                                "eaglewire_problems": [c.rule for c in report.problems]})  # fmt: skip
+        if not engine_starts or effective is None:
+            continue
+        for ours, theirs in compared.items():
+            total[ours] += 1
+            mine, expected = getattr(effective, ours, None), result["fields"].get(theirs)
+            if _norm(mine) == _norm(expected):
+                agree[ours] += 1
+            else:
+                differences.append({"argv": shown, "field": ours, "engine": expected, "eaglewire": mine})
+    fields = {
+        name: {"agree": agree[name], "compared": total[name],
+               "rate": round(agree[name] / total[name], 4) if total[name] else None}
+        for name in ["starts", *compared]
+    }  # fmt: skip
+    return {
+        "engine": engine, "version": run.version, "gpu": gpu, "python": python, "commands": len(commands),
+        "decided_by_argument_code": decided, "answered": run.answered, "fields": fields,
+        "refused_after_argument_code": dict(refused_later), "not_decided": undecided, "differences": differences,
+    }  # fmt: skip
