@@ -15,6 +15,8 @@ from pathlib import Path
 from hypothesis import HealthCheck, Phase, given, settings
 from hypothesis import strategies as st
 
+import eaglewire
+
 PLACEHOLDER = "{models}"
 
 _LLAMA = {
@@ -79,8 +81,12 @@ MODELS: dict[str, dict] = {
                     "num_key_value_heads": 8, "head_dim": 128, "vocab_size": 151936,
                     "max_position_embeddings": 40960, "rms_norm_eps": 1e-6, "torch_dtype": "bfloat16"},
 }  # fmt: skip
-TARGETS = ("llama", "qwen3", "deepseek_v3")
-MLA = {"deepseek_v3", "deepseek_v3_no_mtp"}
+# Kimi-K2.5 (a wrapper whose text model is DeepSeek-V3) as the example ships it.
+MODELS["kimi_k25"] = json.loads(
+    (Path(eaglewire.__file__).parent / "examples" / "kimi-k25" / "target" / "config.json").read_text()
+)
+TARGETS = ("llama", "qwen3", "deepseek_v3", "kimi_k25")
+MLA = {"deepseek_v3", "deepseek_v3_no_mtp", "kimi_k25"}
 
 
 def write_models(root: Path) -> Path:
@@ -152,7 +158,7 @@ def sglang_commands(draw) -> list[str]:
 @st.composite
 def vllm_commands(draw) -> list[str]:
     """`vllm serve MODEL --speculative-config ...` (or dotted keys, or --spec-*), placeholders for paths."""
-    target = draw(st.sampled_from([*TARGETS, "deepseek_v3_no_mtp"]))
+    target = draw(st.sampled_from(["llama", "qwen3", "deepseek_v3", "deepseek_v3_no_mtp"]))
     argv = ["vllm", "serve", _m(target)]
     method = draw(st.sampled_from(["eagle3", "eagle3", "eagle", "EAGLE3", "draft_model", "ngram", "suffix", "mtp",
                                    None]))  # fmt: skip

@@ -32,6 +32,14 @@ VL_COMPARED = {
     "draft_model": "model",
     "draft_tensor_parallel_size": "draft_tensor_parallel_size",
 }
+# The flag (or config key) each compared field comes from: the rules that changed it are named in a difference.
+FIELD_FLAGS = {
+    "algorithm": "--speculative-algorithm", "num_steps": "--speculative-num-steps",
+    "topk": "--speculative-eagle-topk", "num_draft_tokens": "--speculative-num-draft-tokens",
+    "draft_model": "--speculative-draft-model-path", "max_running_requests": "--max-running-requests",
+    "method": "--speculative-config.method", "num_speculative_tokens": "--speculative-config.num_speculative_tokens",
+    "draft_tensor_parallel_size": "--speculative-config.draft_tensor_parallel_size",
+}  # fmt: skip
 # What the CPU venv lacks that a GPU host has: a refusal for these reasons is not the engine's argument code.
 CPU_ARTEFACTS = ("sgl_kernel", "flashinfer", "vllm._C", "triton", "deep_gemm", "flash_attn")
 # Optional packages of the serving host that the test venv does not install: lint warns, the host decides.
@@ -99,7 +107,7 @@ def compare_engine(
                 refused_later[f"{name} ({stage})"] += 1
         else:
             differences.append({"argv": shown, "field": "starts", "engine": error or True, "eaglewire": lint_starts,
-                                "eaglewire_problems": [c.rule for c in report.problems]})  # fmt: skip
+                                "rules": [c.rule for c in report.problems]})  # fmt: skip
         if not engine_starts or effective is None:
             continue
         for ours, theirs in compared.items():
@@ -108,7 +116,9 @@ def compare_engine(
             if _norm(mine) == _norm(expected):
                 agree[ours] += 1
             else:
-                differences.append({"argv": shown, "field": ours, "engine": expected, "eaglewire": mine})
+                rules = sorted({c.rule for c in report.changes if c.flag == FIELD_FLAGS[ours]})
+                differences.append({"argv": shown, "field": ours, "engine": expected, "eaglewire": mine,
+                                    "rules": rules})  # fmt: skip
     fields = {
         name: {"agree": agree[name], "compared": total[name],
                "rate": round(agree[name] / total[name], 4) if total[name] else None}

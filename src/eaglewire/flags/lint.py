@@ -178,7 +178,8 @@ def _evaluate(
         gpu=gpu,
         target_config=model_config if not served_speculators else None,
     )
-    st.halted = no_spec
+    if no_spec:  # SGLang still resolves the attention backend (which can refuse); vLLM has nothing to check
+        st.halted, st.family = cmd.engine == VLLM, "none"
     if cmd.engine == VLLM:
         st.spec_intended = dict(given["spec"])
     else:

@@ -19,7 +19,8 @@ from eaglewire.flags.values import INFO, PROBLEM, WARNING
 from eaglewire.flags.versions import SG_HOOK, SG_SA, SGLANG
 
 rule = functools.partial(row, SGLANG)
-RULES: list[FlagRule] = []
+# The attention backend and page size are resolved before the speculative hook, for every command.
+RULES: list[FlagRule] = list(sglang_backends.RULES)
 
 # Targets whose own checkpoint carries the MTP draft layer: SGLang defaults the draft path to the target path
 # (and logs "DeepSeek MTP does not require setting speculative_draft_model_path." when one is given).
@@ -50,6 +51,9 @@ MTP_NO_WARNING = frozenset({"MistralLarge3ForCausalLM", "PixtralForConditionalGe
 
 
 def _sg_no_algorithm(rule: FlagRule, st: State) -> None:
+    if st.family == "none":  # no speculative flag at all: only the backend rows above apply
+        st.halted = True
+        return
     if st.v["algorithm"] is None:
         spec_flags = sorted({o.flag for o in st.cmd.options if o.flag.startswith("--speculative-")})
         st.emit(
@@ -119,7 +123,6 @@ RULES += [
        f"{SG_HOOK}:109-115 _resolve_speculative_algorithm_alias; {SG_SA}",
        "NEXTN is EAGLE", _sg_nextn, families=("*",)),
     *sglang_families.ALGORITHM_RULES,
-    *sglang_backends.RULES,
     *sglang_families.ADAPTIVE_RULES,
     *sglang_families.STANDALONE_RULES,
 ]  # fmt: skip

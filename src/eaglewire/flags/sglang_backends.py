@@ -13,8 +13,9 @@ from __future__ import annotations
 
 import functools
 
+from eaglewire.flags.parse import SG_KEYS
 from eaglewire.flags.rule import FlagRule, State, row
-from eaglewire.flags.values import INFO, WARNING
+from eaglewire.flags.values import INFO, PROBLEM, WARNING, Change, Edit, FlagFix
 from eaglewire.flags.versions import SGLANG
 
 rule = functools.partial(row, SGLANG)
@@ -127,6 +128,39 @@ def _sg_page_size(rule: FlagRule, st: State) -> None:
     v["page_size"] = 1 if page is None else page
 
 
+# Backends that run only on some GPU generations: (capability majors allowed, what SGLang says).
+BACKEND_GPUS = {
+    "trtllm_mla": ((10, 11, 12), "TRTLLM MLA backend is only supported on Blackwell GPUs (SM100/SM12x)"),
+    "cutedsl_mla": ((10,), "CuteDSL MLA backend is only supported on Blackwell GPUs (SM100)"),
+    "trtllm_mha": (
+        (9, 10, 12),
+        "TRTLLM MHA backend is only supported on Hopper (SM90), Blackwell (SM100) and SM120",
+    ),
+}
+
+
+def _sg_backend_gpu(rule: FlagRule, st: State) -> None:
+    used = {st.v[k] for k in BACKEND_KEYS} & set(BACKEND_GPUS)
+    for backend in sorted(used):
+        majors, message = BACKEND_GPUS[backend]
+        if not st.gpu.known:
+            st.gpu_dependent.append(rule.name)
+            st.notes.append(f"{backend} runs only on GPUs of compute capability {majors}.x: pass --gpu")
+        elif st.gpu.capability[0] not in majors:
+            st.emit(rule, "--attention-backend", backend, None,
+                    f"{message}; this is a {st.gpu.key}: ValueError at startup")  # fmt: skip
+
+
+def _fix_backend_gpu(st: State, change: Change) -> FlagFix:
+    backend = "fa3" if st.gpu.hopper else "flashinfer" if st.gpu.sm100 else "triton"
+    edits = tuple(
+        Edit(SG_KEYS[k], backend) for k in BACKEND_KEYS if st.v[k] == change.given and st.cmd.has(SG_KEYS[k])
+    )
+    return FlagFix(
+        change.rule, edits or (Edit("--attention-backend", backend),), f"a backend that runs on {st.gpu.key}"
+    )
+
+
 RULES = [
     rule("sglang.attention_backend_default", ">=0.5.23", INFO,
        f"{OVERRIDE_BASE}:277-351 get_default_attn_backend; {OVERRIDES}:1126-1140 _attention_backend_default; "
@@ -135,4 +169,8 @@ RULES = [
     rule("sglang.backend_page_size", ">=0.5.23", WARNING,
        f"{OVERRIDES}:1143-1200 _mla_backend_page_constraints; 1341-1363 _page_size_default (1)",
        "flashmla/trtllm_mla/trtllm_mha force their page size", _sg_page_size, families=("*",)),
+    rule("sglang.backend_gpu", ">=0.5.23", PROBLEM,
+       f"{OVERRIDES}:1203-1218 _mla_kv_cache_dtype_checks, 1235-1247 _cutedsl_prefill_backend_fill; "
+       "attention_hook.py:198-227 (trtllm_mha)",
+       "backends that need a GPU generation", _sg_backend_gpu, _fix_backend_gpu, fails=True, families=("*",)),
 ]  # fmt: skip

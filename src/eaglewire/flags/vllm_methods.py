@@ -179,6 +179,18 @@ def _vl_mtp_target(rule: FlagRule, st: State) -> None:
                 "NotImplementedError \"Unsupported speculative method: 'mtp'\" at startup")  # fmt: skip
 
 
+def _vl_mtp_tokens(rule: FlagRule, st: State) -> None:
+    spec = _spec(st)
+    if (
+        spec.get("method") == "mtp"
+        and spec.get("model") is not None
+        and spec.get("num_speculative_tokens") is None
+    ):
+        st.emit(rule, "--speculative-config.num_speculative_tokens", None, None,
+                "mtp without num_speculative_tokens: `self.num_speculative_tokens > 1` compares None with an int, "
+                "TypeError at startup (the n_predict default comes later)")  # fmt: skip
+
+
 def _fix_mtp_target(st: State, change: Change) -> FlagFix:
     return FlagFix(change.rule, (vl_key_edit("method", "eagle3"), vl_key_edit("model", "<path of the EAGLE-3 drafter>")),
                    "this target has no MTP layers: use an EAGLE-3 drafter", mechanical=False)  # fmt: skip
@@ -232,6 +244,11 @@ DETECT_RULES = [
        f"{CFG}:1429-1500 (after the draft config: 'eagle-' -> eagle, 'eagle3' -> eagle3, dflash, dspark, MTP "
        "model types -> mtp; also for an explicit draft_model or mtp)",
        "method from the model name and draft model type", _vl_detect_033),
+    rule("vllm.mtp_tokens_required", ">=0.33.0", PROBLEM,
+       f"{CFG}:1473-1495 (`if self.num_speculative_tokens > 1 and ...` right after detecting mtp)",
+       "mtp needs num_speculative_tokens", _vl_mtp_tokens,
+       lambda st, c: FlagFix(c.rule, (vl_key_edit("num_speculative_tokens", 1),), "num_speculative_tokens 1 "
+                             "(one per MTP layer)"), fails=True),
     rule("vllm.mtp_unsupported_target", ">=0.33.0", PROBLEM,
        f"{CFG}:1474-1500 (`else: raise NotImplementedError(f\"Unsupported speculative method: '{{self.method}}'\")`), "
        "755-763 and 1597-1610 (n_predict := num_nextn_predict_layers; k % n_predict)",

@@ -1,0 +1,82 @@
+"""The engines' own argument code as the oracle of `lint` (`make test-engines`; marker `engines`, not in make test).
+
+Runs a few hundred generated launch commands per engine (and per GPU profile for SGLang) through the installed
+engines and through `lint`, writes the agreement per field as JSON (EAGLEWIRE_ENGINES_OUT, default
+bench-results/engines.json) and asserts 100% on the fields and verdicts the engines' argument code decides.
+The engine venvs are named by EAGLEWIRE_SGLANG_PYTHON / EAGLEWIRE_VLLM_PYTHON (os.pathsep-separated for several
+versions: the pinned one first, then newer ones); a missing interpreter skips.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+import pytest
+
+from engines.generate import draw_commands, fill, sglang_commands, vllm_commands, write_models
+from engines.oracle import compare_engine
+
+pytestmark = pytest.mark.engines
+
+N = int(os.environ.get("EAGLEWIRE_ENGINES_N", "320"))
+DEFAULT_PYTHON = {
+    "sglang": ".venv-engines/sglang-0.5.23/bin/python",
+    "vllm": ".venv-engines/vllm-0.33.0/bin/python",
+}
+GPUS = {"sglang": ("h200", "b200"), "vllm": ("h200",)}  # vLLM's speculative config does not ask the GPU
+REQUIRED = {
+    "sglang": ("starts", "algorithm", "num_steps", "topk", "num_draft_tokens", "draft_model"),
+    "vllm": ("starts", "method", "num_speculative_tokens", "draft_model", "draft_tensor_parallel_size"),
+}
+
+
+def pythons(engine: str) -> list[str]:
+    text = os.environ.get(f"EAGLEWIRE_{engine.upper()}_PYTHON", DEFAULT_PYTHON[engine])
+    return [p for p in text.split(os.pathsep) if p]
+
+
+@pytest.fixture(scope="module")
+def oracle(tmp_path_factory) -> dict:
+    models = write_models(tmp_path_factory.mktemp("models"))
+    runs = []
+    for engine, strategy in (("sglang", sglang_commands()), ("vllm", vllm_commands())):
+        commands = [fill(c, models) for c in draw_commands(strategy, N)]
+        for python in pythons(engine):
+            if not Path(python).exists():
+                runs.append(
+                    {"engine": engine, "python": python, "error": f"{python} not found (make test-engines)"}
+                )
+                continue
+            for gpu in GPUS[engine]:
+                runs.append(compare_engine(engine, commands, python, gpu, models))
+    out = Path(os.environ.get("EAGLEWIRE_ENGINES_OUT", "bench-results/engines.json"))
+    out.parent.mkdir(parents=True, exist_ok=True)
+    summary = {
+        f"{r['engine']} {r.get('version')} {r.get('gpu', '')}".strip(): {
+            "commands": r.get("commands"), **{k: v["rate"] for k, v in r.get("fields", {}).items()}
+        }
+        for r in runs
+    }  # fmt: skip
+    out.write_text(json.dumps({"suite": "engines", "summary": summary, "runs": runs}, indent=1))
+    return {"runs": runs}
+
+
+@pytest.mark.parametrize("engine", ["sglang", "vllm"])
+def test_lint_agrees_with_the_engines_argument_code(oracle, engine):
+    runs = [r for r in oracle["runs"] if r["engine"] == engine]
+    ran = [r for r in runs if "error" not in r]
+    if not ran:
+        pytest.skip("; ".join(r["error"] for r in runs))
+    pinned = ran[0]["version"]
+    for run in ran:
+        assert run["commands"] >= min(N, 300)
+        rates = {f: run["fields"][f] for f in REQUIRED[engine]}
+        broken = {f: r for f, r in rates.items() if r["agree"] != r["compared"]}
+        if run["version"] == pinned:
+            shown = [d for d in run["differences"]][:5]
+            assert not broken, f"{engine} {run['version']} {run['gpu']}: {broken}; e.g. {shown}"
+        elif broken:  # version drift: name the rules that disagree with the newer release
+            rules = sorted({r for d in run["differences"] for r in d.get("rules", [])})
+            pytest.fail(f"{engine} {run['version']} changed a rule: fields {sorted(broken)}; rules {rules}")
