@@ -701,3 +701,25 @@ def test_effective_settings_and_fixed_argv_property(steps, topk, ndt, version, a
             and g.topk >= 1
             and 2 <= g.num_draft_tokens <= g.topk + (g.num_steps - 1) * g.topk**2 + 1
         )
+
+
+# --------------------------------------------------------------------------------------------------------------
+# Property: no command the engines accept exits 2 (the generator of `make test-engines`, without the engines)
+
+
+@pytest.fixture(scope="module")
+def generated_models(tmp_path_factory):
+    from engines.generate import write_models
+
+    return write_models(tmp_path_factory.mktemp("models"))
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=list(HealthCheck))
+@given(data=st.data(), gpu=st.sampled_from(["h200", "b200", "unknown"]))
+def test_no_generated_launch_is_bad_input(generated_models, data, gpu):
+    from engines.generate import fill, sglang_commands, vllm_commands
+
+    argv = fill(data.draw(st.one_of(sglang_commands(), vllm_commands())), generated_models)
+    report = lint(argv, gpu=gpu)  # never InputError: every generated command is one the engine parses
+    json.dumps(report.to_dict())
+    assert report.starts_args or report.failing

@@ -10,28 +10,12 @@ from __future__ import annotations
 
 from collections import Counter
 from pathlib import Path
-from typing import Any
 
-from eaglewire.enginecode import run_engine
+from eaglewire.enginecode import COMPARED, engine_error, field_differences, run_engine
 from eaglewire.errors import InputError
 from eaglewire.flags import lint
 from eaglewire.flags.gpus import GPUS
 
-# (eaglewire Settings field, engine field) compared when the engine starts.
-SG_COMPARED = {
-    "algorithm": "speculative_algorithm",
-    "num_steps": "speculative_num_steps",
-    "topk": "speculative_eagle_topk",
-    "num_draft_tokens": "speculative_num_draft_tokens",
-    "draft_model": "speculative_draft_model_path",
-    "max_running_requests": "max_running_requests",
-}
-VL_COMPARED = {
-    "method": "method",
-    "num_speculative_tokens": "num_speculative_tokens",
-    "draft_model": "model",
-    "draft_tensor_parallel_size": "draft_tensor_parallel_size",
-}
 # The flag (or config key) each compared field comes from: the rules that changed it are named in a difference.
 FIELD_FLAGS = {
     "algorithm": "--speculative-algorithm", "num_steps": "--speculative-num-steps",
@@ -58,10 +42,6 @@ def _artefact(error: dict | None) -> str | None:
     return None
 
 
-def _norm(value: Any) -> Any:
-    return value.upper() if isinstance(value, str) and value.isalpha() else value
-
-
 def compare_engine(
     engine: str, commands: list[list[str]], python: str, gpu: str, models: Path | None = None
 ) -> dict:
@@ -70,7 +50,7 @@ def compare_engine(
     run = run_engine(engine, commands, profile, python)
     if run.error:
         return {"engine": engine, "python": python, "gpu": gpu, "error": run.error}
-    compared = SG_COMPARED if engine == "sglang" else VL_COMPARED
+    compared = COMPARED[engine]
     agree: Counter = Counter()
     total: Counter = Counter()
     differences: list[dict] = []
@@ -88,9 +68,7 @@ def compare_engine(
         except InputError as exc:
             lint_starts, effective, lint_error, later = None, None, str(exc), {}
         engine_starts = bool(result["starts"])
-        error = result.get("error")
-        if engine == "vllm" and error is None:
-            error = result.get("spec_error")
+        error = engine_error(result)
         cause = _artefact(error)
         if cause is not None:
             undecided.append({"argv": shown, "engine": error, "eaglewire": lint_starts, "cause": cause})
@@ -110,15 +88,20 @@ def compare_engine(
                                 "rules": [c.rule for c in report.problems]})  # fmt: skip
         if not engine_starts or effective is None:
             continue
-        for ours, theirs in compared.items():
+        differing = {
+            name: (mine, theirs)
+            for name, mine, theirs in field_differences(engine, effective, result["fields"])
+        }
+        for ours in compared:
             total[ours] += 1
-            mine, expected = getattr(effective, ours, None), result["fields"].get(theirs)
-            if _norm(mine) == _norm(expected):
+            if ours not in differing:
                 agree[ours] += 1
-            else:
-                rules = sorted({c.rule for c in report.changes if c.flag == FIELD_FLAGS[ours]})
-                differences.append({"argv": shown, "field": ours, "engine": expected, "eaglewire": mine,
-                                    "rules": rules})  # fmt: skip
+                continue
+            mine, expected = differing[ours]
+            rules = sorted({c.rule for c in report.changes if c.flag == FIELD_FLAGS[ours]})
+            differences.append(
+                {"argv": shown, "field": ours, "engine": expected, "eaglewire": mine, "rules": rules}
+            )
     fields = {
         name: {"agree": agree[name], "compared": total[name],
                "rate": round(agree[name] / total[name], 4) if total[name] else None}

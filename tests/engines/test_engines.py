@@ -80,3 +80,26 @@ def test_lint_agrees_with_the_engines_argument_code(oracle, engine):
         elif broken:  # version drift: name the rules that disagree with the newer release
             rules = sorted({r for d in run["differences"] for r in d.get("rules", [])})
             pytest.fail(f"{engine} {run['version']} changed a rule: fields {sorted(broken)}; rules {rules}")
+
+
+CAPTURE_OUT = Path(__file__).with_name("capture_oracle.json")
+
+
+def test_the_convention_table_against_the_engines_capture_functions():
+    """Records every case in tests/engines/capture_oracle.json and its disagreements in capture_disagreements.txt.
+
+    The table (conventions.py) is owned elsewhere: this test reports, it does not gate (a disagreement is a row to
+    fix, listed by architecture, version, ids in, engine's layers out and the table's taps)."""
+    from engines.capture import compare_capture, summary
+
+    results = []
+    for engine in ("sglang", "vllm"):
+        python = pythons(engine)[0]
+        if Path(python).exists():
+            results.append(compare_capture(engine, python))
+    if not results:
+        pytest.skip("no engine venv (make test-engines)")
+    CAPTURE_OUT.write_text(json.dumps(results, indent=1) + "\n")
+    lines = summary(results)
+    CAPTURE_OUT.with_name("capture_disagreements.txt").write_text("\n".join(lines) + "\n")
+    assert sum(len(r["cases"]) for r in results) > 0
