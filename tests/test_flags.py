@@ -3,11 +3,16 @@
 from __future__ import annotations
 
 import json
+import os
+import subprocess
+import sys
+from pathlib import Path
 
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+import eaglewire
 from eaglewire.errors import InputError
 from eaglewire.flags import (
     INFO,
@@ -723,3 +728,59 @@ def test_no_generated_launch_is_bad_input(generated_models, data, gpu):
     report = lint(argv, gpu=gpu)  # never InputError: every generated command is one the engine parses
     json.dumps(report.to_dict())
     assert report.starts_args or report.failing
+
+
+# --------------------------------------------------------------------------------------------------------------
+# The GPU as an input, and --engine-code, through the CLI (real subprocesses)
+
+KIMI_EXAMPLE = Path(eaglewire.__file__).parent / "examples" / "kimi-k25"
+
+
+def kimi_example(topk: int = 1) -> list[str]:
+    text = (KIMI_EXAMPLE / "launch.txt").read_text().strip()
+    argv = text.format(target=KIMI_EXAMPLE / "target", drafter=KIMI_EXAMPLE / "drafter").split()
+    return [*argv[:-6], *sizes(3, 2, 6)] if topk == 2 else argv
+
+
+def run_lint(*args: str) -> subprocess.CompletedProcess:
+    env = dict(os.environ, COLUMNS="200")
+    return subprocess.run([sys.executable, "-m", "eaglewire.cli", "lint", *args], capture_output=True, text=True,
+                          env=env, timeout=300)  # fmt: skip
+
+
+def test_a_kimi_tree_starts_on_an_h200_and_is_refused_on_a_b200():
+    h200 = lint(kimi_example(topk=2), gpu="h200")
+    b200 = lint(kimi_example(topk=2), gpu="b200")
+    assert h200.starts_args and not h200.has_problem
+    assert [c.effective for c in changes(h200, "sglang.attention_backend_default")] == ["fa3"]
+    assert [c.effective for c in changes(b200, "sglang.attention_backend_default")] == ["trtllm_mla"]
+    assert [c.effective for c in changes(b200, "sglang.backend_page_size")] == [64]
+    assert not b200.starts_args and b200.failing == {"sglang.page_size_tree_backend": "args"}
+    assert lint(b200.fixed_argv, gpu="b200").starts_args
+    unknown = lint(kimi_example(topk=2))
+    assert unknown.gpu == "unknown" and unknown.starts_args
+    assert "b200: refused at startup (sglang.page_size_tree_backend)" in unknown.gpu_dependent
+    assert "h200: starts" in unknown.gpu_dependent
+
+
+def test_lint_gpu_and_engine_code_on_the_command_line():
+    refused = run_lint("--gpu", "b200", "--json", "--", *kimi_example(topk=2))
+    data = json.loads(refused.stdout)
+    assert refused.returncode == 1 and data["gpu"] == "b200" and data["starts_args"] is False
+    started = run_lint("--gpu", "h200", "--", *kimi_example(topk=2))
+    assert started.returncode == 0 and "GPU h200" in started.stdout
+    bad = run_lint("--gpu", "tpu-v5", "--", *kimi_example())
+    assert bad.returncode == 2 and "--gpu tpu-v5" in bad.stderr and len(bad.stderr.strip().splitlines()) == 1
+    # No engine in this environment: one line says so, the lint verdict stands.
+    no_engine = run_lint("--gpu", "h200", "--engine-code", "--json", "--", *kimi_example(topk=2))
+    check = json.loads(no_engine.stdout)["engine_code"]
+    assert no_engine.returncode == 0 and "sglang is not importable" in check["unavailable"]
+
+
+def test_engine_argv_is_what_the_engine_parser_sees():
+    from eaglewire.enginecode import engine_argv
+
+    cmd = parse_launch(["SGLANG_X=1", "sglang", "serve", "org/m", "--tp", "2"])
+    assert engine_argv(cmd) == ["--model-path", "org/m", "--tp", "2"]
+    assert engine_argv(parse_launch(KIMI)) == KIMI[3:]
+    assert engine_argv(parse_launch(vllm(SPEC))) == vllm(SPEC)[2:]

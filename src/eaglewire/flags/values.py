@@ -138,9 +138,11 @@ class LintReport:
     rules_applied: list[str] = field(default_factory=list)  # the rows that cover this engine version
     failing: dict[str, str] = field(default_factory=dict)  # rule -> where it fails: args, load or runtime
     gpu: str = "unknown"  # the GPU profile the verdicts assume (flags/gpus.py)
-    gpu_dependent: list[str] = field(
-        default_factory=list
-    )  # rules whose verdict depends on the GPU (gpu unknown)
+    # GPU unknown: the verdict on each GPU generation, where the rules tell them apart
+    gpu_dependent: list[str] = field(default_factory=list)
+    engine_code: dict | None = (
+        None  # `lint --engine-code`: the installed engine's own resolution (enginecode)
+    )
 
     @property
     def starts_args(self) -> bool:
