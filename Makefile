@@ -37,23 +37,16 @@ VLLM_VERSION   ?= 0.33.0
 EV             ?= .venv-engines
 ENGINE_REQS    := tests/engines/requirements
 
-$(EV)/sglang-%/.installed: $(ENGINE_REQS)/sglang-cpu.txt
-	rm -rf $(EV)/sglang-$*
-	$(PYTHON) -m venv $(EV)/sglang-$*
-	$(EV)/sglang-$*/bin/python -m pip install --quiet --upgrade pip
-	$(EV)/sglang-$*/bin/python -m pip install --quiet torch==2.13.0
-	$(EV)/sglang-$*/bin/python -m pip install --quiet --no-deps sglang==$*
-	$(EV)/sglang-$*/bin/python -m pip install --quiet --no-deps -r $(ENGINE_REQS)/sglang-cpu.txt
-	cp -r tests/engines/stubs/torchvision "$$($(EV)/sglang-$*/bin/python -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])')/"
-	touch $@
-
-$(EV)/vllm-%/.installed: $(ENGINE_REQS)/vllm-cpu.txt
-	rm -rf $(EV)/vllm-$*
-	$(PYTHON) -m venv $(EV)/vllm-$*
-	$(EV)/vllm-$*/bin/python -m pip install --quiet --upgrade pip
-	$(EV)/vllm-$*/bin/python -m pip install --quiet torch==2.13.0
-	$(EV)/vllm-$*/bin/python -m pip install --quiet --no-deps vllm==$*
-	$(EV)/vllm-$*/bin/python -m pip install --quiet --no-deps -r $(ENGINE_REQS)/vllm-cpu.txt
+# $(EV)/<engine>-<version>/.installed, e.g. .venv-engines/sglang-0.5.23/.installed
+$(EV)/%/.installed: $(ENGINE_REQS)/sglang-cpu.txt $(ENGINE_REQS)/vllm-cpu.txt
+	rm -rf $(EV)/$*
+	$(PYTHON) -m venv $(EV)/$*
+	$(EV)/$*/bin/python -m pip install --quiet --upgrade pip
+	$(EV)/$*/bin/python -m pip install --quiet torch==2.13.0
+	$(EV)/$*/bin/python -m pip install --quiet --no-deps $(subst -,==,$*)
+	$(EV)/$*/bin/python -m pip install --quiet --no-deps -r $(ENGINE_REQS)/$(firstword $(subst -, ,$*))-cpu.txt
+	$(if $(findstring sglang-,$*),cp -r tests/engines/stubs/torchvision \
+	  "$$($(EV)/$*/bin/python -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])')/")
 	touch $@
 
 test-engines: $(STAMP) $(EV)/sglang-$(SGLANG_VERSION)/.installed $(EV)/vllm-$(VLLM_VERSION)/.installed

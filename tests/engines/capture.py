@@ -13,8 +13,8 @@ means:
   < L is captured before layer k as hidden_states + residual (k = 0: residual is None, TypeError), k = L after
   the loop. Indices are sorted and deduplicated (interfaces.py:1616-1620).
 
-The tap mapping itself (h_i = input of layer i = HF output_hidden_states[i]) is tested against a tiny
-transformers model in tests/test_capture.py; here the engines' functions are the oracle of the table's rows.
+The two capture places are tested against tiny transformers models in test_capture_semantics.py (part of
+`make test`); here the engines' own functions are the oracle of the table's rows.
 """
 
 from __future__ import annotations

@@ -85,6 +85,20 @@ def test_lint_agrees_with_the_engines_argument_code(oracle, engine):
 CAPTURE_OUT = Path(__file__).with_name("capture_oracle.json")
 
 
+def capture_json(results: list[dict]) -> str:
+    """One line per case (columns named once): small enough to commit, and diffs by case."""
+    columns = ["arch", "num_layers", "config_key", "runner", "ids", "engine_indices", "engine_taps", "engine_failure",
+               "table_row", "table_taps", "table_failure", "agree"]  # fmt: skip
+    lines = ['{"columns": ' + json.dumps(columns) + ', "engines": [']
+    for i, run in enumerate(results):
+        lines.append(f'{{"engine": "{run["engine"]}", "version": "{run["version"]}", "cases": [')
+        rows = [json.dumps([c.get(k) for k in columns]) for c in run["cases"]]
+        lines.append(",\n".join(rows))
+        lines.append("]}" + ("," if i + 1 < len(results) else ""))
+    lines.append("]}")
+    return "\n".join(lines) + "\n"
+
+
 def test_the_convention_table_against_the_engines_capture_functions():
     """Records every case in tests/engines/capture_oracle.json and its disagreements in capture_disagreements.txt.
 
@@ -99,7 +113,36 @@ def test_the_convention_table_against_the_engines_capture_functions():
             results.append(compare_capture(engine, python))
     if not results:
         pytest.skip("no engine venv (make test-engines)")
-    CAPTURE_OUT.write_text(json.dumps(results, indent=1) + "\n")
+    CAPTURE_OUT.write_text(capture_json(results))
     lines = summary(results)
     CAPTURE_OUT.with_name("capture_disagreements.txt").write_text("\n".join(lines) + "\n")
     assert sum(len(r["cases"]) for r in results) > 0
+
+
+@pytest.mark.parametrize("gpu", ["h200", "b200"])
+def test_lint_engine_code_on_the_kimi_k25_launch(gpu):
+    """`lint --engine-code` in the tests' environment: SGLang's own code beside eaglewire's table, in agreement."""
+    import subprocess
+    import sys
+
+    import eaglewire
+
+    python = pythons("sglang")[0]
+    if not Path(python).exists():
+        pytest.skip(f"{python} not found (make test-engines)")
+    example = Path(eaglewire.__file__).parent / "examples" / "kimi-k25"
+    text = (example / "launch.txt").read_text().strip()
+    argv = text.format(target=example / "target", drafter=example / "drafter").split()
+    tree = [*argv[:-6], "--speculative-num-steps", "3", "--speculative-eagle-topk", "2",
+            "--speculative-num-draft-tokens", "6"]  # fmt: skip
+    for command in (argv, tree):
+        proc = subprocess.run(
+            [sys.executable, "-m", "eaglewire.cli", "lint", "--gpu", gpu, "--engine-python", python, "--json", "--",
+             *command], capture_output=True, text=True, timeout=600,
+        )  # fmt: skip
+        data = json.loads(proc.stdout)
+        check = data["engine_code"]
+        assert check["agrees"], check["verdict"]
+        assert check["version"] == "0.5.23" and check["gpu_answered"] == gpu
+        assert check["starts"] == data["starts_args"]
+    assert check["starts"] is (gpu == "h200")  # the tree: starts on an H200, refused on a B200
