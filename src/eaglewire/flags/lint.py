@@ -16,6 +16,7 @@ from eaglewire.flags import sglang, vllm
 from eaglewire.flags.context import drafter_kind, local_config, target_archs
 from eaglewire.flags.gpus import GPU_GENERATIONS, GPUS, UNKNOWN, GpuProfile, resolve_gpu
 from eaglewire.flags.parse import (
+    SGLANG_FAMILIES,
     VL_LEGACY,
     VL_SHORT,
     as_float,
@@ -180,6 +181,12 @@ def _evaluate(
     )
     if no_spec:  # SGLang still resolves the attention backend (which can refuse); vLLM has nothing to check
         st.halted, st.family = cmd.engine == VLLM, "none"
+    elif cmd.engine == SGLANG and given["algorithm"] is not None:
+        # The handler family (the same dispatch in every version read); sglang.algorithm_family refuses unknowns.
+        st.family = SGLANG_FAMILIES.get(given["algorithm"].upper(), "eagle")
+        if st.family != "eagle" and version < Version("0.5.23"):
+            notes.append(f"{given['algorithm']}: its own rows were read in sglang 0.5.23 only; for {version} only "
+                         "the rows common to every algorithm are replayed")  # fmt: skip
     if cmd.engine == VLLM:
         st.spec_intended = dict(given["spec"])
     else:

@@ -48,7 +48,6 @@ def _sg_family(rule: FlagRule, st: State) -> None:
         )  # fmt: skip
         st.halted = True
         return
-    st.family = family
     if family == "other":
         st.notes.append(
             f"{algorithm}: eaglewire replays the EAGLE/EAGLE3/STANDALONE and NGRAM handlers only; the sizes shown "
