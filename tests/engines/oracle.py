@@ -43,9 +43,17 @@ def _artefact(error: dict | None) -> str | None:
 
 
 def compare_engine(
-    engine: str, commands: list[list[str]], python: str, gpu: str, models: Path | None = None
+    engine: str,
+    commands: list[list[str]],
+    python: str,
+    gpu: str,
+    models: Path | None = None,
+    lint_version: str | None = None,
 ) -> dict:
-    """Agreement of `lint --json` with the engine's own resolution on `commands` (full argv, paths filled)."""
+    """Agreement of `lint --json` with the engine's own resolution on `commands` (full argv, paths filled).
+
+    `lint_version` lints with another version's rows (None: the installed engine's version), e.g. to ask whether
+    the newest rows still hold for a newer release."""
     profile = GPUS[gpu]
     run = run_engine(engine, commands, profile, python)
     if run.error:
@@ -62,7 +70,7 @@ def compare_engine(
     for argv, result in zip(commands, run.results, strict=True):
         shown = [a.replace(str(models), "{models}") for a in argv] if models else argv
         try:
-            report = lint(argv, engine_version=run.version, gpu=gpu)
+            report = lint(argv, engine_version=lint_version or run.version, gpu=gpu)
             lint_starts, effective, lint_error = report.starts_args, report.effective, None
             later = {r: s for r, s in report.failing.items() if s != "args"}
         except InputError as exc:
@@ -84,8 +92,11 @@ def compare_engine(
             for name, stage in later.items():
                 refused_later[f"{name} ({stage})"] += 1
         else:
+            rules = [r for r, stage in report.failing.items() if stage == "args"] or [
+                "no row refuses this (a rule is missing)"
+            ]
             differences.append({"argv": shown, "field": "starts", "engine": error or True, "eaglewire": lint_starts,
-                                "rules": [c.rule for c in report.problems]})  # fmt: skip
+                                "rules": rules})  # fmt: skip
         if not engine_starts or effective is None:
             continue
         differing = {
@@ -98,7 +109,9 @@ def compare_engine(
                 agree[ours] += 1
                 continue
             mine, expected = differing[ours]
-            rules = sorted({c.rule for c in report.changes if c.flag == FIELD_FLAGS[ours]})
+            rules = sorted({c.rule for c in report.changes if c.flag == FIELD_FLAGS[ours]}) or [
+                f"no row sets {ours} here (a rule is missing)"
+            ]
             differences.append(
                 {"argv": shown, "field": ours, "engine": expected, "eaglewire": mine, "rules": rules}
             )

@@ -123,7 +123,12 @@ def _sglang_setup(gpu: dict | None) -> tuple[str, list[str]]:
     import sglang
 
     for name in SG_PREIMPORT:
-        module = importlib.import_module(name)
+        try:
+            module = importlib.import_module(name)
+        except ModuleNotFoundError as exc:  # a module of another release: nothing to pre-import
+            if exc.name is None or not name.startswith(exc.name):
+                raise
+            continue
         for info in pkgutil.walk_packages(getattr(module, "__path__", []), name + "."):
             with contextlib.suppress(Exception):
                 importlib.import_module(info.name)
