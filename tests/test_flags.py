@@ -3,11 +3,16 @@
 from __future__ import annotations
 
 import json
+import os
+import subprocess
+import sys
+from pathlib import Path
 
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+import eaglewire
 from eaglewire.errors import InputError
 from eaglewire.flags import (
     INFO,
@@ -437,9 +442,6 @@ def test_vllm_legacy_flags_are_unknown_and_move_into_the_config():
         (KIMI, {"engine": "tgi"}, "tgi"),
         (KIMI, {"engine_version": "0.4.3"}, "0.4.3"),
         (KIMI, {"engine_version": "latest"}, "latest"),
-        ([*SGL, "--model-path", "m", "--speculative-algorithm", "NGRAM"], {}, "--speculative-algorithm"),
-        ([*SGL, "--model-path", "m"], {}, "--speculative-algorithm"),
-        (["vllm", "serve", "m"], {}, "--speculative-config"),
         ([], {}, "empty"),
     ],
 )  # fmt: skip
@@ -477,6 +479,16 @@ def _auto(version: str, arch: str) -> tuple:
 
 
 SPEC = {"method": "eagle3", "model": "d", "num_speculative_tokens": 3}
+SA = [
+    *SGL,
+    "--model-path",
+    "m",
+    "--speculative-algorithm",
+    "STANDALONE",
+    "--speculative-draft-model-path",
+    "D",
+]
+NGRAM = [*SGL, "--model-path", "m", "--speculative-algorithm", "NGRAM"]
 SCENARIOS: dict[str, tuple] = {
     # SGLang
     "sg-no-algorithm": ([*SGL, "--model-path", "m", "--speculative-draft-model-path", "D", *sizes(3, 1, 4)], {},
@@ -546,7 +558,28 @@ SCENARIOS: dict[str, tuple] = {
     "sg-tree-pool": ([*E3, *sizes(2, 2, 10)], {}, "sglang.tree_pool_too_small", PROBLEM),
     "sg-token-map": ([*E3, *sizes(3, 1, 4), "--speculative-token-map", "m.pt"], {}, "sglang.token_map_ignored",
                      WARNING),
-    "sg-adaptive": ([*E3, *sizes(3, 1, 4), "--speculative-adaptive"], {}, "sglang.adaptive", WARNING),
+    "sg-adaptive": ([*E3, *sizes(3, 1, 4), "--speculative-adaptive"], {"engine_version": "0.5.22"}, "sglang.adaptive",
+                    WARNING),
+    "sg-unknown-algorithm": ([*SGL, "--model-path", "m", "--speculative-algorithm", "MEDUSA"], {},
+                             "sglang.algorithm_family", PROBLEM),
+    "sg-backend-default": ([*E3, *sizes(3, 1, 4)], {"gpu": "h200", "target_arch": "LlamaForCausalLM"},
+                           "sglang.attention_backend_default", INFO),
+    "sg-backend-page": ([*E3, *sizes(3, 2, 6)], {"gpu": "b200", "target_arch": "KimiK25ForConditionalGeneration"},
+                        "sglang.backend_page_size", WARNING),
+    "sg-backend-gpu": ([*E3, *sizes(3, 1, 4), "--attention-backend", "trtllm_mla"],
+                       {"gpu": "h200", "target_arch": "KimiK25ForConditionalGeneration"}, "sglang.backend_gpu", PROBLEM),
+    "sg-adaptive-disabled": ([*E3, *sizes(3, 4, 8), "--speculative-adaptive"], {}, "sglang.adaptive_disabled",
+                             WARNING),
+    "sg-adaptive-params": ([*E3, "--speculative-adaptive"], {}, "sglang.adaptive_params", WARNING),
+    "sg-adaptive-steps": ([*E3, *sizes(4, 1, 5), "--speculative-adaptive"], {}, "sglang.adaptive_steps", PROBLEM),
+    "sg-standalone-dp": ([*SA, *sizes(3, 1, 4), "--dp-size", "2", "--enable-dp-attention"], {},
+                         "sglang.standalone_dp_attention", PROBLEM),
+    "sg-standalone-auto": (SA, {}, "sglang.auto_choice_standalone", WARNING),
+    "sg-ngram-topk": ([*NGRAM, "--speculative-eagle-topk", "4"], {}, "sglang.ngram_topk", PROBLEM),
+    "sg-ngram-defaults": (NGRAM, {}, "sglang.ngram_defaults", WARNING),
+    "sg-ngram-page": ([*NGRAM, "--page-size", "16", "--attention-backend", "fa3"], {}, "sglang.ngram_page_size",
+                      PROBLEM),
+    "sg-ngram-dp": ([*NGRAM, "--dp-size", "2", "--enable-dp-attention"], {}, "sglang.ngram_dp_attention", PROBLEM),
     # vLLM
     "vl-legacy": (["vllm", "serve", "m", "--speculative-model", "d", "--num-speculative-tokens", "3"], {},
                   "vllm.legacy_flags", PROBLEM),
@@ -566,7 +599,17 @@ SCENARIOS: dict[str, tuple] = {
     "vl-model-missing": (vllm({"method": "eagle3", "num_speculative_tokens": 3}), {}, "vllm.model_missing", PROBLEM),
     "vl-detect-old": (vllm({"model": "x/eagle3-llama", "num_speculative_tokens": 3}), {"engine_version": "0.9.0"},
                       "vllm.method_detect", INFO),
+    "vl-detect-0.30": (vllm({"model": "x/eagle3-llama", "num_speculative_tokens": 3}), {"engine_version": "0.30.0"},
+                       "vllm.method_detect", INFO),
     "vl-detect": (vllm({"model": "x/eagle3-llama", "num_speculative_tokens": 3}), {}, "vllm.method_detect", INFO),
+    "vl-method-case": (vllm({**SPEC, "method": "EAGLE3"}), {}, "vllm.method_choices", PROBLEM),
+    "vl-model-free": (vllm({"model": "ngram", "num_speculative_tokens": 3}), {}, "vllm.model_free_methods", INFO),
+    "vl-mtp-model": (vllm({"method": "mtp", "num_speculative_tokens": 1}), {}, "vllm.mtp_model", INFO),
+    "vl-suffix": (vllm({"method": "suffix"}), {}, "vllm.suffix_decoding", WARNING),
+    "vl-mtp-tokens": (vllm({"method": "mtp", "model": "d"}), {}, "vllm.mtp_tokens_required", PROBLEM),
+    "vl-mtp-unsupported": (vllm({"method": "mtp", "model": "d", "num_speculative_tokens": 1}),
+                           {"drafter_config": {"architectures": ["LlamaForCausalLM"], "model_type": "llama"}},
+                           "vllm.mtp_unsupported_target", PROBLEM),
     "vl-eagle3-as-draft-model": (vllm({"model": "x/drafter", "num_speculative_tokens": 3}),
                                  {"drafter_config": EAGLE3_DRAFTER}, "vllm.eagle3_drafter_as_draft_model", PROBLEM),
     "vl-undetected": (vllm({"model": "x/drafter", "num_speculative_tokens": 3}), {}, "vllm.method_undetected", WARNING),
@@ -583,7 +626,7 @@ SCENARIOS: dict[str, tuple] = {
                       "vllm.speculative_token_tree", INFO),
     "vl-chain": (vllm(SPEC), {}, "vllm.chain", INFO),
 }  # fmt: skip
-NOT_MECHANICAL = {"sg-draft-missing", "vl-model-missing"}
+NOT_MECHANICAL = {"sg-draft-missing", "vl-model-missing", "sg-unknown-algorithm", "vl-mtp-unsupported"}
 
 
 @pytest.mark.parametrize("name", sorted(SCENARIOS))
@@ -604,8 +647,17 @@ def test_rule_row(name):
 
 def test_every_rule_row_is_exercised_and_cites_a_source(tmp_path):
     served = write_config(tmp_path / "speculator", SPECULATORS_DRAFTER)  # rows that need a local checkpoint
+    target = write_config(tmp_path / "llama", {"architectures": ["LlamaForCausalLM"], "vocab_size": 128256})
+    small = write_config(tmp_path / "qwen", {"architectures": ["Qwen3ForCausalLM"], "vocab_size": 151936})
+    vocab = [
+        "vllm",
+        "serve",
+        target,
+        "--speculative-config",
+        json.dumps({"method": "draft_model", "model": small, "num_speculative_tokens": 3}),
+    ]
     runs = [*SCENARIOS.values(), (["vllm", "serve", served], {"engine_version": "0.27.0"}, "", ""),
-            (["vllm", "serve", served], {"engine_version": "0.33.0"}, "", "")]  # fmt: skip
+            (["vllm", "serve", served], {"engine_version": "0.33.0"}, "", ""), (vocab, {}, "", "")]  # fmt: skip
     seen = set()
     for argv, kwargs, _rule, _severity in runs:
         seen |= {(c.rule, c.versions) for c in lint(argv, **kwargs).changes}
@@ -654,3 +706,81 @@ def test_effective_settings_and_fixed_argv_property(steps, topk, ndt, version, a
             and g.topk >= 1
             and 2 <= g.num_draft_tokens <= g.topk + (g.num_steps - 1) * g.topk**2 + 1
         )
+
+
+# --------------------------------------------------------------------------------------------------------------
+# Property: no command the engines accept exits 2 (the generator of `make test-engines`, without the engines)
+
+
+@pytest.fixture(scope="module")
+def generated_models(tmp_path_factory):
+    from engines.generate import write_models
+
+    return write_models(tmp_path_factory.mktemp("models"))
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=list(HealthCheck))
+@given(data=st.data(), gpu=st.sampled_from(["h200", "b200", "unknown"]))
+def test_no_generated_launch_is_bad_input(generated_models, data, gpu):
+    from engines.generate import fill, sglang_commands, vllm_commands
+
+    argv = fill(data.draw(st.one_of(sglang_commands(), vllm_commands())), generated_models)
+    report = lint(argv, gpu=gpu)  # never InputError: every generated command is one the engine parses
+    json.dumps(report.to_dict())
+    assert report.starts_args or report.failing
+
+
+# --------------------------------------------------------------------------------------------------------------
+# The GPU as an input, and --engine-code, through the CLI (real subprocesses)
+
+KIMI_EXAMPLE = Path(eaglewire.__file__).parent / "examples" / "kimi-k25"
+
+
+def kimi_example(topk: int = 1) -> list[str]:
+    text = (KIMI_EXAMPLE / "launch.txt").read_text().strip()
+    argv = text.format(target=KIMI_EXAMPLE / "target", drafter=KIMI_EXAMPLE / "drafter").split()
+    return [*argv[:-6], *sizes(3, 2, 6)] if topk == 2 else argv
+
+
+def run_lint(*args: str) -> subprocess.CompletedProcess:
+    env = dict(os.environ, COLUMNS="200")
+    return subprocess.run([sys.executable, "-m", "eaglewire.cli", "lint", *args], capture_output=True, text=True,
+                          env=env, timeout=300)  # fmt: skip
+
+
+def test_a_kimi_tree_starts_on_an_h200_and_is_refused_on_a_b200():
+    h200 = lint(kimi_example(topk=2), gpu="h200")
+    b200 = lint(kimi_example(topk=2), gpu="b200")
+    assert h200.starts_args and not h200.has_problem
+    assert [c.effective for c in changes(h200, "sglang.attention_backend_default")] == ["fa3"]
+    assert [c.effective for c in changes(b200, "sglang.attention_backend_default")] == ["trtllm_mla"]
+    assert [c.effective for c in changes(b200, "sglang.backend_page_size")] == [64]
+    assert not b200.starts_args and b200.failing == {"sglang.page_size_tree_backend": "args"}
+    assert lint(b200.fixed_argv, gpu="b200").starts_args
+    unknown = lint(kimi_example(topk=2))
+    assert unknown.gpu == "unknown" and unknown.starts_args
+    assert "b200: refused at startup (sglang.page_size_tree_backend)" in unknown.gpu_dependent
+    assert "h200: starts" in unknown.gpu_dependent
+
+
+def test_lint_gpu_and_engine_code_on_the_command_line():
+    refused = run_lint("--gpu", "b200", "--json", "--", *kimi_example(topk=2))
+    data = json.loads(refused.stdout)
+    assert refused.returncode == 1 and data["gpu"] == "b200" and data["starts_args"] is False
+    started = run_lint("--gpu", "h200", "--", *kimi_example(topk=2))
+    assert started.returncode == 0 and "GPU h200" in started.stdout
+    bad = run_lint("--gpu", "tpu-v5", "--", *kimi_example())
+    assert bad.returncode == 2 and "--gpu tpu-v5" in bad.stderr and len(bad.stderr.strip().splitlines()) == 1
+    # No engine in this environment: one line says so, the lint verdict stands.
+    no_engine = run_lint("--gpu", "h200", "--engine-code", "--json", "--", *kimi_example(topk=2))
+    check = json.loads(no_engine.stdout)["engine_code"]
+    assert no_engine.returncode == 0 and "sglang is not importable" in check["unavailable"]
+
+
+def test_engine_argv_is_what_the_engine_parser_sees():
+    from eaglewire.enginecode import engine_argv
+
+    cmd = parse_launch(["SGLANG_X=1", "sglang", "serve", "org/m", "--tp", "2"])
+    assert engine_argv(cmd) == ["--model-path", "org/m", "--tp", "2"]
+    assert engine_argv(parse_launch(KIMI)) == KIMI[3:]
+    assert engine_argv(parse_launch(vllm(SPEC))) == vllm(SPEC)[2:]

@@ -94,19 +94,45 @@ def lint(
     target_arch: str | None = typer.Option(
         None, "--target-arch", help="Target architecture when --model-path is not a local folder."
     ),
+    gpu: str = typer.Option(
+        "local",
+        "--gpu",
+        help="GPU the server runs on: h100, h200, b200, gb200, b300, a100, unknown, or local (default: the local "
+        "GPU if any, else unknown, which lists the verdicts that depend on it).",
+    ),
+    engine_code: bool = typer.Option(
+        False, "--engine-code", help="Also run the installed engine's own argument resolution and compare."
+    ),
+    engine_python: str | None = typer.Option(
+        None,
+        "--engine-python",
+        help="Python of the environment the engine is installed in (default: this one).",
+    ),
     json_out: bool = JSON,
 ) -> None:
     """Apply SGLang's / vLLM's own adjustment rules to a launch command; report every silent override."""
     from eaglewire import flags
+    from eaglewire.flags.gpus import detect_local, resolve_gpu
 
     if not command:
         raise InputError(
             "give the launch command after --, e.g. eaglewire lint -- python -m sglang.launch_server ..."
         )
     name, version = ([*engine.split("==", 1), None])[:2] if engine else (None, None)
-    rep = flags.lint(list(command), engine=name, engine_version=version, target_arch=target_arch)
+    profile = resolve_gpu(gpu)
+    argv = list(command)
+    rep = flags.lint(argv, engine=name, engine_version=version, target_arch=target_arch, gpu=profile)
+    if engine_code or engine_python:
+        from eaglewire.enginecode import engine_check
+
+        on_gpu_host = gpu.strip().lower() == "local" and detect_local().known
+        answer = None if on_gpu_host else profile if profile.known else resolve_gpu("h200")
+        rep.engine_code = engine_check(argv, rep, answer, engine_python).to_dict()
     render.show(rep, json_out, render.render_lint)
-    exit_with(rep.has_problem)
+    disagrees = (
+        rep.engine_code is not None and not rep.engine_code["agrees"] and not rep.engine_code["unavailable"]
+    )
+    exit_with(rep.has_problem or disagrees)
 
 
 @app.command()

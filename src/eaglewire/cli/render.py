@@ -183,20 +183,34 @@ def render_inspection(ins, out: Console) -> None:
 
 def render_lint(rep, out: Console) -> None:
     assumed = " (not given: assumed the newest encoded)" if rep.version_defaulted else ""
-    out.print(Text.assemble((rep.engine, "bold"), f" {rep.version}{assumed}"))
+    out.print(Text.assemble((rep.engine, "bold"), f" {rep.version}{assumed}", f", GPU {rep.gpu}"))
     g, e = rep.given, rep.effective
-    fields = ("algorithm", "num_steps", "topk", "num_draft_tokens", "num_speculative_tokens", "method")
+    fields = ("algorithm", "num_steps", "topk", "num_draft_tokens", "num_speculative_tokens", "method",
+              "draft_tensor_parallel_size")  # fmt: skip
+    check = rep.engine_code if rep.engine_code and not rep.engine_code.get("unavailable") else None
     table = Table(header_style="bold")
     for col in ("setting", "you gave", "the engine uses"):
         table.add_column(col)
+    if check:
+        table.add_column(f"{rep.engine} {check['version']} (its own code)")
+    theirs = {d["setting"]: d["engine"] for d in check["differences"]} if check else {}
     for f in fields:
         a, b = getattr(g, f, None), getattr(e, f, None)
         if a is None and b is None:
             continue
         style = "bold red" if a is not None and a != b else ""
-        table.add_row(f, "-" if a is None else str(a), Text("-" if b is None else str(b), style))
-    table.add_row("draft tokens per verify", "", str(e.proposed_drafts_per_verify))
-    table.add_row("max accept length (incl. bonus)", "", str(e.max_accept_length))
+        row = [f, "-" if a is None else str(a), Text("-" if b is None else str(b), style)]
+        if check:
+            other = theirs.get(f, b) if check["starts"] else "-"
+            row.append(Text("-" if other is None else str(other), "bold red" if f in theirs else ""))
+        table.add_row(*row)
+    table.add_row("draft tokens per verify", "", str(e.proposed_drafts_per_verify), *([""] if check else []))
+    table.add_row("max accept length (incl. bonus)", "", str(e.max_accept_length), *([""] if check else []))
+    if check:
+        engine_starts = (
+            "starts" if check["starts"] else f"refuses: {(check['error'] or {}).get('message', '')}"
+        )
+        table.add_row("startup", "", "starts" if rep.starts_args else "refuses", engine_starts)
     out.print(table)
     for c in rep.changes:
         given = "unset" if c.given is None else c.given
@@ -215,12 +229,27 @@ def render_lint(rep, out: Console) -> None:
         out.print(Text.assemble(("fixed command", "bold"), f": {rep.fixed_command}"))
     for n in rep.notes:
         out.print(Text(f"note: {n}", "dim"))
+    for d in rep.gpu_dependent:
+        out.print(Text(f"depends on the GPU: {d}", "yellow"))
+    if rep.engine_code is not None:
+        agrees = rep.engine_code["agrees"]
+        answered = rep.engine_code["gpu_answered"]
+        how = (
+            f" (GPU queries answered as {answered})"
+            if answered and not rep.engine_code["unavailable"]
+            else ""
+        )
+        out.print(Text(rep.engine_code["verdict"] + how, "green" if agrees else "bold red"))
     ok = not rep.has_problem
     verdict = (
         "OK: no silent override of the speculative settings"
         if ok
         else "PROBLEM: the engine silently changes your speculative settings"
     )
+    if ok and any("refused" in d for d in rep.gpu_dependent):
+        out.print(
+            Text("UNVERIFIED: whether the server starts depends on the GPU (pass --gpu)", "bold yellow")
+        )
     out.print(Text(verdict, "bold green" if ok else "bold red"))
 
 

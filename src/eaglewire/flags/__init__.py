@@ -13,8 +13,12 @@ read from. A new engine version is a new row (or a new upper bound), not a new i
 Rules marked "inferred" describe what the code does without a startup check (e.g. `torch.topk` raising on the
 first decode); they were read, not run.
 
-Layout: `values.py` (what lint returns), `parse.py` (argv), `versions.py`, `context.py` (target and drafter
-configs on disk), `rule.py` (a rule and the lint state), the engine rule modules, `lint.py` (the engine).
+Layout: `values.py` (what lint returns), `parse.py` (argv), `versions.py`, `gpus.py` (the GPU as an input),
+`context.py` (target and drafter configs on disk), `rule.py` (a rule and the lint state), the engine rule modules
+(SGLang: `sglang.py`, `sglang_sizes.py`, `sglang_families.py` for STANDALONE/NGRAM/adaptive, `sglang_backends.py`
+for the per-GPU attention backend and page size; vLLM: `vllm.py`, `vllm_config.py`, `vllm_methods.py` for mtp,
+ngram, suffix, draft_model), `lint.py` (the engine). `make test-engines` checks the rows against the engines' own
+code (docs/engine-oracle.md); `lint --engine-code` does it for one command (`eaglewire.enginecode`).
 """
 
 from eaglewire.flags.lint import RULES, lint, rules_for

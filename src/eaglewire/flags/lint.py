@@ -14,8 +14,9 @@ from packaging.version import Version
 from eaglewire.errors import InputError
 from eaglewire.flags import sglang, vllm
 from eaglewire.flags.context import drafter_kind, local_config, target_archs
+from eaglewire.flags.gpus import GPU_GENERATIONS, GPUS, UNKNOWN, GpuProfile, resolve_gpu
 from eaglewire.flags.parse import (
-    SGLANG_ALGORITHMS,
+    SGLANG_FAMILIES,
     VL_LEGACY,
     VL_SHORT,
     as_float,
@@ -66,11 +67,14 @@ def _settings_vllm(spec: dict, tree: tuple[int, int] | None) -> Settings:
     k = k if isinstance(k, int) and not isinstance(k, bool) else None
     method = spec.get("method")
     model = spec.get("model")
+    dtp = spec.get("draft_tensor_parallel_size")
     if tree is not None:
-        return Settings(method, tree[1], None, tree[0] + 1, tree[0], tree[1] + 1, k, method, model)
+        return Settings(method, tree[1], None, tree[0] + 1, tree[0], tree[1] + 1, k, method, model,
+                        draft_tensor_parallel_size=dtp)  # fmt: skip
     if k is None:
-        return Settings(method, num_speculative_tokens=None, method=method, draft_model=model)
-    return Settings(method, k, 1, k + 1, k, k + 1, k, method, model)
+        return Settings(method, num_speculative_tokens=None, method=method, draft_model=model,
+                        draft_tensor_parallel_size=dtp)  # fmt: skip
+    return Settings(method, k, 1, k + 1, k, k + 1, k, method, model, draft_tensor_parallel_size=dtp)
 
 
 @dataclass
@@ -131,6 +135,7 @@ def _evaluate(
     version_text: str | None,
     target_arch: str | None,
     drafter_config: dict | str | Path | None,
+    gpu: GpuProfile,
 ) -> _Outcome:
     version, defaulted, notes = resolve_version(cmd.engine, version_text)
     model_config, _ = local_config(cmd.model)
@@ -138,32 +143,50 @@ def _evaluate(
     text_arch = None
     if target_arch is None and model_config is not None and not served_speculators:
         target_arch, text_arch = target_archs(model_config)
+    no_spec = False
     if cmd.engine == SGLANG:
         given = sglang_given(cmd)
-        algorithm = given["algorithm"]
-        if algorithm is not None and algorithm.upper() not in SGLANG_ALGORITHMS:
-            raise InputError(
-                f"--speculative-algorithm {algorithm}: eaglewire lints {', '.join(SGLANG_ALGORITHMS)} launches"
-            )
-        if algorithm is None and not any(o.flag.startswith("--speculative-") for o in cmd.options):
-            raise InputError("no speculative decoding in this command: --speculative-algorithm is not set")
+        no_spec = given["algorithm"] is None and not any(
+            o.flag.startswith("--speculative-") for o in cmd.options
+        )
         values: dict[str, Any] = dict(given)
         draft_path = given["draft_model"]
     else:
         spec, intended = _vllm_inputs(cmd, version)
-        if not intended and not served_speculators:
-            raise InputError("no speculative decoding in this command: --speculative-config is not set")
+        no_spec = not intended and not served_speculators
         tp = cmd.get("--tensor-parallel-size")
         values = {"spec": spec, "target_tp": as_int("--tensor-parallel-size", tp) if tp is not None else 1}
         given = {"spec": intended}
         draft_path = spec.get("model")
+    if no_spec:
+        flag = "--speculative-algorithm" if cmd.engine == SGLANG else "--speculative-config"
+        notes.append(f"no speculative decoding in this command ({flag} is not set): nothing to lint")
     drafter, drafter_source = _load_drafter(drafter_config, draft_path)
     kind = drafter_kind(drafter) if drafter is not None else None
     if kind is None and drafter is None and draft_path and "eagle3" in str(draft_path).lower():
         kind, drafter_source = "eagle3", f"{draft_path}, by its name"
     st = State(
-        cmd, version, target_arch, text_arch, kind, drafter_source, drafter, given, values, notes=notes
+        cmd,
+        version,
+        target_arch,
+        text_arch,
+        kind,
+        drafter_source,
+        drafter,
+        given,
+        values,
+        notes=notes,
+        gpu=gpu,
+        target_config=model_config if not served_speculators else None,
     )
+    if no_spec:  # SGLang still resolves the attention backend (which can refuse); vLLM has nothing to check
+        st.halted, st.family = cmd.engine == VLLM, "none"
+    elif cmd.engine == SGLANG and given["algorithm"] is not None:
+        # The handler family (the same dispatch in every version read); sglang.algorithm_family refuses unknowns.
+        st.family = SGLANG_FAMILIES.get(given["algorithm"].upper(), "eagle")
+        if st.family != "eagle" and version < Version("0.5.23"):
+            notes.append(f"{given['algorithm']}: its own rows were read in sglang 0.5.23 only; for {version} only "
+                         "the rows common to every algorithm are replayed")  # fmt: skip
     if cmd.engine == VLLM:
         st.spec_intended = dict(given["spec"])
     else:
@@ -172,7 +195,7 @@ def _evaluate(
     for rule in RULES:
         if rule.engine == cmd.engine and rule.covers(version):
             applied.append(rule.name)
-            if not st.halted:
+            if not st.halted and rule.applies_to(st.family):
                 rule.apply(rule, st)
     if cmd.engine == SGLANG:
         given_settings, effective = _settings_sglang(given), _settings_sglang(st.v)
@@ -197,6 +220,9 @@ def _evaluate(
         starts=not st.fails,
         notes=st.notes,
         rules_applied=applied,
+        failing=dict(st.failing),
+        gpu=gpu.key,
+        gpu_dependent=list(dict.fromkeys(st.gpu_dependent)),
     )
     return _Outcome(report, st)
 
@@ -255,7 +281,11 @@ def _apply_edits(st: State, edits: Sequence[Edit]) -> list[str]:
 
 
 def _fixed_argv(
-    outcome: _Outcome, version: str | None, target_arch: str | None, drafter_config: dict | str | Path | None
+    outcome: _Outcome,
+    version: str | None,
+    target_arch: str | None,
+    drafter_config: dict | str | Path | None,
+    gpu: GpuProfile,
 ) -> list[str] | None:
     """Apply every fix and lint again, until no problem is left (4 rounds at most). None when a fix needs a value
     only the user knows (a drafter path)."""
@@ -265,10 +295,32 @@ def _fixed_argv(
         if len(report.fixes) < len(report.problems) or not all(f.mechanical for f in report.fixes):
             return None
         argv = _apply_edits(current.st, [e for f in report.fixes for e in f.edits])
-        current = _evaluate(parse_launch(argv, current.st.cmd.engine), version, target_arch, drafter_config)
+        current = _evaluate(
+            parse_launch(argv, current.st.cmd.engine), version, target_arch, drafter_config, gpu
+        )
         if not current.report.has_problem:
             return argv
     return None
+
+
+def _verdicts_by_gpu(
+    argv: list[str],
+    engine: str | None,
+    version: str | None,
+    target_arch: str | None,
+    drafter_config: dict | str | Path | None,
+) -> list[str]:
+    """For an unknown GPU: the verdict on each GPU generation the rules tell apart, when they differ."""
+    found: dict[str, str] = {}
+    for key in GPU_GENERATIONS:
+        rep = _evaluate(parse_launch(argv, engine), version, target_arch, drafter_config, GPUS[key]).report
+        refused = [r for r, stage in rep.failing.items() if stage == "args"]
+        found[key] = f"refused at startup ({', '.join(refused)})" if refused else "starts"
+    if len(set(found.values())) == 1:
+        return [
+            f"every GPU generation: {next(iter(found.values()))} (backend choice differs, verdict does not)"
+        ]
+    return [f"{key}: {verdict}" for key, verdict in found.items()]
 
 
 def lint(
@@ -278,18 +330,24 @@ def lint(
     engine_version: str | None = None,
     target_arch: str | None = None,
     drafter_config: dict | str | Path | None = None,
+    gpu: str | GpuProfile | None = None,
 ) -> LintReport:
     """Replay the engine's rules on a launch command: effective settings, silent changes, fixes, fixed command.
 
     `engine_version` None assumes the newest version encoded (the report says so). `target_arch` None reads
     `architectures[0]` from the model's config.json when the model is a local directory. `drafter_config` (a dict,
     or a directory / config.json path) tells EAGLE-3 drafters apart; None reads the draft model's config.json when
-    it is local. Raises `InputError` (one line, naming the flag) on malformed input.
+    it is local. `gpu` (a key of `flags.gpus.GPUS`, "local", or a profile) feeds the engine's per-GPU backend and
+    page-size choices; None is "unknown": the report then lists the rules whose verdict depends on the GPU.
+    Raises `InputError` (one line, naming the flag) on malformed input.
     """
-    outcome = _evaluate(parse_launch(argv, engine), engine_version, target_arch, drafter_config)
+    profile = gpu if isinstance(gpu, GpuProfile) else resolve_gpu(gpu or UNKNOWN)
+    outcome = _evaluate(parse_launch(argv, engine), engine_version, target_arch, drafter_config, profile)
     report = outcome.report
+    if not profile.known and outcome.st.gpu_dependent:
+        report.gpu_dependent = _verdicts_by_gpu(argv, engine, engine_version, target_arch, drafter_config)
     if report.has_problem:
-        report.fixed_argv = _fixed_argv(outcome, engine_version, target_arch, drafter_config)
+        report.fixed_argv = _fixed_argv(outcome, engine_version, target_arch, drafter_config, profile)
         if report.fixed_argv is None:
             report.notes.append("no fixed command: a fix needs a value only you know (see fixes)")
     return report

@@ -47,6 +47,10 @@ SG_FLAGS: dict[str, FlagSpec] = {
     "--disable-overlap-schedule": FlagSpec("switch"),
     "--trust-remote-code": FlagSpec("switch"),
     "--enable-dp-attention": FlagSpec("switch"),
+    "--dp-size": FlagSpec("int", ("--dp", "--data-parallel-size")),
+    "--attn-dp-size": FlagSpec("int"),
+    "--speculative-ngram-max-bfs-breadth": FlagSpec("int"),
+    "--speculative-adaptive-config": FlagSpec("str"),
 }
 
 # vLLM flags that existed up to 0.8.0 (vllm 0.8.0 engine/arg_utils.py) and are gone by 0.8.5: argparse rejects
@@ -323,9 +327,21 @@ SG_KEYS = {
     "rejection_sampling": "--speculative-use-rejection-sampling",
     "adaptive": "--speculative-adaptive",
     "beta_spec": "--enable-beta-spec",
+    "tp_size": "--tp-size",
+    "dp_size": "--dp-size",
+    "attn_dp_size": "--attn-dp-size",
+    "enable_dp_attention": "--enable-dp-attention",
+    "ngram_bfs": "--speculative-ngram-max-bfs-breadth",
+    "adaptive_config": "--speculative-adaptive-config",
 }
 TRIPLE = ("num_steps", "topk", "num_draft_tokens")
-SGLANG_ALGORITHMS = ("EAGLE", "EAGLE3", "NEXTN")
+# SGLang's builtin algorithms (sglang 0.5.23 srt/speculative/spec_info.py:32-47, spec_registry.py:183 NEXTN) by
+# the handler family that resolves their settings (spec_info.py:235-266 handle_server_args).
+SGLANG_FAMILIES = {
+    "EAGLE": "eagle", "EAGLE3": "eagle", "NEXTN": "eagle", "STANDALONE": "eagle", "NGRAM": "ngram",
+    "DFLASH": "other", "DSPARK": "other", "UNO": "other", "FROZEN_KV_MTP": "other",
+}  # fmt: skip
+SGLANG_ALGORITHMS = tuple(SGLANG_FAMILIES)
 
 
 def sglang_given(cmd: LaunchCommand) -> dict[str, Any]:

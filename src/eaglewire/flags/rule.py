@@ -11,6 +11,7 @@ from typing import Any
 from packaging.specifiers import SpecifierSet
 from packaging.version import Version
 
+from eaglewire.flags.gpus import GPUS, UNKNOWN, GpuProfile
 from eaglewire.flags.values import PROBLEM, Change, FlagFix, LaunchCommand
 from eaglewire.flags.versions import CHECKED
 
@@ -28,6 +29,15 @@ class FlagRule:
     apply: Callable[[FlagRule, State], None] = field(repr=False, compare=False)
     fix: Callable[[State, Change], FlagFix | None] | None = field(default=None, repr=False, compare=False)
     fails_startup: bool = False
+    # The algorithm families the row applies to (SGLang: "eagle" = EAGLE/EAGLE3/STANDALONE, "ngram", "other");
+    # "*" = every family. vLLM rows read the method themselves.
+    families: tuple[str, ...] = ("*",)
+    # Where a failing row fails: "args" (the engine's argument code raises), "load" (loading the drafter), or
+    # "runtime" (the first decode; inferred). The engine oracle compares the "args" verdicts.
+    stage: str = "args"
+
+    def applies_to(self, family: str) -> bool:
+        return "*" in self.families or family in self.families
 
     def covers(self, version: Version) -> bool:
         return SpecifierSet(self.versions).contains(version, prereleases=True)
@@ -57,6 +67,11 @@ class State:
     force_topk1: list[str] = field(default_factory=list)  # why a fix must use topk 1
     auto: tuple[int, int, int] | None = None  # the auto choice for this target and version
     spec_intended: dict = field(default_factory=dict)  # vLLM: the config the user meant (legacy/short merged)
+    gpu: GpuProfile = field(default_factory=lambda: GPUS[UNKNOWN])
+    gpu_dependent: list[str] = field(default_factory=list)  # rules that could not decide without the GPU
+    target_config: dict | None = None  # the target's config.json when local
+    family: str = "eagle"  # the algorithm family the SGLang rows of this lint apply to
+    failing: dict[str, str] = field(default_factory=dict)  # failing rule -> stage
 
     def emit(self, rule: FlagRule, flag: str, given: Any, effective: Any, message: str) -> Change:
         change = Change(
@@ -65,6 +80,7 @@ class State:
         self.changes.append(change)
         if rule.fails_startup:
             self.fails = True
+            self.failing.setdefault(rule.name, rule.stage)
         if rule.fix is not None and rule.severity == PROBLEM:
             self.fix_for[len(self.changes) - 1] = rule.fix
         return change
@@ -88,6 +104,10 @@ def row(
     apply: Apply,
     fix: MakeFix | None = None,
     fails: bool = False,
+    families: tuple[str, ...] | None = None,
+    stage: str = "args",
 ) -> FlagRule:
-    """One table row (positional, so the rows read as a table)."""
-    return FlagRule(name, engine, versions, severity, citation, summary, apply, fix, fails)
+    """One table row (positional, so the rows read as a table). SGLang rows default to the EAGLE family."""
+    if families is None:
+        families = ("eagle",) if engine == "sglang" else ("*",)
+    return FlagRule(name, engine, versions, severity, citation, summary, apply, fix, fails, families, stage)

@@ -11,7 +11,7 @@ from __future__ import annotations
 import functools
 from collections.abc import Callable
 
-from eaglewire.flags import sglang_sizes
+from eaglewire.flags import sglang_backends, sglang_families, sglang_sizes
 from eaglewire.flags.parse import SGLANG_ALGORITHMS
 from eaglewire.flags.rule import FlagRule, State, row
 from eaglewire.flags.sglang_sizes import fix_algorithm, fix_draft_path, fix_no_algorithm, fix_triple
@@ -19,7 +19,8 @@ from eaglewire.flags.values import INFO, PROBLEM, WARNING
 from eaglewire.flags.versions import SG_HOOK, SG_SA, SGLANG
 
 rule = functools.partial(row, SGLANG)
-RULES: list[FlagRule] = []
+# The attention backend and page size are resolved before the speculative hook, for every command.
+RULES: list[FlagRule] = list(sglang_backends.RULES)
 
 # Targets whose own checkpoint carries the MTP draft layer: SGLang defaults the draft path to the target path
 # (and logs "DeepSeek MTP does not require setting speculative_draft_model_path." when one is given).
@@ -50,6 +51,9 @@ MTP_NO_WARNING = frozenset({"MistralLarge3ForCausalLM", "PixtralForConditionalGe
 
 
 def _sg_no_algorithm(rule: FlagRule, st: State) -> None:
+    if st.family == "none":  # no speculative flag at all: only the backend rows above apply
+        st.halted = True
+        return
     if st.v["algorithm"] is None:
         spec_flags = sorted({o.flag for o in st.cmd.options if o.flag.startswith("--speculative-")})
         st.emit(
@@ -67,7 +71,8 @@ RULES += [
     rule("sglang.no_algorithm", "", PROBLEM,
        f"{SG_HOOK}:121-284 handle_speculative_decoding (every EAGLE step needs `speculative_algorithm is not "
        f"None`); {SG_SA}",
-       "speculative flags without --speculative-algorithm are ignored", _sg_no_algorithm, fix_no_algorithm),
+       "speculative flags without --speculative-algorithm are ignored", _sg_no_algorithm, fix_no_algorithm,
+       families=("*",)),
 ]  # fmt: skip
 
 
@@ -94,10 +99,10 @@ RULES += [
        "sglang 0.4.5-0.5.11 server_args.py add_cli_args: --speculative-algorithm "
        "choices=[EAGLE, EAGLE3, NEXTN, ...]",
        "lower-case algorithm names are rejected", _sg_algorithm_case(False),
-       lambda st, c: fix_algorithm(str(c.given).upper())(st, c), fails=True),
+       lambda st, c: fix_algorithm(str(c.given).upper())(st, c), fails=True, families=("*",)),
     rule("sglang.algorithm_upper", ">=0.5.12", INFO,
        f"sglang 0.5.12 server_args.py _handle_speculative_decoding; {SG_HOOK}:136-143",
-       "the algorithm is upper-cased", _sg_algorithm_case(True)),
+       "the algorithm is upper-cased", _sg_algorithm_case(True), families=("*",)),
 ]  # fmt: skip
 
 
@@ -116,7 +121,10 @@ def _sg_nextn(rule: FlagRule, st: State) -> None:
 RULES += [
     rule("sglang.nextn_alias", ">=0.4.5", INFO,
        f"{SG_HOOK}:109-115 _resolve_speculative_algorithm_alias; {SG_SA}",
-       "NEXTN is EAGLE", _sg_nextn),
+       "NEXTN is EAGLE", _sg_nextn, families=("*",)),
+    *sglang_families.ALGORITHM_RULES,
+    *sglang_families.ADAPTIVE_RULES,
+    *sglang_families.STANDALONE_RULES,
 ]  # fmt: skip
 
 
@@ -162,11 +170,11 @@ def _sg_max_running(logged: str) -> Callable[[FlagRule, State], None]:
 RULES += [
     rule("sglang.max_running_requests", ">=0.4.5,<0.5.4", WARNING,
        f"{SG_SA}: `if self.max_running_requests is None: self.max_running_requests = 48`",
-       "max running requests 48", _sg_max_running("no log line in this version")),
+       "max running requests 48", _sg_max_running("no log line in this version"), families=("eagle", "ngram")),
     rule("sglang.max_running_requests", ">=0.5.4", WARNING,
        f"{SG_HOOK}:1086-1095 _handle_eagle_family; sglang 0.5.4-0.5.12 server_args.py "
        "_handle_speculative_decoding",
-       "max running requests 48", _sg_max_running("logged once as a warning")),
+       "max running requests 48", _sg_max_running("logged once as a warning"), families=("eagle", "ngram")),
 ]  # fmt: skip
 
 
@@ -386,7 +394,7 @@ RULES += [
     rule("sglang.draft_model_missing", ">=0.4.5", PROBLEM,
        f"{SG_HOOK}:1120-1157 (only MTP targets get a default draft path); speculative/eagle_worker_v2.py loads "
        "speculative_draft_model_path (inferred: a None path cannot load)",
-       "no drafter", _sg_draft_missing(True), fix_draft_path, fails=True),
+       "no drafter", _sg_draft_missing(True), fix_draft_path, fails=True, stage="load"),
     rule("sglang.draft_model_missing_unknown_target", ">=0.4.5", WARNING,
        f"{SG_HOOK}:1120-1157", "no drafter, target unknown", _sg_draft_missing(False)),
 ]  # fmt: skip
@@ -394,6 +402,8 @@ RULES += [
 
 # The sizes: num_steps, topk, num_draft_tokens (their rules run here, in SGLang's order).
 RULES += sglang_sizes.RULES
+# NGRAM's own handler (_handle_ngram), instead of the EAGLE family's.
+RULES += sglang_families.NGRAM_RULES
 
 
 def _sg_token_map(rule: FlagRule, st: State) -> None:
@@ -430,7 +440,7 @@ def _sg_adaptive(rule: FlagRule, st: State) -> None:
 
 
 RULES += [
-    rule("sglang.adaptive", ">=0.5.11", WARNING,
+    rule("sglang.adaptive", ">=0.5.11,<0.5.23", WARNING,
        f"{SG_HOOK}:1374-1427 (_init_adaptive_speculative_params); sglang 0.5.11 server_args.py",
        "adaptive steps", _sg_adaptive),
 ]  # fmt: skip

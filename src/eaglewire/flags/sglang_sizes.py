@@ -13,6 +13,7 @@ from pathlib import Path
 from packaging.specifiers import SpecifierSet
 from packaging.version import Version
 
+from eaglewire.flags import sglang_families
 from eaglewire.flags.context import WRAPPER_TEXT_ARCH
 from eaglewire.flags.parse import SG_KEYS, TRIPLE
 from eaglewire.flags.rule import FlagRule, State, row
@@ -254,6 +255,7 @@ def _sg_auto_choice(epoch: AutoChoice) -> Callable[[FlagRule, State], None]:
     return apply
 
 
+RULES += sglang_families.STANDALONE_AUTO_RULES
 RULES += [
     *(
         rule("sglang.auto_choice", epoch.versions, WARNING, epoch.citation,
@@ -435,6 +437,8 @@ def _sg_page_tree_backend(allowed: tuple[str, ...], backend_known: bool) -> Call
         st.emit(rule, "--attention-backend", backend, None, msg)
         if backend_known:
             st.force_topk1.append(f"page size {page} with {backend} needs topk 1")
+        else:
+            st.gpu_dependent.append(rule.name)
 
     return apply
 
@@ -476,7 +480,7 @@ def _sg_ndt_unset_tree(rule: FlagRule, st: State) -> None:
 RULES += [
     rule("sglang.num_draft_tokens_unset", ">=0.4.5", PROBLEM,
        f"{SG_HOOK}:1159-1266 (num_draft_tokens is only set by the auto choice or the topk-1 rule; inferred)",
-       "topk set, num_draft_tokens never set", _sg_ndt_unset_tree, fix_triple, fails=True),
+       "topk set, num_draft_tokens never set", _sg_ndt_unset_tree, fix_triple, fails=True, stage="runtime"),
 ]  # fmt: skip
 
 
@@ -531,5 +535,5 @@ RULES += [
        "sglang 0.5.23 speculative/eagle_utils.py:100-110 organize_draft_results (pool topk + (num_steps-1)*topk^2, "
        "torch.topk(score_list, num_draft_token - 1)); 0.4.5-0.4.10 build_eagle_tree.py; no check in "
        "speculative_hook.py (inferred)",
-       "more draft tokens than tree candidates", _sg_tree_pool, fix_triple, fails=True),
+       "more draft tokens than tree candidates", _sg_tree_pool, fix_triple, fails=True, stage="runtime"),
 ]  # fmt: skip

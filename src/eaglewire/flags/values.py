@@ -69,6 +69,7 @@ class Settings:
     method: str | None = None  # vLLM
     draft_model: str | None = None
     max_running_requests: int | None = None  # SGLang
+    draft_tensor_parallel_size: int | None = None  # vLLM
 
 
 @dataclass(frozen=True)
@@ -135,6 +136,18 @@ class LintReport:
     starts: bool  # False: a rule says the server fails at startup
     notes: list[str] = field(default_factory=list)
     rules_applied: list[str] = field(default_factory=list)  # the rows that cover this engine version
+    failing: dict[str, str] = field(default_factory=dict)  # rule -> where it fails: args, load or runtime
+    gpu: str = "unknown"  # the GPU profile the verdicts assume (flags/gpus.py)
+    # GPU unknown: the verdict on each GPU generation, where the rules tell them apart
+    gpu_dependent: list[str] = field(default_factory=list)
+    engine_code: dict | None = (
+        None  # `lint --engine-code`: the installed engine's own resolution (enginecode)
+    )
+
+    @property
+    def starts_args(self) -> bool:
+        """The engine's argument code accepts the command (what `make test-engines` checks against it)."""
+        return not any(stage == "args" for stage in self.failing.values())
 
     @property
     def has_problem(self) -> bool:
@@ -161,5 +174,6 @@ class LintReport:
         for fix, data in zip(self.fixes, out["fixes"], strict=True):
             data["flags"] = fix.flags
         out["has_problem"] = self.has_problem
+        out["starts_args"] = self.starts_args
         out["fixed_command"] = self.fixed_command
         return out

@@ -13,6 +13,7 @@ import json
 from collections.abc import Callable
 
 from eaglewire.errors import InputError
+from eaglewire.flags import vllm_methods
 from eaglewire.flags.context import drafter_kind, local_config
 from eaglewire.flags.parse import VL_LEGACY, VL_SHORT, as_int
 from eaglewire.flags.rule import FlagRule, State, row
@@ -257,6 +258,7 @@ RULES += [
        "SpeculativeConfig fields per version (vllm 0.8.5-0.33.0 config class bodies); vllm 0.33.0 config/utils.py:"
        "70-71 ConfigDict(extra='forbid'); 0.8.5 SpeculativeConfig.from_dict = cls(**dict)",
        "unknown speculative config keys", _vl_unknown_keys, vl_fix_remove_keys, fails=True),
+    *vllm_methods.METHOD_RULES,
 ]  # fmt: skip
 
 
@@ -308,9 +310,10 @@ RULES += [
        "self.method = 'eagle'`",
        "method from the model name (eagle3- gives eagle)",
        _vl_method_detect((("eagle-", "eagle"), ("eagle3-", "eagle")))),
-    rule("vllm.method_detect", ">=0.10.2", INFO,
+    rule("vllm.method_detect", ">=0.10.2,<0.33.0", INFO,
        f"{VL_CFG}:1429-1448 ('eagle-' -> eagle, 'eagle3' -> eagle3, else draft_model)",
        "method from the model name", _vl_method_detect((("eagle-", "eagle"), ("eagle3", "eagle3")))),
+    *vllm_methods.DETECT_RULES,
 ]  # fmt: skip
 
 
@@ -380,7 +383,10 @@ RULES += [
 
 def _vl_tokens_from_n_predict(rule: FlagRule, st: State) -> None:
     spec = st.v["spec"]
-    n_predict = (st.drafter or {}).get("n_predict")
+    drafter = st.drafter or {}
+    n_predict = drafter.get("n_predict")
+    if n_predict is None and spec.get("method") == "mtp":  # speculative.py:755-763: n_predict := MTP layers
+        n_predict = drafter.get("num_nextn_predict_layers")
     if spec.get("num_speculative_tokens") is None and isinstance(n_predict, int) and n_predict > 0:
         st.emit(
             rule,
@@ -444,6 +450,7 @@ RULES += [
     rule("vllm.num_speculative_tokens_positive", ">=0.8.5", PROBLEM,
        f"{VL_CFG}:413 (Field gt=0), 1967-1971; vllm 0.8.5 config.py:2550-2552",
        "num_speculative_tokens <= 0", _vl_tokens_positive, vl_fix_tokens, fails=True),
+    *vllm_methods.VOCAB_RULES,
 ]  # fmt: skip
 
 
@@ -471,7 +478,8 @@ RULES += [
 
 
 def _vl_draft_tp_default(rule: FlagRule, st: State) -> None:
-    if st.v["spec"].get("draft_tensor_parallel_size") is None and st.v["spec"].get("model") is not None:
+    spec = st.v["spec"]
+    if spec.get("draft_tensor_parallel_size") is None and spec.get("model") not in (None, "ngram", "suffix"):
         target = st.v["target_tp"]
         st.emit(
             rule,
@@ -480,6 +488,7 @@ def _vl_draft_tp_default(rule: FlagRule, st: State) -> None:
             target,
             f"draft_tensor_parallel_size not given: the draft runs at the target's tensor parallel size {target}",
         )
+        spec["draft_tensor_parallel_size"] = target
 
 
 RULES += [
