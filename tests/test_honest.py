@@ -68,7 +68,7 @@ def test_unknown_training_taps_are_never_ok(tmp_path_factory, row, layers, data)
     (tmp / "d" / "config.json").write_text(json.dumps(drafter_config(ids, where)))
     rep = check(tmp / "d", tmp / "t", [f"{row.framework}=={version_in(row)}"])
     assert all(v.status != "ok" for v in rep.verdicts), [(v.engine, v.status) for v in rep.verdicts]
-    assert rep.verdict != "ok" and rep.unknowns or rep.has_problem
+    assert (rep.verdict != "ok" and rep.unknowns) or rep.has_problem
 
 
 @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])

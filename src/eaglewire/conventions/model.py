@@ -125,6 +125,7 @@ class Convention:
         None  # what happens when an asked state is not captured (None: silently fewer)
     )
     ignores_ids: str | None = None  # a code path that feeds the default taps whatever the ids say (when)
+    empty_ids: str | None = None  # what an empty id list does when it is not read as "the default"
     launch_key: str | None = (
         None  # the ids live in the engine's launch config, not in the drafter's config.json
     )
@@ -278,7 +279,9 @@ def _read_ids(row: Convention, config: dict, num_layers: int):
         ):
             raise InputError(f"drafter config key {src.path!r} must be a list of integers, found {value!r}")
         if not value:
-            continue  # an empty list means "use the default" in every framework that reads it
+            if row.empty_ids:
+                return src.path, (), row.rule  # passed through as given: _capture reports it
+            continue  # read as "use the default"
         return src.path, tuple(v + src.shift for v in value), row.rule
     return None, _default(row.default, num_layers), row.default_rule
 
@@ -310,6 +313,9 @@ def _capture(
 ) -> Resolution:
     res = Resolution(row=row, num_layers=num_layers, source_key=key, ids=ids, taps=None)
     where = key or "the default"
+    if not ids and row.empty_ids:
+        res.failure = f"{where} is an empty list: {row.empty_ids}"
+        return res
     if row.exactly is not None and len(ids) != row.exactly:
         res.failure = f"{row.framework} accepts exactly {row.exactly} ids, {where} lists {len(ids)}"
         return res

@@ -25,6 +25,11 @@ CUDA_GRAPH_UNION = (
     "configured call capture the union of both lists (up to 6 states; inferred from qwen2_moe.py/qwen3_next.py)"
 )
 INDEX_ERROR = "setattr(self.layers[L], ...) is out of range: IndexError at startup (per-layer capture flag)"
+EMPTY = (
+    "passed to set_eagle3_layers_to_capture as given (only None means the default): no aux hidden state is "
+    "captured and the draft's fc gets none of its inputs (model_runner.py:334-341 @0.4.9; seen in the engine's "
+    "own code at 0.5.23, tests/engines)"
+)
 PACKER = (
     "RuntimeError 'captured N of 3 aux hidden states' at the first forward (AuxHiddenStatePacker.finalize)"
 )
@@ -84,6 +89,7 @@ def row(
         hl_crash=hl_crash,
         missing_crash=missing_crash,
         ignores_ids=ignores,
+        empty_ids=None if fixed or rule is Rule.UNSUPPORTED else EMPTY,
         unsupported=unsupported,
         source=f"{source} ({READ})",
         notes=notes,

@@ -1,0 +1,51 @@
+"""The convention table against the engines' own capture code, replayed from the committed record.
+
+`make test-engines` runs SGLang's and vLLM's `set_eagle3_layers_to_capture` / aux-layer readers on every
+architecture the table names and writes what they captured to tests/engines/capture_oracle.json. This test needs
+no engine: it resolves each recorded case with today's table and requires the engine's answer (the taps, or a
+failure), so a table edit that contradicts the engine's code fails here, in make test.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from eaglewire.conventions import parse_spec, resolve, rows_for
+from eaglewire.targets import _family_of
+from engines.capture import configs
+
+RECORD = json.loads((Path(__file__).parent / "engines" / "capture_oracle.json").read_text())
+
+
+def cases():
+    cols = RECORD["columns"]
+    for run in RECORD["engines"]:
+        for values in run["cases"]:
+            yield run["engine"], run["version"], dict(zip(cols, values, strict=True))
+
+
+def test_the_record_is_not_empty():
+    engines = {(e, v) for e, v, _ in cases()}
+    assert {e for e, _ in engines} == {"sglang", "vllm"}
+    assert sum(1 for _ in cases()) > 1000
+
+
+@pytest.mark.parametrize("engine", ["sglang", "vllm"])
+def test_the_table_gives_the_engines_answer(engine):
+    wrong = []
+    for eng, version, c in cases():
+        if eng != engine:
+            continue
+        family = _family_of([c["arch"]], "")
+        rows = {m.row.runner or "": m.row for m in rows_for(parse_spec(f"{eng}=={version}"), family)}
+        row = rows[c["runner"] or ""]
+        config = dict(configs(eng, c["ids"]))[c["config_key"]]
+        res = resolve(row, config, c["num_layers"])
+        taps = list(res.taps.indices) if res.taps is not None and res.ok else None
+        if taps != c["engine_taps"]:
+            wrong.append(f"{c['arch']} {c['config_key']}={c['ids']}{' ' + c['runner'] if c['runner'] else ''}: "
+                         f"engine {c['engine_taps'] or c['engine_failure']}, table {row.key} {taps or res.failure}")
+    assert not wrong, f"{len(wrong)} cases, e.g. {wrong[:5]}"
