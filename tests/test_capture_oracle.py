@@ -12,10 +12,10 @@ import json
 from pathlib import Path
 
 import pytest
+from engines.capture import configs
 
 from eaglewire.conventions import parse_spec, resolve, rows_for
 from eaglewire.targets import _family_of
-from engines.capture import configs
 
 RECORD = json.loads((Path(__file__).parent / "engines" / "capture_oracle.json").read_text())
 
@@ -46,6 +46,8 @@ def test_the_table_gives_the_engines_answer(engine):
         res = resolve(row, config, c["num_layers"])
         taps = list(res.taps.indices) if res.taps is not None and res.ok else None
         if taps != c["engine_taps"]:
-            wrong.append(f"{c['arch']} {c['config_key']}={c['ids']}{' ' + c['runner'] if c['runner'] else ''}: "
-                         f"engine {c['engine_taps'] or c['engine_failure']}, table {row.key} {taps or res.failure}")
+            wrong.append(
+                f"{c['arch']} {c['config_key']}={c['ids']}{' ' + c['runner'] if c['runner'] else ''}: "
+                f"engine {c['engine_taps'] or c['engine_failure']}, table {row.key} {taps or res.failure}"
+            )
     assert not wrong, f"{len(wrong)} cases, e.g. {wrong[:5]}"
