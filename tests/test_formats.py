@@ -222,4 +222,6 @@ def test_a_converted_copy_passes_check_wherever_the_source_did(tmp_path, family,
         if status == "ok":
             assert after[engine] == "ok", (engine, after)
     if to == "modelopt":  # vLLM reads the top-level list: modelopt copies carry it too
-        assert "eagle_aux_hidden_state_layer_ids" in json.loads((tmp_path / "out" / "config.json").read_text())
+        assert "eagle_aux_hidden_state_layer_ids" in json.loads(
+            (tmp_path / "out" / "config.json").read_text()
+        )

@@ -72,7 +72,10 @@ def test_unknown_training_taps_are_never_ok(tmp_path_factory, row, layers, data)
 
 
 @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
-@given(version=st.sampled_from(["0.5.24", "0.6.0", "0.34.0", "1.0.0"]), engine=st.sampled_from(["sglang", "vllm"]))
+@given(
+    version=st.sampled_from(["0.5.24", "0.6.0", "0.34.0", "1.0.0"]),
+    engine=st.sampled_from(["sglang", "vllm"]),
+)
 def test_versions_nobody_read_are_never_ok(tmp_path_factory, version, engine):
     tmp = tmp_path_factory.mktemp("newer")
     (tmp / "t").mkdir()

@@ -308,7 +308,9 @@ def _verdict(
     ec = ckpt.config.get("eagle_config")
     if isinstance(ec, dict) and ec.get("use_aux_hidden_state") is False and not ckpt.tensors.get("fc.weight"):
         # an EAGLE-1-style head: no taps to compare, only whether this engine version honours the flag
-        served = conv.Resolution(m.row, L, None, None, None, notes=["no aux hidden states: fed the final state"])
+        served = conv.Resolution(
+            m.row, L, None, None, None, notes=["no aux hidden states: fed the final state"]
+        )
         problem = any(f.severity == "problem" for f in findings)
         status = "fails" if problem else "ok" if row_known else "unverified"
         version = spec.version or conv.NEWEST.get(spec.framework)
