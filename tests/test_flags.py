@@ -580,6 +580,10 @@ SCENARIOS: dict[str, tuple] = {
     "sg-ngram-page": ([*NGRAM, "--page-size", "16", "--attention-backend", "fa3"], {}, "sglang.ngram_page_size",
                       PROBLEM),
     "sg-ngram-dp": ([*NGRAM, "--dp-size", "2", "--enable-dp-attention"], {}, "sglang.ngram_dp_attention", PROBLEM),
+    "sg-dp-workers": ([*E3, *sizes(3, 1, 4), "--dp-size", "8", "--enable-dp-attention"], {},
+                      "sglang.max_running_per_dp_worker", WARNING),
+    "sg-dp-workers-old": ([*E3, *sizes(3, 1, 4), "--dp-size", "8", "--enable-dp-attention"],
+                          {"engine_version": "0.5.14"}, "sglang.max_running_per_dp_worker", WARNING),
     # vLLM
     "vl-legacy": (["vllm", "serve", "m", "--speculative-model", "d", "--num-speculative-tokens", "3"], {},
                   "vllm.legacy_flags", PROBLEM),

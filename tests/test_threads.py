@@ -236,3 +236,26 @@ def _add_input_norm(directory, width):
     shapes["input_norm.weight"] = ([width], "BF16")
     small["input_norm.weight"] = torch.ones(width)
     sparse.write_sparse(path, shapes, small)
+
+
+@pytest.mark.parametrize(("version", "dp", "given", "per", "starts"), [
+    ("0.5.14", 8, None, 6, True),  # the speculative default 48 over 8 DP workers
+    ("0.5.23", 8, 64, 8, True),
+    ("0.5.14", 64, 32, 0, False),  # 32 // 64 = 0: `max_running_request is zero`
+    ("0.5.23", 64, 32, 1, True),  # 0.5.23 rounds up to 1
+])  # fmt: skip
+def test_sglang_34290_max_running_requests_per_dp_worker(version, dp, given, per, starts):
+    """sglang PR #34290 (open) / #20063: with attention DP, --max-running-requests (or the speculative default 48)
+    is the total over the DP workers, so dp 8 leaves 6 running requests per worker."""
+    from eaglewire.flags.lint import lint
+
+    argv = ["python", "-m", "sglang.launch_server", "--model-path", "m", "--speculative-algorithm", "EAGLE3",
+            "--speculative-draft-model-path", "d", "--tp-size", "8", "--dp-size", str(dp), "--enable-dp-attention"]  # fmt: skip
+    if given is not None:
+        argv += ["--max-running-requests", str(given)]
+    rep = lint(argv, engine_version=version, gpu="h200")
+    (change,) = [c for c in rep.changes if c.rule == "sglang.max_running_per_dp_worker"]
+    assert change.effective == per and change.given == (given or 48)
+    assert rep.starts is starts
+    no_dp = lint(argv[: argv.index("--dp-size")], engine_version=version, gpu="h200")
+    assert not [c for c in no_dp.changes if c.rule == "sglang.max_running_per_dp_worker"]

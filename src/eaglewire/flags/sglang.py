@@ -178,6 +178,62 @@ RULES += [
 ]  # fmt: skip
 
 
+def _attn_dp_workers(st: State) -> int:
+    """How many attention-DP workers share --max-running-requests (1 when attention DP is off)."""
+    v = st.v
+    attn = v.get("attn_dp_size") or 1
+    if v.get("enable_dp_attention") and attn == 1:
+        attn = v.get("dp_size") or 1
+    return int(attn)
+
+
+def _sg_per_dp_worker(round_up: bool) -> Callable[[FlagRule, State], None]:
+    def apply(rule: FlagRule, st: State) -> None:
+        workers, total = _attn_dp_workers(st), st.v["max_running_requests"]
+        if workers <= 1 or total is None:
+            return
+        quotient = total // workers
+        per, extra = quotient, ""
+        if quotient < 1:
+            per = 1 if round_up else 0
+            extra = (
+                "; SGLang rounds that up to 1"
+                if round_up
+                else "; startup stops at `max_running_request is zero`"
+            )
+        where = "the speculative default" if st.given.get("max_running_requests") is None else "as given"
+        st.emit(
+            rule,
+            "--max-running-requests",
+            total,
+            per,
+            f"--max-running-requests {total} ({where}) is the total over the {workers} attention-DP workers: "
+            f"each runs at most {total} // {workers} = {quotient} concurrent requests (sglang#20063){extra}; "
+            f"for N per worker pass --max-running-requests N*{workers}",
+        )
+        if per < 1:
+            st.fails = True
+            st.failing.setdefault(rule.name, "load")  # the worker asserts it, after argument checks
+
+    return apply
+
+
+RULES += [
+    rule("sglang.max_running_per_dp_worker", ">=0.4.5,<0.5.23", WARNING,
+       "sglang 0.4.5-0.5.13 managers/tp_worker.py (`server_args.max_running_requests // (server_args.dp_size if "
+       "server_args.enable_dp_attention else 1)`, assert > 0); 0.5.14-0.5.22 model_runner_kv_cache_mixin.py / "
+       "mem_cache/kv_cache_configurator.py _resolve_max_num_reqs (`requested_per_worker = max_num_reqs // "
+       "attn_dp_size`); sgl-project/sglang#20063, #34290 (open: derive the default from the CUDA-graph ladder)",
+       "max running requests divided across attention-DP workers", _sg_per_dp_worker(round_up=False),
+       families=("eagle", "ngram")),
+    rule("sglang.max_running_per_dp_worker", ">=0.5.23", WARNING,
+       "sglang 0.5.23 mem_cache/kv_cache_configurator.py:3128 (`max(1, max_num_reqs // self.attn_dp_size)`), "
+       "model_executor/pool_configurator.py:956; sgl-project/sglang#20063, #34290 (open)",
+       "max running requests divided across attention-DP workers", _sg_per_dp_worker(round_up=True),
+       families=("eagle", "ngram")),
+]  # fmt: skip
+
+
 def _sg_overlap_always_off(rule: FlagRule, st: State) -> None:
     if not st.v["disable_overlap_schedule"]:
         st.emit(
