@@ -26,6 +26,35 @@ TAPS = typer.Option(None, "--taps", help="Feed these taps instead of the trained
 DTYPE = typer.Option(
     "auto", "--dtype", help="Target dtype: auto (as stored if bf16, else float32), float32 or bfloat16."
 )
+DEVICE = typer.Option(
+    "cpu",
+    "--device",
+    help="Where the model runs: cpu, cuda (this rank's GPU under torchrun), cuda:N, or auto (a GPU if torch sees "
+    "one; a target too big for one GPU is spread over all of them with accelerate).",
+)
+DTYPE_FP32 = typer.Option(
+    "float32",
+    "--dtype",
+    help="What the model computes in: float32 (exact, the default), bfloat16, float16, or auto (as the target "
+    "is stored if bf16, else float32).",
+)
+DUMP = typer.Option(
+    None,
+    "--dump",
+    help="Hidden states already on disk: an `eaglewire capture` folder, speculators offline samples "
+    "(hs_<i>.safetensors) or SpecForge offline data (*.ckpt). The target's layers are never loaded.",
+)
+DUMP_IDS = typer.Option(
+    None,
+    "--dump-ids",
+    help="The layer ids the dump was written with, in its writer's numbering: speculators/vLLM ids incl. L "
+    "(e.g. 2,4,5,8); SpecForge's --aux-hidden-states-layers (e.g. 1,3,4).",
+)
+DUMP_CONFIG = typer.Option(
+    None,
+    "--dump-config",
+    help="speculators' training config run.yaml (its target_layer_ids give the dump's ids).",
+)
 DATA = typer.Option(
     None,
     "--data",
