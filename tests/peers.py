@@ -133,11 +133,14 @@ def speculators_dump(
     return rows_out
 
 
-def speculators_run_yaml(path: Path, target_dir: Path, prep: Path, target_layer_ids: list[int] | None) -> Path:
+def speculators_run_yaml(
+    path: Path, target_dir: Path, prep: Path, target_layer_ids: list[int] | None
+) -> Path:
     """speculators' resolved training config, written by its own `dump_yaml` (run.yaml omits defaults)."""
     from speculators.train.config.artifacts import dump_yaml
     from speculators.train.config.schema import TrainConfig
 
+    path.parent.mkdir(parents=True, exist_ok=True)
     flat = {"verifier_name_or_path": str(target_dir), "data_path": str(prep)}
     if target_layer_ids is not None:
         flat["target_layer_ids"] = list(target_layer_ids)
@@ -166,6 +169,8 @@ def specforge_dump(out: Path, target_dir: Path, samples, aux_layers: list[int], 
             post = tgt.model(input_ids=s.input_ids[None], output_hidden_states=True).hidden_states[-1][0]
         data_point = {"input_ids": s.input_ids.view(-1), "loss_mask": s.loss_mask.long().view(-1)}
         data_point["hidden_state"] = post.to(dtype).clone().unsqueeze(0).cpu()
-        data_point["aux_hidden_state"] = torch.cat([h[0] for h in hidden], -1).to(dtype).clone().unsqueeze(0).cpu()
+        data_point["aux_hidden_state"] = (
+            torch.cat([h[0] for h in hidden], -1).to(dtype).clone().unsqueeze(0).cpu()
+        )
         torch.save(data_point, sub / f"data_{idx}.ckpt")
     return out
