@@ -100,9 +100,8 @@ def test_specforge_dump_tests_as_the_live_target(case):
     assert_same_per_step(rep["evaluations"]["teacher"], online_teacher("default", case.samples))
 
 
-def test_the_peers_own_readers_see_what_eaglewire_sees(case, tmp_path):
-    """speculators' training dataset and hs-connectors' FP8 reader on the same files; SpecForge's reader when
-    its wheel is importable (pip download specforge; it is not a dependency)."""
+def test_speculators_own_readers_see_what_eaglewire_sees(case, tmp_path):
+    """speculators' training dataset and hs-connectors' FP8 reader on the same files."""
     from hs_connectors.transfer import FP8Transfer
     from speculators.train.data import ArrowDataset
 
@@ -120,10 +119,14 @@ def test_the_peers_own_readers_see_what_eaglewire_sees(case, tmp_path):
     for i in range(2):
         ref = FP8Transfer(fp8 / "hidden_states").get_cached(i)["hidden_states"]
         assert torch.equal(torch.stack([mine[i].hidden[k] for k in IDS], 1), ref.float())
+
+
+def test_specforge_own_reader_sees_what_eaglewire_sees(case):
+    """SpecForge 0.2.0's reader (when its wheel is importable: pip download specforge; not a dependency)."""
     feature_store = pytest.importorskip("specforge.runtime.data_plane.feature_store")
     from specforge.runtime.data_plane.offline_reader import list_feature_files
 
-    sf = open_dump(case.sf, partial, SF_IDS)
+    sf = open_dump(case.sf, load_partial_target(case.partial), SF_IDS)
     assert [str(p) for p in sf.files] == list_feature_files(str(case.sf))
     for i, path in enumerate(sf.files):
         raw = feature_store.load_feature_file(str(path))
@@ -305,3 +308,66 @@ def test_kimi_scale_partial_target(tmp_path):
     res = measure(write_case(tmp_path))
     assert [t["name"] for t in res["tensors_read"]] == [EMBED, HEAD, NORM]
     assert sum(t["bytes"] for t in res["tensors_read"]) == res["three_tensors_bytes"]
+
+
+def _tree_digest(folder: Path) -> dict:
+    return {str(p.relative_to(folder)): p.read_bytes() for p in sorted(folder.rglob("*")) if p.is_file()}
+
+
+def test_bad_dumps_are_one_line_and_change_nothing(case, tmp_path, capsys):
+    from eaglewire.cli.app import main
+
+    torn = tmp_path / "torn"
+    shutil.copytree(case.prep / "hidden_states", torn)
+    (torn / "hs_0.safetensors").write_bytes(b"\x10\x00\x00\x00\x00\x00\x00\x00{}")
+    sf = tmp_path / "sf"
+    shutil.copytree(case.sf, sf)
+    sorted(sf.rglob("*.ckpt"))[0].write_bytes(b"PK\x03\x04 not a zip")
+    headless = tmp_path / "headless"
+    shutil.copytree(case.partial, headless)
+    (headless / "model-00003-of-00003.safetensors").unlink()
+    yaml_bad = tmp_path / "run.yaml"
+    yaml_bad.write_text("train:\n  draft:\n    target_layer_ids: [0, one]\n")
+    junk = tmp_path / "junk"
+    junk.mkdir()
+    (junk / "notes.txt").write_text("not hidden states")
+    other = tmp_path / "other-capture"
+    other.mkdir()
+    (other / "manifest.json").write_text(json.dumps({
+        "format": "eaglewire-capture/1", "complete": True, "taps": "h0,h6", "last_tap": 6, "samples_per_shard": 1,
+        "num_samples": 0, "target": {"num_layers": 6, "hidden_size": 64, "vocab_size": 320},
+    }))  # fmt: skip
+    drafter = zoo.drafter_dir("default")
+    before = {p: _tree_digest(p) for p in (case.prep, case.sf, case.partial, drafter)}
+    cases = [
+        (["--dump", tmp_path / "missing"], "missing: dump not found"),
+        (["--dump", junk], "junk: not a dump eaglewire reads"),
+        (["--dump", torn, "--dump-ids", "0,1,2,4,5,8"], "hs_0.safetensors: not a readable safetensors file"),
+        (["--dump", sf, "--dump-ids", "1,3,4"], "not a tensor dict torch.load(weights_only=True) accepts"),
+        (["--dump", case.prep, "--dump-ids", "1,x"], "--dump-ids '1,x': write comma-separated integers"),
+        (["--dump", case.prep, "--dump-config", yaml_bad], "run.yaml: key 'target_layer_ids' must be a list"),
+        (["--dump", case.prep, "--captured", other], "--dump and --captured both name the data"),
+        (["--dump", other], "captured from another target (num_layers 6"),
+    ]
+    for extra, message in cases:
+        assert main(["test", str(drafter), "--target", str(case.partial), *map(str, extra)]) == 2, message
+        err = capsys.readouterr().err
+        assert err.count("\n") == 1 and message in err, (message, err)
+    assert (
+        main(
+            [
+                "test",
+                str(drafter),
+                "--target",
+                str(headless),
+                "--dump",
+                str(case.prep),
+                "--dump-ids",
+                "0,1,2,4,5,8",
+            ]
+        )
+        == 2
+    )
+    err = capsys.readouterr().err
+    assert "model-00003-of-00003.safetensors: shard missing" in err and err.count("\n") == 1
+    assert before == {p: _tree_digest(p) for p in before}
