@@ -167,6 +167,9 @@ def test_the_dump_ids_come_from_the_writer_config_or_are_asked_for(case, tmp_pat
         open_dump(case.sf, partial)
     with pytest.raises(InputError, match="exactly 3 ids"):
         open_dump(case.sf, partial, [1, 3])
+    # a single file is a dump of one sample, as for SpecForge's reader
+    one = sorted(case.sf.rglob("*.ckpt"))[0]
+    assert len(open_dump(one, partial, SF_IDS)) == 1
 
 
 class _Planted:

@@ -54,7 +54,7 @@ def detect(path: Path | str) -> str:
         return "eaglewire"
     if _hs_files(path) or _hs_files(path / "hidden_states"):
         return "speculators"
-    if path.is_dir() and _ckpt_files(path):
+    if _ckpt_files(path):
         return "specforge"
     raise InputError(
         f"{path}: not a dump eaglewire reads: expected an eaglewire capture (manifest.json), speculators offline "
@@ -69,7 +69,10 @@ def _hs_files(folder: Path) -> dict[int, Path]:
 
 
 def _ckpt_files(folder: Path) -> list[Path]:
-    """SpecForge's order: every feature file under `folder`, sorted by path (offline_reader.list_feature_files)."""
+    """SpecForge's order: every feature file under `folder`, sorted by path (offline_reader.list_feature_files);
+    a single file is itself."""
+    if folder.is_file():
+        return [folder.absolute()] if folder.name.endswith(_SF_SUFFIXES) else []
     out = []
     for root, _dirs, names in os.walk(folder):
         out += [Path(root, n).absolute() for n in names if n.endswith(_SF_SUFFIXES)]
