@@ -84,3 +84,12 @@ zoo-drafter-%: $(STAMP)
 
 clean:
 	rm -rf $(VENV) $(EV) .pytest_cache bench-results demo-report
+
+# The GPU check (scripts/gpu-check.sh): CUDA vs CPU on every command that runs a model; `make gpu-check-dry` runs
+# it with the CPU on both sides (make test does too, through tests/test_gpu_check.py).
+.PHONY: gpu-check gpu-check-dry
+gpu-check: $(STAMP)
+	PYTHON=$(PY) scripts/gpu-check.sh
+
+gpu-check-dry: $(STAMP)
+	PYTHON=$(PY) scripts/gpu-check.sh --dry-run

@@ -74,3 +74,30 @@ def make_tiny_target(
     model.eval().save_pretrained(path)
     tok.save_pretrained(path)
     return path
+
+
+def layerless_target(src: Path, dst: Path) -> Path:
+    """A copy of the target folder `src` as a sharded checkpoint (embedding | layers | final norm + lm_head,
+    with its safetensors index) whose layer shard is then deleted: a job that runs proves it read no layer."""
+    import json
+    import shutil
+
+    from safetensors.torch import load_file, save_file
+
+    dst.mkdir(parents=True)
+    for f in src.iterdir():
+        if f.is_file() and not f.name.endswith(".safetensors"):
+            shutil.copy(f, dst / f.name)
+    tensors = load_file(str(src / "model.safetensors"))
+    shards = {"model-00001-of-00003.safetensors": {}, "model-00002-of-00003.safetensors": {}}
+    shards["model-00003-of-00003.safetensors"] = {}
+    for name, t in tensors.items():
+        which = 1 if "embed_tokens" in name else 3 if name in ("model.norm.weight", "lm_head.weight") else 2
+        shards[f"model-0000{which}-of-00003.safetensors"][name] = t
+    weight_map = {}
+    for shard, part in shards.items():
+        save_file(part, str(dst / shard))
+        weight_map.update(dict.fromkeys(part, shard))
+    (dst / "model.safetensors.index.json").write_text(json.dumps({"metadata": {}, "weight_map": weight_map}))
+    (dst / "model-00002-of-00003.safetensors").unlink()
+    return dst

@@ -6,8 +6,9 @@ import pytest
 import torch
 from safetensors.torch import save_file
 
-from eaglewire.capture import CaptureReader, SpeculatorsSamples, capture
+from eaglewire.capture import CaptureReader, capture
 from eaglewire.data import load_samples
+from eaglewire.dumps import open_dump
 from eaglewire.errors import InputError
 from eaglewire.taps import Wiring
 from eaglewire.targets import forward_taps, load_target
@@ -71,13 +72,13 @@ def test_reads_speculators_offline_samples(tmp_path, tiny_target, text_data):
     d = tmp_path / "prep" / "hidden_states"
     d.mkdir(parents=True)
     save_file({"hidden_states": hs, "token_ids": s.input_ids}, str(d / "hs_0.safetensors"))
-    reader = SpeculatorsSamples(d, ids, 6)
+    reader = open_dump(d, tgt, ids)
     got = reader[0]
     assert str(reader.taps) == "h2,h3,h5,h6"
     assert torch.equal(got.hidden[5], hidden[5][0].to(torch.bfloat16).float())
     assert got.aux(Wiring.parse("h2,h3,h5")).shape == (s.input_ids.numel(), 3 * 64)
-    with pytest.raises(InputError, match="include 6"):
-        SpeculatorsSamples(d, [2, 3, 5], 6)
+    with pytest.raises(InputError, match="3 slots"):
+        open_dump(d, tgt, [2, 3, 6])[0]
 
 
 def test_chat_jsonl_loss_mask_on_assistant_turns(tmp_path, tiny_target):

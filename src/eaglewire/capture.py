@@ -5,14 +5,13 @@ the last layer, from which the target's distribution is recomputed) as safetenso
 records the target's identity and the tokenizer hash. Shards are written atomically (temp file + rename), so a
 shard that exists is complete and a killed capture resumes where it stopped.
 
-Readers give one interface, `CapturedSample`, over: eaglewire captures, a live target (online), and the
-speculators library's offline samples (`hs_<i>.safetensors` written by vLLM's extract_hidden_states).
+Readers give one interface, `CapturedSample` behind the `SampleSource` protocol, over: eaglewire captures and a
+live target (online) here, and the training pipelines' dumps (speculators, SpecForge) in `dumps.py`.
 """
 
 from __future__ import annotations
 
 import hashlib
-import re
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -27,7 +26,14 @@ from eaglewire.data import Sample, SampleLoader
 from eaglewire.errors import InputError
 from eaglewire.jsonio import atomic_write_bytes, read_json_object, write_json
 from eaglewire.taps import Wiring
-from eaglewire.targets import LoadedTarget, final_norm_and_head, forward_taps, load_target
+from eaglewire.targets import (
+    LoadedTarget,
+    PartialTarget,
+    final_norm_and_head,
+    forward_taps,
+    load_target,
+    resolve_dtype,
+)
 
 MANIFEST = "manifest.json"
 HEAD = "target_head.safetensors"
@@ -40,21 +46,33 @@ class CapturedSample:
     loss_mask: torch.Tensor  # bool [T]
     hidden: dict[int, torch.Tensor]  # tap index -> [T, H]
     logits: torch.Tensor | None = None  # [T, V] when the target ran live
+    final: torch.Tensor | None = None  # [T, H] the post-norm final state, when that is what a dump holds
 
     def to(self, device) -> CapturedSample:
         """The same sample with its tensors on `device`."""
+        move = lambda t: None if t is None else t.to(device)  # noqa: E731
         return CapturedSample(
             self.input_ids.to(device),
             self.loss_mask.to(device),
             {t: h.to(device) for t, h in self.hidden.items()},
-            None if self.logits is None else self.logits.to(device),
+            move(self.logits),
+            move(self.final),
         )
+
+    def target_logits(self, head: TargetHead | None) -> torch.Tensor:
+        """The target's logits [T, V] in fp32: as captured live, else the head applied to the final state."""
+        if self.logits is not None:
+            return self.logits.float()
+        if head is None:
+            raise InputError("samples without logits need the target's final norm and lm_head")
+        return head(self.final if self.final is not None else self.hidden[max(self.hidden)])
 
     def aux(self, wiring: Wiring) -> torch.Tensor:
         """cat(taps) in the order engines concatenate them (ascending), [T, n * H]."""
         missing = [t for t in wiring.served() if t.index not in self.hidden]
         if missing:
-            raise InputError(f"the captured data has no {missing[0]} (it holds {sorted(self.hidden)})")
+            held = Wiring.of(sorted(self.hidden))
+            raise InputError(f"the captured data has no {missing[0]} (it holds {held})")
         return torch.cat([self.hidden[t.index] for t in wiring.served()], dim=-1)
 
 
@@ -77,25 +95,51 @@ class SampleSource(Protocol):
 
 
 class TargetHead(torch.nn.Module):
-    """The target's final norm + lm_head: logits from the pre-norm h_L (RMSNorm, as Llama and DeepSeek)."""
+    """The target's final norm + lm_head: logits from the pre-norm h_L (RMSNorm, as Llama and DeepSeek), or from
+    an already normed final state (`norm_weight` None: SpecForge's `hidden_state`). The lm_head stays in the dtype
+    it was stored in (a Kimi-K2.5 head is 163,840 x 7,168: 2.3 GB in bf16, twice that in fp32) and is applied in
+    fp32 a block of vocabulary rows at a time."""
 
-    def __init__(self, norm_weight: torch.Tensor, eps: float, lm_head: torch.Tensor):
+    ROWS = 16384  # vocabulary rows per block: 16384 x 7168 fp32 = 470 MB at Kimi-K2.5 scale
+
+    def __init__(self, norm_weight: torch.Tensor | None, eps: float, lm_head: torch.Tensor):
         super().__init__()
-        self.register_buffer("norm_weight", norm_weight.float())
-        self.register_buffer("lm_head", lm_head.float())
+        self.register_buffer("lm_head", lm_head.detach())
+        self.register_buffer("norm_weight", None if norm_weight is None else norm_weight.detach().float())
         self.eps = eps
+
+    @property
+    def normed_input(self) -> bool:
+        """True when the input is the post-norm final state (no norm applied here)."""
+        return self.norm_weight is None
 
     @torch.no_grad()
     def forward(self, last: torch.Tensor) -> torch.Tensor:
-        x = last.float()
-        x = x * torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + self.eps)
-        return (self.norm_weight * x) @ self.lm_head.T
+        x = last.float().to(self.lm_head.device)
+        if self.norm_weight is not None:
+            x = x * torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + self.eps)
+            x = self.norm_weight * x
+        if self.lm_head.dtype == torch.float32:
+            return x @ self.lm_head.T
+        return torch.cat([x @ w.float().T for w in self.lm_head.split(self.ROWS)], dim=-1)
 
     @classmethod
     def of(cls, target: LoadedTarget) -> TargetHead:
         norm, head = final_norm_and_head(target.model)
         eps = getattr(norm, "variance_epsilon", None) or getattr(norm, "eps", 1e-6)
         return cls(norm.weight.detach(), float(eps), head.weight.detach())
+
+    @classmethod
+    def for_target(cls, target: LoadedTarget | PartialTarget, normed_input: bool = False) -> TargetHead:
+        """The head of a loaded or a partial target (only its lm_head, and its norm unless `normed_input`, are
+        read), on the target's device."""
+        if isinstance(target, LoadedTarget):
+            full = cls.of(target)
+            head = cls(None, 0.0, full.lm_head) if normed_input else full
+        else:
+            lm = target.lm_head()
+            head = cls(None, 0.0, lm) if normed_input else cls(*target.final_norm(), lm)
+        return head.to(target.device)
 
 
 def data_sha256(samples: list[Sample]) -> str:
@@ -164,7 +208,8 @@ def capture(
     atomic_write_bytes(
         out / HEAD,
         save(
-            {"norm.weight": head.norm_weight, "lm_head.weight": head.lm_head}, metadata={"eps": str(head.eps)}
+            {"norm.weight": head.norm_weight.cpu(), "lm_head.weight": head.lm_head.cpu().contiguous()},
+            metadata={"eps": str(head.eps)},
         ),
     )
     n_shards = (len(samples) + samples_per_shard - 1) // samples_per_shard
@@ -194,9 +239,15 @@ def capture_job(
     fp32: bool = False,
     trust_remote_code: bool = False,
     progress: Callable[[int, int], None] | None = None,
+    *,
+    device: str = "cpu",
+    dtype: str = "float32",
 ) -> CaptureResult:
-    """`eaglewire capture`: load the target, read the data, capture `taps` ("all" or e.g. h0,h3,h31)."""
-    tgt = load_target(target, trust_remote_code=trust_remote_code)
+    """`eaglewire capture`: load the target on `device` in `dtype`, read the data, capture `taps` ("all" or e.g.
+    h0,h3,h31); the shards store bf16 (fp32 with `fp32`) on the CPU whatever the device."""
+    tgt = load_target(
+        target, dtype=resolve_dtype(target, dtype), trust_remote_code=trust_remote_code, device=device
+    )
     if tgt.tokenizer is None:
         raise InputError(f"{target}: no tokenizer in the target folder")
     wiring = None if taps == "all" else Wiring.parse(taps)
@@ -225,6 +276,8 @@ def _shard(
 
 class CaptureReader:
     """Samples of an eaglewire capture folder (only complete shards are ever read)."""
+
+    kind = "eaglewire"
 
     def __init__(self, path: Path | str):
         self.path = Path(path)
@@ -278,6 +331,8 @@ class CaptureReader:
 class OnlineSource:
     """Samples computed by a live target on demand (no disk): same interface as CaptureReader."""
 
+    kind = "online"
+
     def __init__(self, target: LoadedTarget, samples: list[Sample], taps: Wiring | None = None):
         self.target, self.samples = target, samples
         L = target.info.num_layers
@@ -303,76 +358,3 @@ class OnlineSource:
             {t: h[0] for t, h in zip(self.taps.indices, hidden, strict=True)},
             logits[0].float(),
         )
-
-
-class SpeculatorsSamples:
-    """The speculators library's offline data: `hs_<i>.safetensors` with `hidden_states` [T, n_slots, H]
-    (slot j = the j-th smallest configured id, vLLM semantics h = id; the last slot is h_L) and `token_ids` [T].
-    The loss mask comes from the prepared dataset beside it when `datasets` is installed, else every token."""
-
-    def __init__(
-        self, path: Path | str, layer_ids: list[int], num_layers: int, head: TargetHead | None = None
-    ):
-        self.path = Path(path)
-        self.head = head
-        files = [
-            p for p in self.path.glob("hs_*.safetensors") if re.fullmatch(r"hs_\d+\.safetensors", p.name)
-        ]
-        if not files:
-            raise InputError(f"{self.path}: no hs_<i>.safetensors files (speculators offline samples)")
-        self.files = sorted(files, key=lambda p: int(p.stem.split("_")[1]))
-        ids = sorted(set(layer_ids))
-        if num_layers not in ids:
-            raise InputError(
-                f"{self.path}: the slot ids must include {num_layers} (h_L, the training target), got {ids}"
-            )
-        self.slots = ids
-        self.taps = Wiring.of(ids)
-        self.last_tap = num_layers
-        self.loss_masks = _speculators_loss_masks(self.path)
-
-    def __len__(self) -> int:
-        return len(self.files)
-
-    def target_head(self) -> TargetHead:
-        """The dump holds no logits: the target's final norm and lm_head, given by the caller."""
-        if self.head is None:
-            raise InputError(
-                f"{self.path}: speculators samples hold no logits; the target's final norm and lm_head are needed"
-            )
-        return self.head
-
-    def sample_meta(self, i: int) -> Sample:
-        s = self[i]
-        return Sample(s.input_ids, s.loss_mask)
-
-    def __getitem__(self, i: int) -> CapturedSample:
-        f = self.files[i]
-        t = load_file(str(f))
-        if "hidden_states" not in t or "token_ids" not in t:
-            raise InputError(f"{f}: expected keys hidden_states and token_ids")
-        hs = t["hidden_states"]
-        if hs.dim() != 3 or hs.shape[1] != len(self.slots) or hs.shape[0] != t["token_ids"].numel():
-            raise InputError(
-                f"{f}: hidden_states shape {list(hs.shape)} does not match {len(self.slots)} slots and "
-                f"{t['token_ids'].numel()} tokens"
-            )
-        idx = int(f.stem.split("_")[1])
-        mask = self.loss_masks.get(idx) if self.loss_masks else None
-        if mask is None or mask.numel() != hs.shape[0]:
-            mask = torch.ones(hs.shape[0], dtype=torch.bool)
-        return CapturedSample(
-            t["token_ids"].long(), mask, {s: hs[:, j].float() for j, s in enumerate(self.slots)}
-        )
-
-
-def _speculators_loss_masks(hs_dir: Path) -> dict[int, torch.Tensor] | None:
-    prep = hs_dir.parent
-    if not (prep / "dataset_info.json").exists():
-        return None
-    try:
-        from datasets import load_from_disk
-    except ImportError:
-        return None
-    ds = load_from_disk(str(prep))
-    return {i: torch.as_tensor(row["loss_mask"]).bool() for i, row in enumerate(ds)}

@@ -290,17 +290,21 @@ class Eagle3Drafter(nn.Module):
         (modelopt exports, EAGLE drafters that share the target's)."""
         if ckpt.arch is None:
             raise InputError(f"{ckpt.where()}: this drafter cannot run here ({'; '.join(ckpt.notes)})")
-        model = cls(ckpt.arch)
-        model.load_canonical(ckpt.tensors, embed_tokens, where=ckpt.where())
-        return model.to(dtype).eval()
+        with torch.device("meta"):  # no memory until loaded: a 163,840 x 7,168 embedding is 4.7 GB in fp32
+            model = cls(ckpt.arch).to(dtype)
+        model.rotary = Rotary(ckpt.arch)  # its frequencies are computed, not stored
+        model.load_canonical(ckpt.tensors, embed_tokens, where=ckpt.where(), assign=True)
+        return model.eval()
 
     def load_canonical(
         self,
         tensors: dict[str, torch.Tensor],
         embed_tokens: torch.Tensor | None = None,
         where: str = "drafter",
+        assign: bool = False,
     ) -> None:
-        """Load canonical checkpoint tensors (module names equal checkpoint names); d2t defaults to identity."""
+        """Load canonical checkpoint tensors (module names equal checkpoint names); d2t defaults to identity.
+        `assign`: the tensors become the parameters (no copy when dtypes agree)."""
         load = {}
         for key, ref in self.state_dict().items():
             t = tensors.get(key)
@@ -311,6 +315,8 @@ class Eagle3Drafter(nn.Module):
                         f"{where}: no embed_tokens.weight in the drafter; pass the target to use its embedding"
                     )
             if t is None and key == "d2t":
+                if assign:
+                    load[key] = torch.zeros(ref.shape, dtype=ref.dtype)
                 continue
             if t is None:
                 raise InputError(f"{where}: missing tensor {key!r}")
@@ -319,7 +325,7 @@ class Eagle3Drafter(nn.Module):
                     f"{where}: tensor {key!r} has shape {list(t.shape)}, expected {list(ref.shape)}"
                 )
             load[key] = t.to(ref.dtype)
-        self.load_state_dict(load, strict=False)
+        self.load_state_dict(load, strict=False, assign=assign)
 
     def canonical_state(self) -> dict[str, torch.Tensor]:
         """Tensors under the canonical checkpoint names (for writing)."""

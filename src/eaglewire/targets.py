@@ -188,16 +188,26 @@ def read_target(path: Path | str) -> TargetInfo:
 
 @dataclass
 class LoadedTarget:
-    """A transformers causal LM with the facts eaglewire needs; `layers` are its decoder layers."""
+    """A transformers causal LM with the facts eaglewire needs; `layers` are its decoder layers. `device` is
+    where its inputs go (the embedding's device when the model is spread over several GPUs)."""
 
     model: object
     tokenizer: object | None
     info: TargetInfo
     path: Path
+    device: object = None  # torch.device; None = the device of the first parameter
+
+    def __post_init__(self) -> None:
+        if self.device is None:
+            self.device = next(self.model.parameters()).device
 
     @property
     def layers(self):
         return decoder_layers(self.model)
+
+    @property
+    def dtype(self):
+        return next(self.model.parameters()).dtype
 
     def text_config(self):
         """The text model's transformers config (a wrapper's `text_config`)."""
@@ -236,49 +246,253 @@ def final_norm_and_head(model):
     return norm, head
 
 
-DTYPES = ("auto", "float32", "bfloat16")
+def _text_section(cfg: dict) -> dict:
+    return cfg["text_config"] if isinstance(cfg.get("text_config"), dict) else cfg
 
 
 def resolve_dtype(path: Path | str, name: str = "auto"):
-    """The torch dtype to run a target in. `auto` = the dtype its weights are stored in when that is bf16
-    (on CPUs with AVX512-BF16 it is also the faster one), else fp32 (fp16 matmuls are slow on CPUs)."""
+    """The torch dtype to run a target in (`--dtype`). `auto` = the dtype its weights are stored in when that is
+    bf16 (on CPUs with AVX512-BF16 it is also the faster one), else fp32 (fp16 matmuls are slow on CPUs)."""
     import torch
 
-    if name not in DTYPES:
-        raise InputError(f"--dtype {name!r}: use one of {', '.join(DTYPES)}")
-    if name == "auto":
-        cfg = read_json_object(config_path(Path(path)), "target config")
-        text = cfg.get("text_config") if isinstance(cfg.get("text_config"), dict) else cfg
-        stored = text.get("dtype") or text.get("torch_dtype") or cfg.get("dtype") or cfg.get("torch_dtype")
-        name = "bfloat16" if stored == "bfloat16" else "float32"
-    return getattr(torch, name)
+    from eaglewire.devices import parse_dtype
+
+    dtype = parse_dtype(name)
+    if dtype is not None:
+        return dtype
+    cfg = read_json_object(config_path(Path(path)), "target config")
+    text = _text_section(cfg)
+    stored = text.get("dtype") or text.get("torch_dtype") or cfg.get("dtype") or cfg.get("torch_dtype")
+    return torch.bfloat16 if stored == "bfloat16" else torch.float32
 
 
-def load_target(path: Path | str, dtype=None, trust_remote_code: bool = False) -> LoadedTarget:
-    """Load a local transformers target (weights + tokenizer when present). Never downloads."""
+def weights_bytes(path: Path, dtype) -> int:
+    """The bytes the target's weights take in `dtype` (from the safetensors headers; nothing is read)."""
+    from safetensors import safe_open
+
+    total = 0
+    for f in sorted(path.glob("*.safetensors")):
+        with safe_open(str(f), "pt") as st:
+            for name in st.keys():
+                shape = st.get_slice(name).get_shape()
+                n = 1
+                for d in shape:
+                    n *= d
+                total += n * dtype.itemsize
+    return total
+
+
+def placement(path: Path, device: str, dtype) -> tuple[object, str | None]:
+    """(the input device, the transformers device_map or None) for `--device`. `auto` takes one GPU when the
+    target fits it, else spreads it over every GPU with device_map="auto" (accelerate), else the CPU."""
+    import torch
+
+    from eaglewire.devices import accelerate_installed, free_bytes, resolve_device
+
+    dev = resolve_device(device)
+    if str(device).strip().lower() != "auto" or dev.type != "cuda":
+        return dev, None
+    need, free = weights_bytes(path, dtype), free_bytes(dev) or 0
+    if need * 1.15 <= free:
+        return dev, None
+    if not accelerate_installed():
+        raise InputError(
+            f"{path}: the target needs {need / 2**30:.1f} GiB, {dev} has {free / 2**30:.1f} GiB free; spreading it "
+            "over GPUs (device_map='auto') needs accelerate, which is not installed: pip install accelerate"
+        )
+    return torch.device("cuda", 0), "auto"
+
+
+def load_target(
+    path: Path | str, dtype=None, trust_remote_code: bool = False, device: str | object = "cpu"
+) -> LoadedTarget:
+    """Load a local transformers target (weights + tokenizer when present) on `device` (see `placement`).
+    Never downloads. One device: loaded straight onto it with accelerate, else on the CPU and moved."""
     import torch
     from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    from eaglewire.devices import accelerate_installed
 
     path = Path(path)
     info = read_target(path)
     if not path.is_dir():
         raise InputError(f"{path}: need the target folder with weights, not only its config.json")
+    dtype = dtype or torch.float32
+    dev, device_map = placement(path, device if isinstance(device, str) else str(device), dtype)
+    kwargs = {}
+    if device_map is not None:
+        kwargs["device_map"] = device_map
+    elif dev.type != "cpu" and accelerate_installed():
+        kwargs["device_map"] = {"": str(dev)}
     try:
         model = AutoModelForCausalLM.from_pretrained(
-            str(path),
-            dtype=dtype or torch.float32,
-            trust_remote_code=trust_remote_code,
-            local_files_only=True,
+            str(path), dtype=dtype, trust_remote_code=trust_remote_code, local_files_only=True, **kwargs
         )
     except (OSError, ValueError) as e:
         raise InputError(f"{path}: cannot load the target weights ({str(e).splitlines()[0][:200]})") from None
+    if not kwargs:
+        model.to(dev)
     model.eval()
     tokenizer = None
     if (path / "tokenizer.json").exists() or (path / "tokenizer_config.json").exists():
         tokenizer = AutoTokenizer.from_pretrained(
             str(path), local_files_only=True, trust_remote_code=trust_remote_code
         )
-    return LoadedTarget(model, tokenizer, info, path)
+    first = model.get_input_embeddings().weight.device
+    return LoadedTarget(model, tokenizer, info, path, first)
+
+
+# ---- a partial target: config, tokenizer hash and a few tensors read by name ---------------------------------
+
+# Where the tensors a dump-based job needs live in the checkpoints of the families eaglewire knows: Llama-style
+# and DeepSeek-V3 (`model.*`), transformers 5 VL wrappers (`model.language_model.*`) and Kimi-K2.5's
+# `language_model.*` (DeepSeek-V3's text model inside KimiK25ForConditionalGeneration).
+HEAD_TENSORS = {
+    "embed": (
+        "model.embed_tokens.weight",
+        "model.language_model.embed_tokens.weight",
+        "language_model.model.embed_tokens.weight",
+    ),
+    "norm": ("model.norm.weight", "model.language_model.norm.weight", "language_model.model.norm.weight"),
+    "lm_head": ("lm_head.weight", "language_model.lm_head.weight"),
+}
+
+
+class TensorIndex:
+    """Which file of a checkpoint holds each tensor: the weight_map of `*.safetensors.index.json` (sharded) or
+    the header of the one `model.safetensors`. A tensor is then read alone, by name, from its shard; the others
+    (a trillion-parameter target's layers) are never opened. `read` records every tensor read, with its bytes."""
+
+    def __init__(self, folder: Path):
+        self.folder = Path(folder)
+        self.source: Path | None = None
+        self.weight_map: dict[str, str] = {}
+        self.read: list[tuple[str, int]] = []
+        indexes = sorted(self.folder.glob("*.safetensors.index.json"))
+        if len(indexes) > 1:
+            raise InputError(
+                f"{self.folder}: several safetensors indexes ({', '.join(p.name for p in indexes)})"
+            )
+        if indexes:
+            self.source = indexes[0]
+            wm = read_json_object(self.source, "safetensors index").get("weight_map")
+            if not isinstance(wm, dict) or not all(isinstance(v, str) for v in wm.values()):
+                raise InputError(f"{self.source}: key 'weight_map' must map tensor names to shard file names")
+            self.weight_map = dict(wm)
+        elif (self.folder / "model.safetensors").is_file():
+            from safetensors import safe_open
+
+            self.source = self.folder / "model.safetensors"
+            try:
+                with safe_open(str(self.source), "pt") as f:
+                    self.weight_map = {k: self.source.name for k in f.keys()}
+            except Exception as e:  # safetensors raises its own error types for a torn header
+                raise InputError(f"{self.source}: not a readable safetensors file ({e})") from None
+
+    def find(self, names: tuple[str, ...]) -> str | None:
+        return next((n for n in names if n in self.weight_map), None)
+
+    def get(self, name: str):
+        """One tensor, as stored (dtype and all), read from its shard alone."""
+        from safetensors import safe_open
+
+        if name not in self.weight_map:
+            raise InputError(f"{self.source or self.folder}: no tensor {name!r}")
+        shard = self.folder / self.weight_map[name]
+        if Path(self.weight_map[name]).name != self.weight_map[name]:
+            raise InputError(
+                f"{self.source}: shard name {self.weight_map[name]!r} must be a file in the folder"
+            )
+        if not shard.is_file():
+            raise InputError(f"{shard}: shard missing (the index puts {name!r} there)")
+        try:
+            with safe_open(str(shard), "pt") as f:
+                t = f.get_tensor(name)
+        except Exception as e:
+            raise InputError(f"{shard}: cannot read tensor {name!r} ({str(e)[:200]})") from None
+        self.read.append((name, t.numel() * t.element_size()))
+        return t
+
+
+@dataclass
+class PartialTarget:
+    """A target as a job on a dump needs it, without its layers: the config (shapes, RoPE, norm eps), the
+    tokenizer's hash (in `info`), and the input embedding, final norm and lm_head, each read by name when first
+    asked for. Memory O(vocab x hidden) whatever the layer count."""
+
+    info: TargetInfo
+    path: Path
+    config: dict  # the text model's section of config.json
+    top_config: dict
+    index: TensorIndex
+    device: object = None
+    tokenizer: object | None = None
+
+    def text_config(self):
+        """The text model's config as transformers reads it (RoPE normalised as for a loaded target), or the
+        config.json section as attributes for a model type transformers does not know (Kimi-K2's)."""
+        from types import SimpleNamespace
+
+        from transformers import CONFIG_MAPPING
+
+        cls = CONFIG_MAPPING.get(self.config.get("model_type", ""))
+        if cls is not None:
+            try:
+                return cls(**self.config)
+            except (TypeError, ValueError, KeyError):
+                pass
+        return SimpleNamespace(**self.config)
+
+    @property
+    def tensors_read(self) -> list[tuple[str, int]]:
+        return list(self.index.read)
+
+    def _need(self, role: str, why: str) -> str:
+        name = self.index.find(HEAD_TENSORS[role])
+        if name is not None:
+            return name
+        if self.index.source is None:
+            raise InputError(
+                f"{self.path}: no weights in the target folder (no model.safetensors or *.safetensors.index.json); "
+                f"{why} needs its {role} ({' or '.join(HEAD_TENSORS[role])})"
+            )
+        raise InputError(
+            f"{self.index.source}: no {role} tensor (looked for {', '.join(HEAD_TENSORS[role])})"
+        )
+
+    def _tied(self) -> bool:
+        return bool(self.config.get("tie_word_embeddings", self.top_config.get("tie_word_embeddings", False)))
+
+    def input_embedding(self):
+        """[vocab, hidden] as stored (for a drafter whose checkpoint has no embedding of its own)."""
+        return self.index.get(self._need("embed", "a drafter without embed_tokens"))
+
+    def lm_head(self):
+        """[vocab, hidden] as stored (the embedding itself when the config ties them)."""
+        name = self.index.find(HEAD_TENSORS["lm_head"])
+        if name is None and self._tied():
+            return self.input_embedding()
+        return self.index.get(name or self._need("lm_head", "the target's logits"))
+
+    def final_norm(self):
+        """(final RMSNorm weight [hidden], eps from the config)."""
+        eps = self.config.get("rms_norm_eps", self.top_config.get("rms_norm_eps"))
+        if not isinstance(eps, (int, float)) or isinstance(eps, bool) or eps <= 0:
+            raise InputError(
+                f"{self.info.source}: key 'rms_norm_eps' must be a positive number, found {eps!r}"
+            )
+        return self.index.get(self._need("norm", "the target's logits from h_L")), float(eps)
+
+
+def load_partial_target(path: Path | str, device: str | object = "cpu") -> PartialTarget:
+    """The target folder as a PartialTarget (no tensor is read until a job asks for one)."""
+    from eaglewire.devices import resolve_device
+
+    path = Path(path)
+    info = read_target(path)
+    folder = path if path.is_dir() else path.parent
+    cfg = read_json_object(config_path(path), "target config")
+    return PartialTarget(info, folder, _text_section(cfg), cfg, TensorIndex(folder), resolve_device(device))
 
 
 class TargetRunner:
@@ -288,7 +502,8 @@ class TargetRunner:
     Tap h<k> for k < L is the input of decoder layer k (h0 = the embeddings as layer 0 sees them, so a VL wrapper's
     merged image embeddings count); h<L> is the output of the last layer before the final norm (transformers'
     own `hidden_states[L]` holds the post-norm tensor: engines capture pre-norm). Hooks, not
-    `output_hidden_states`, so only the taps asked for are kept.
+    `output_hidden_states`, so only the taps asked for are kept. Inputs go to the embedding's device and taps and
+    logits come back there, so a target spread over GPUs (device_map="auto") answers on one device.
 
     Without a cache (`capture`) every call is a fresh forward. With one (`reset`, `forward`, `keep`) calls append
     to the cached tokens, optionally with a tree mask among the new ones (the reference decoder's verify pass)."""
@@ -314,8 +529,8 @@ class TargetRunner:
                 self._hooks.append(layers[t - 1].register_forward_hook(self._after(t)))
         params = inspect.signature(model.forward).parameters
         self.cache_kw = "cache" if "cache" in params else "past_key_values"  # transformers 5.24 renamed it
-        first = next(model.parameters())
-        self.dtype, self.device = first.dtype, first.device
+        first = model.get_input_embeddings().weight
+        self.dtype, self.device = first.dtype, first.device  # a model spread over GPUs answers on this one
         self.cache = None
         self.length = 0
 
@@ -349,7 +564,7 @@ class TargetRunner:
         self._seen.clear()
         with torch.no_grad():
             out = self.model(input_ids=input_ids.to(self.device), use_cache=False)
-        return [self._seen[t] for t in self.taps], out.logits
+        return [self._seen[t].to(self.device) for t in self.taps], out.logits.to(self.device)
 
     def reset(self) -> None:
         """Start a new sequence (an empty KV cache)."""
@@ -372,7 +587,7 @@ class TargetRunner:
         }
         if tree_mask is not None:
             full = torch.ones(n, self.length + n, dtype=torch.bool, device=self.device)
-            full[:, self.length :] = tree_mask
+            full[:, self.length :] = tree_mask.to(self.device)
             kwargs["attention_mask"] = torch.zeros(
                 1, 1, n, self.length + n, dtype=self.dtype, device=self.device
             ).masked_fill(~full, torch.finfo(self.dtype).min)
@@ -380,8 +595,8 @@ class TargetRunner:
         with torch.no_grad():
             out = self.model(**kwargs)
         self.length += n
-        taps = torch.cat([self._seen[t] for t in self.taps], dim=-1)[0] if self.taps else None
-        return out.logits[0], taps
+        taps = torch.cat([self._seen[t].to(self.device) for t in self.taps], dim=-1)[0] if self.taps else None
+        return out.logits[0].to(self.device), taps
 
     def keep(self, index) -> None:
         """Keep the cache rows at `index` (absolute positions, ascending). A prefix (every chain, and a tree

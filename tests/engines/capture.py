@@ -27,16 +27,29 @@ from pathlib import Path
 from hypothesis import strategies as st
 
 from eaglewire.conventions import parse_spec, resolve, rows_for
-from eaglewire.targets import FAMILIES
+from eaglewire.targets import FAMILIES, _family_of
 from engines.generate import draw_commands
 
 PROBE = Path(__file__).with_name("capture_probe.py")
 LAYERS = {"llama": 32, "deepseek": 61}
 
 
-def archs() -> list[tuple[str, str]]:
-    """(architecture, engine class) for every architecture the table's families name."""
-    return sorted((a, cls) for archs_, _, cls in FAMILIES.values() for a in archs_)
+# The architectures capture_probe.py builds (its SGLANG_MODULES; vLLM resolves them through its registry).
+PROBED = [
+    "LlamaForCausalLM", "MistralForCausalLM", "Qwen2ForCausalLM", "Qwen3ForCausalLM", "Qwen3MoeForCausalLM",
+    "DeepseekV2ForCausalLM", "DeepseekV3ForCausalLM", "DeepseekV32ForCausalLM", "KimiK25ForConditionalGeneration",
+]  # fmt: skip
+
+
+def archs() -> list[tuple[str, str, str]]:
+    """(architecture, family, capture class) for every probed architecture: the family picks the table's rows,
+    the capture class ("llama" or "deepseek") the forward loop that says what an index means."""
+    out = []
+    for arch in PROBED:
+        family = _family_of([arch], "")
+        assert family in FAMILIES, f"{arch}: not in targets.FAMILIES"
+        out.append((arch, family, "deepseek" if family.startswith(("deepseek", "kimi")) else "llama"))
+    return sorted(out)
 
 
 def id_lists(num_layers: int) -> list[list[int] | None]:
@@ -105,18 +118,20 @@ def run_probe(python: str, engine: str, cases: list[dict]) -> dict:
 def compare_capture(engine: str, python: str) -> dict:
     """Every (architecture, id list, config shape[, runner]): the engine's taps beside the table's."""
     cases, meta = [], []
-    for arch, engine_class in archs():
+    for arch, family, engine_class in archs():
         n = LAYERS[engine_class]
         for ids in id_lists(n):
             for shape, config in configs(engine, ids):
                 cases.append({"arch": arch, "num_layers": n, "config": config})
-                meta.append((arch, engine_class, n, ids, shape, config))
+                meta.append((arch, family, engine_class, n, ids, shape, config))
     data = run_probe(python, engine, cases)
     version = data["version"]
     out = []
-    for (arch, engine_class, n, ids, shape, config), result in zip(meta, data["results"], strict=True):
+    for (arch, family, engine_class, n, ids, shape, config), result in zip(
+        meta, data["results"], strict=True
+    ):
         runs = [("", result)] if engine == "sglang" else list(result.items())
-        rows = {m.row.runner or "": m.row for m in rows_for(parse_spec(f"{engine}=={version}"), engine_class)}
+        rows = {m.row.runner or "": m.row for m in rows_for(parse_spec(f"{engine}=={version}"), family)}
         for runner, entry in runs:
             row = rows.get(runner)
             if "error" in entry:

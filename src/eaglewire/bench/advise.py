@@ -80,6 +80,12 @@ def _median_ms(fn, repeats: int) -> float:
     return statistics.median(times)
 
 
+def _sync(device: torch.device) -> None:
+    """Wait for queued GPU work, so a timing measures the work and not its launch."""
+    if device.type == "cuda":
+        torch.cuda.synchronize(device)
+
+
 @torch.no_grad()
 def measure_costs(
     target_model,
@@ -92,7 +98,8 @@ def measure_costs(
 ) -> Costs:
     vocab = target_model.config.vocab_size
     runner = TargetRunner(target_model, wiring.served().indices)
-    ctx = torch.randint(0, vocab, (1, context))
+    dev = next(drafter.parameters()).device
+    ctx = torch.randint(0, vocab, (1, context), device=dev)
 
     def verify(n: int) -> float:
         def once():
@@ -100,6 +107,7 @@ def measure_costs(
             runner.forward(ctx, torch.arange(context)[None])
             t0 = time.perf_counter()
             runner.forward(torch.randint(0, vocab, (1, n)), torch.arange(context, context + n)[None])
+            _sync(dev)
             return (time.perf_counter() - t0) * 1000
 
         once()
@@ -113,7 +121,10 @@ def measure_costs(
     H, dtype = drafter.arch.hidden_size, next(drafter.parameters()).dtype
     cache = DraftCache.empty(len(drafter.layers))
     drafter.step(
-        ctx[:, 1:], drafter.project(taps[None, :-1].to(dtype)), torch.arange(context - 1)[None], cache
+        ctx[:, 1:],
+        drafter.project(taps[None, :-1].to(dev, dtype)),
+        torch.arange(context - 1, device=dev)[None],
+        cache,
     )
     base = cache.length
 
@@ -121,12 +132,13 @@ def measure_costs(
         def once():
             cache.crop(base)
             drafter.step(
-                torch.randint(0, vocab, (1, k)),
-                torch.randn(1, k, H, dtype=dtype),
-                torch.full((1, k), base),
+                torch.randint(0, vocab, (1, k), device=dev),
+                torch.randn(1, k, H, dtype=dtype, device=dev),
+                torch.full((1, k), base, device=dev),
                 cache,
-                torch.ones(1, 1, k, base + k, dtype=torch.bool),
+                torch.ones(1, 1, k, base + k, dtype=torch.bool, device=dev),
             )
+            _sync(dev)
 
         once()
         return _median_ms(once, repeats)
@@ -135,11 +147,12 @@ def measure_costs(
         def once():
             cache.crop(base)
             drafter.step(
-                torch.randint(0, vocab, (1, n)),
-                drafter.project(taps[None, :n]),
-                base + torch.arange(n)[None],
+                torch.randint(0, vocab, (1, n), device=dev),
+                drafter.project(taps[None, :n].to(dev, dtype)),
+                base + torch.arange(n, device=dev)[None],
                 cache,
             )
+            _sync(dev)
 
         once()
         return _median_ms(once, repeats)
@@ -284,16 +297,17 @@ def advise_drafter(
     dtype: str = "auto",
     context: int = 256,
     repeats: int = 15,
+    device: str = "cpu",
 ) -> Advice:
     """The `eaglewire advise` job: acceptance measured in fp32 on the target's greedy continuations, costs
-    measured in the dtype the pair would be served in."""
+    measured in the dtype the pair would be served in, on `device`."""
     import copy
 
     from eaglewire.jobs.evaluate import chain_data, samples_for_test
     from eaglewire.jobs.pair import load_pair
     from eaglewire.targets import resolve_dtype
 
-    pair = load_pair(target, drafter)
+    pair = load_pair(target, drafter, device=device)
     tgt, model, wiring = pair.target, pair.drafter, pair.wiring
     items = chain_data(tgt, samples_for_test(tgt, data, samples, 512), list(wiring.indices), 64, 96)
     run_dtype = resolve_dtype(target, dtype)

@@ -147,7 +147,7 @@ def run_bench(
         """transformers' generate with a speculation method: (new tokens, verify steps from its streamer)."""
         s = _CountingStreamer()
         out = model.generate(
-            ids[None],
+            ids[None].to(model.device),
             max_new_tokens=max_new_tokens,
             min_new_tokens=max_new_tokens,
             do_sample=False,
@@ -276,14 +276,16 @@ def bench_decoding(
     assistant: Path | None = None,
     dtype: str = "auto",
     progress: Callable[[int, int, dict | None], None] | None = None,
+    device: str = "cpu",
 ) -> BenchReport:
-    """The decoding benchmark (`eaglewire bench`): the pair in its serving dtype, every method interleaved."""
+    """The decoding benchmark (`eaglewire bench`): the pair in its serving dtype on `device`, every method
+    interleaved."""
     from transformers import AutoModelForCausalLM
 
     from eaglewire.jobs.evaluate import samples_for_test
     from eaglewire.jobs.pair import load_pair
 
-    pair = load_pair(target, drafter, dtype=dtype)
+    pair = load_pair(target, drafter, dtype=dtype, device=device)
     samples = samples_for_test(pair.target, data, n_prompts, prompt_len)
     ids = [s.input_ids[:prompt_len] for s in samples]
     configs = [parse_setting(t) for t in settings or DEFAULT_SETTINGS]
@@ -291,7 +293,7 @@ def bench_decoding(
     helper = None
     if assistant is not None and (Path(assistant) / "config.json").exists():
         helper = AutoModelForCausalLM.from_pretrained(str(assistant), local_files_only=True, dtype=run_dtype)
-        helper.eval()
+        helper.to(pair.target.device).eval()
     res = run_bench(
         pair.target.model, pair.drafter, pair.wiring, ids, max_new_tokens, configs, helper, progress=progress
     )

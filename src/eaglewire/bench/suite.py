@@ -4,7 +4,10 @@
 - search.json: the wiring search's cost on a 61-layer target as a multiple of one standalone evaluation of the
   same samples (goal <= 10x), and the evaluation's throughput against the speculators library's own forward on
   the same drafter and inputs (goal >= 1.0x);
-- decode.json + decode.png: plain greedy vs eaglewire chain/tree vs assisted generation vs prompt lookup.
+- decode.json + decode.png: plain greedy vs eaglewire chain/tree vs assisted generation vs prompt lookup;
+- scale.json: `eaglewire test` on a dump of a Kimi-K2.5-shaped partial target (163,840 x 7,168, 61 layers
+  declared, sparse files; `bench/scale.py`): wall time and peak RSS against the bytes of the three tensors it reads
+  (goal <= 1.5x).
 """
 
 from __future__ import annotations
@@ -301,6 +304,19 @@ def bench_static_check() -> dict:
     }
 
 
+def bench_partial_target() -> dict:
+    """The partial-target test at Kimi-K2.5's real vocabulary and hidden size (see `bench/scale.py`)."""
+    from eaglewire.bench.scale import measure, write_case
+
+    with tempfile.TemporaryDirectory() as tmp:
+        res = measure(write_case(Path(tmp)))
+    res["note"] = (
+        "safetensors memory-maps each tensor: the embedding pages in only the rows of the tokens used, the "
+        "lm_head pages in whole (every row scores); the 61 layer shards are never opened"
+    )
+    return res
+
+
 def run_all(out: Path, progress: Callable[[str], None] | None = None, decode: bool = True) -> dict:
     """Every benchmark; JSON results are written to `out`; `results["decode"]` is the decoding BenchReport."""
     from eaglewire import zoo
@@ -318,6 +334,8 @@ def run_all(out: Path, progress: Callable[[str], None] | None = None, decode: bo
     results["search"] = bench_search()
     say("evaluation throughput vs speculators")
     results["search"]["eval_vs_speculators"] = bench_eval_vs_speculators()
+    say("partial-target test at Kimi-K2.5 scale (peak RSS, time)")
+    results["scale"] = bench_partial_target()
     for name, data in results.items():
         (out / f"{name}.json").write_text(json.dumps(data, indent=2))
     if decode and zoo.is_built() and (zoo.drafter_dir("default") / "config.json").exists():

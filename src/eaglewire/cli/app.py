@@ -11,9 +11,14 @@ import typer
 from eaglewire.cli import render
 from eaglewire.cli.options import (
     DATA,
+    DEVICE,
     DRAFTER,
     DRAFTER_OPT,
     DTYPE,
+    DTYPE_FP32,
+    DUMP,
+    DUMP_CONFIG,
+    DUMP_IDS,
     ENGINE,
     JSON,
     SERVED_BY,
@@ -167,6 +172,8 @@ def capture(
     samples_per_shard: int = typer.Option(32, "--samples-per-shard"),
     fp32: bool = typer.Option(False, "--fp32", help="Store float32 instead of bfloat16."),
     trust_remote_code: bool = typer.Option(False, "--trust-remote-code"),
+    device: str = DEVICE,
+    dtype: str = DTYPE_FP32,
     json_out: bool = JSON,
 ) -> None:
     """Run the target once per sample and store every tap it needs (h_L pre-norm), as safetensors shards."""
@@ -175,8 +182,9 @@ def capture(
 
     with render.ProgressBar("capture", enabled=not json_out) as bar:
         res = capture_job(
-            target, file_samples(data), out, taps, max_len, samples_per_shard, fp32, trust_remote_code, bar
-        )
+            target, file_samples(data), out, taps, max_len, samples_per_shard, fp32, trust_remote_code, bar,
+            device=device, dtype=dtype,
+        )  # fmt: skip
     render.show(res, json_out, render.render_capture)
 
 
@@ -189,8 +197,11 @@ def train(
     taps: str = typer.Option(..., "--taps", help="Training wiring, e.g. h2,h4,h5 or embed,out(L2),out(L30)."),
     data: Path | None = typer.Option(None, "--data", help="Training text/JSONL (the target runs online)."),
     captured: Path | None = typer.Option(
-        None, "--captured", help="An `eaglewire capture` folder instead of --data."
+        None, "--captured", help="An `eaglewire capture` folder instead of --data (same as --dump)."
     ),
+    dump: Path | None = DUMP,
+    dump_ids: str | None = DUMP_IDS,
+    dump_config: Path | None = DUMP_CONFIG,
     val_fraction: float = typer.Option(
         0.05, "--val-fraction", help="Share of samples held out for validation."
     ),
@@ -214,10 +225,13 @@ def train(
     export: str | None = typer.Option(
         None, "--export", help="Also write a copy in this format (speculators)."
     ),
+    device: str = DEVICE,
+    dtype: str = DTYPE_FP32,
     json_out: bool = JSON,
 ) -> None:
     """Train an EAGLE-3 drafter (training-time test); the checkpoint records its taps and target."""
     from eaglewire.data import file_samples
+    from eaglewire.jobs.evaluate import parse_ids
     from eaglewire.jobs.train import TrainConfig, train_job
     from eaglewire.jobs.train_state import world
 
@@ -230,8 +244,9 @@ def train(
     loader = file_samples(data) if data is not None else None
     with render.ProgressBar("train", enabled=not json_out and world()[0] == 0) as bar:
         res = train_job(
-            target, out, cfg, data=loader, captured=captured, max_len=max_len, val_fraction=val_fraction,
-            export=export, progress=bar,
+            target, out, cfg, data=loader, dump=_one_dump(dump, captured=captured), dump_ids=parse_ids(dump_ids),
+            dump_config=dump_config, max_len=max_len, val_fraction=val_fraction, export=export, progress=bar,
+            device=device, dtype=dtype,
         )  # fmt: skip
     if world()[0] == 0:
         render.show(res, json_out, render.render_train)
@@ -242,15 +257,14 @@ def test_cmd(
     drafter: Path = DRAFTER,
     target: Path = TARGET_DIR,
     data: Path | None = DATA,
-    captured: Path | None = typer.Option(
-        None, "--captured", help="An `eaglewire capture` folder (teacher-forced on that data)."
-    ),
+    dump: Path | None = DUMP,
+    dump_ids: str | None = DUMP_IDS,
+    dump_config: Path | None = DUMP_CONFIG,
+    captured: Path | None = typer.Option(None, "--captured", help="Same as --dump (an eaglewire capture)."),
     speculators_samples: Path | None = typer.Option(
-        None, "--speculators-samples", help="speculators offline samples (hs_<i>.safetensors)."
+        None, "--speculators-samples", help="Same as --dump (speculators offline samples)."
     ),
-    speculators_ids: str | None = typer.Option(
-        None, "--speculators-ids", help="Layer ids the samples were generated with, incl. L (e.g. 2,4,5,8)."
-    ),
+    speculators_ids: str | None = typer.Option(None, "--speculators-ids", help="Same as --dump-ids."),
     taps: str | None = TAPS,
     engine: str | None = SERVED_BY,
     steps: int = typer.Option(5, "--steps", help="Draft steps K."),
@@ -270,9 +284,12 @@ def test_cmd(
         help="Also report teacher-forced acc on the data (comparable with training logs).",
     ),
     run_search: bool = typer.Option(False, "--search", help="Also run the wiring search."),
+    device: str = DEVICE,
+    dtype: str = DTYPE_FP32,
     json_out: bool = JSON,
 ) -> None:
-    """Standalone drafter test: per-step acceptance and predicted accept length against the real target."""
+    """Standalone drafter test: per-step acceptance and predicted accept length against the real target (or,
+    with --dump, teacher-forced on hidden states already on disk, without loading the target's layers)."""
     from eaglewire.jobs.evaluate import (
         DEFAULT_TREES,
         StandaloneOptions,
@@ -284,7 +301,8 @@ def test_cmd(
     opts = StandaloneOptions(
         taps=taps, engine=engine, steps=steps, samples=samples, prompt_len=prompt_len, new_tokens=new_tokens,
         trees=tuple(parse_tree(t) for t in tree) if tree else DEFAULT_TREES, teacher=teacher, search=run_search,
-        captured=captured, speculators_samples=speculators_samples, speculators_ids=parse_ids(speculators_ids),
+        dump=_one_dump(dump, captured=captured, speculators_samples=speculators_samples),
+        dump_ids=parse_ids(dump_ids or speculators_ids), dump_config=dump_config, device=device, dtype=dtype,
     )  # fmt: skip
     rep = standalone_test(drafter, target, opts, samples_for(target, data))
     render.show(rep, json_out, render.render_standalone)
@@ -311,18 +329,27 @@ def doctor(
     report_dir: Path | None = typer.Option(
         None, "--report", help="Write PNGs, report.json and index.html here."
     ),
+    dump: Path | None = DUMP,
+    dump_ids: str | None = DUMP_IDS,
+    dump_config: Path | None = DUMP_CONFIG,
+    device: str = DEVICE,
+    dtype: str = DTYPE_FP32,
     json_out: bool = JSON,
 ) -> None:
-    """Everything in one report: static wiring check, flags lint, standalone test, wiring search, the fix."""
+    """Everything in one report: static wiring check, flags lint, standalone test, wiring search, the fix.
+    With --dump (the drafter's training data): the drafter scored there, weights fine or broken, no target layers."""
     from eaglewire.cli.plots import doctor_report
     from eaglewire.jobs.doctor import DoctorOptions
     from eaglewire.jobs.doctor import doctor as run_doctor
+    from eaglewire.jobs.evaluate import parse_ids
 
     if search_mode not in ("auto", "always", "never"):
         raise InputError(f"--search {search_mode!r}: use auto, always or never")
     opts = DoctorOptions(
-        engine=engine, launch=list(launch) if launch else None, data=samples_for(target, data), samples=samples,
-        steps=steps, search=search_mode,
+        engine=engine, launch=list(launch) if launch else None,
+        data=None if dump is not None else samples_for(target, data), samples=samples, steps=steps,
+        search=search_mode, dump=dump, dump_ids=parse_ids(dump_ids), dump_config=dump_config, device=device,
+        dtype=dtype,
     )  # fmt: skip
     rep = run_doctor(drafter, target, opts, progress=None if json_out else render.say)
     if report_dir is not None:
@@ -352,6 +379,7 @@ def generate(
     seed: int | None = typer.Option(None, "--seed"),
     taps: str | None = TAPS,
     dtype: str = DTYPE,
+    device: str = DEVICE,
     json_out: bool = JSON,
 ) -> None:
     """Speculative generation with the reference decoder: streams the text, then one line of stats."""
@@ -362,7 +390,7 @@ def generate(
         steps=steps, topk=topk, draft_tokens=draft_tokens, temperature=temperature, top_p=top_p, top_k=top_k,
         max_new_tokens=max_new_tokens, seed=seed,
     )  # fmt: skip
-    pair = load_pair(target, drafter, taps, dtype=dtype)
+    pair = load_pair(target, drafter, taps, dtype=dtype, device=device)
     gen = generate_text(pair, prompt, cfg, None if json_out else render.stream)
     render.show(gen, json_out, render.render_generation)
 
@@ -389,6 +417,7 @@ def bench(
     ),
     out: Path = typer.Option(Path("bench-results"), "--out", help="Folder for decode.json and decode.png."),
     dtype: str = DTYPE,
+    device: str = DEVICE,
     json_out: bool = JSON,
 ) -> None:
     """tokens/s and tau: plain greedy, eaglewire chain/tree, assisted generation, prompt lookup (interleaved runs)."""
@@ -399,7 +428,7 @@ def bench(
         rep = bench_decoding(
             target, drafter, samples_for(target, prompts), n_prompts=n_prompts, prompt_len=prompt_len,
             max_new_tokens=max_new_tokens, settings=setting, assistant=assistant or _zoo_assistant(target),
-            dtype=dtype, progress=bar,
+            dtype=dtype, progress=bar, device=device,
         )  # fmt: skip
     bench_plot(rep, out)
     render.show(rep, json_out, lambda r, c: render.render_bench(r, c, out))
@@ -415,13 +444,14 @@ def advise(
     context: int = typer.Option(256, "--context", help="Cached tokens before each timed forward."),
     repeats: int = typer.Option(15, "--repeats", help="Timings per cost (the median is used)."),
     dtype: str = DTYPE,
+    device: str = DEVICE,
     json_out: bool = JSON,
 ) -> None:
     """Predict tau and speed-up over (steps, top-k, draft tokens); recommend SGLang and vLLM launch settings."""
     from eaglewire.bench.advise import advise_drafter
 
     loader = samples_for(target, data)
-    adv = advise_drafter(drafter, target, loader, samples, max_steps, dtype, context, repeats)
+    adv = advise_drafter(drafter, target, loader, samples, max_steps, dtype, context, repeats, device)
     render.show(adv, json_out, render.render_advice)
 
 
@@ -440,6 +470,15 @@ def bench_all(
     if "decode" in results:
         bench_plot(results["decode"], out)
     render.render_bench_all(results, render.console(), out)
+
+
+def _one_dump(dump: Path | None, **aliases: Path | None) -> Path | None:
+    """--dump, or the one older flag naming the same thing (--captured, --speculators-samples)."""
+    given = {"--dump": dump} | {"--" + k.replace("_", "-"): v for k, v in aliases.items()}
+    named = [(k, v) for k, v in given.items() if v is not None]
+    if len(named) > 1:
+        raise InputError(f"{named[0][0]} and {named[1][0]} both name the data: give one")
+    return named[0][1] if named else None
 
 
 def _zoo_assistant(target: Path) -> Path | None:

@@ -23,8 +23,59 @@ DRAFTER_OPT = typer.Option(..., "--drafter", help="Drafter folder.")
 ENGINE = typer.Option("sglang==0.5.23", "--engine", help="Engine and version that will serve it.")
 SERVED_BY = typer.Option(None, "--engine", help="Feed the taps this engine would feed, e.g. sglang==0.5.23.")
 TAPS = typer.Option(None, "--taps", help="Feed these taps instead of the trained ones, e.g. h0,h3,h31.")
+
+
+def _device(value: str) -> str:
+    """Refuse a device that is not here before any work starts (one line, exit 2)."""
+    from eaglewire.devices import resolve_device
+
+    resolve_device(value)
+    return value
+
+
+def _dtype(value: str) -> str:
+    from eaglewire.devices import parse_dtype
+
+    parse_dtype(value)
+    return value
+
+
+DEVICE = typer.Option(
+    "cpu",
+    "--device",
+    callback=_device,
+    help="Where the model runs: cpu, cuda (this rank's GPU under torchrun), cuda:N, or auto (a GPU if torch sees "
+    "one; a target too big for one GPU is spread over all of them with accelerate).",
+)
 DTYPE = typer.Option(
-    "auto", "--dtype", help="Target dtype: auto (as stored if bf16, else float32), float32 or bfloat16."
+    "auto",
+    "--dtype",
+    callback=_dtype,
+    help="Target dtype: auto (as stored if bf16, else float32), float32, bfloat16 or float16.",
+)
+DTYPE_FP32 = typer.Option(
+    "float32",
+    "--dtype",
+    callback=_dtype,
+    help="What the model computes in: float32 (exact, the default), bfloat16, float16, or auto (as the target "
+    "is stored if bf16, else float32).",
+)
+DUMP = typer.Option(
+    None,
+    "--dump",
+    help="Hidden states already on disk: an `eaglewire capture` folder, speculators offline samples "
+    "(hs_<i>.safetensors) or SpecForge offline data (*.ckpt). The target's layers are never loaded.",
+)
+DUMP_IDS = typer.Option(
+    None,
+    "--dump-ids",
+    help="The layer ids the dump was written with, in its writer's numbering: speculators/vLLM ids incl. L "
+    "(e.g. 2,4,5,8); SpecForge's --aux-hidden-states-layers (e.g. 1,3,4).",
+)
+DUMP_CONFIG = typer.Option(
+    None,
+    "--dump-config",
+    help="speculators' training config run.yaml (its target_layer_ids give the dump's ids).",
 )
 DATA = typer.Option(
     None,

@@ -386,7 +386,22 @@ def render_doctor(rep, out: Console) -> None:
     if rep.search is not None:
         out.print(Rule("wiring search", style="dim"))
         render_search(rep.search, out, L)
+    if rep.weights is not None:
+        out.print(Rule("on the training data (dump)", style="dim"))
+        render_evaluation(
+            rep.evals["trained-on-dump"], out, f"trained taps {rep.weights.wiring}", rep.recorded
+        )
+        if "served-on-dump" in rep.evals:
+            render_evaluation(
+                rep.evals["served-on-dump"], out, f"served taps {rep.evals['served-on-dump'].wiring}"
+            )
     out.print(Rule("verdict", style="bold"))
+    if rep.weights is not None:
+        w = rep.weights
+        style = {"fine": "bold green", "broken": "bold red"}.get(w.status, "bold yellow")
+        out.print(Text(f"weights: {w.message}", style))
+        served = f"{rep.engine} feeds {rep.served}" if rep.served is not None else f"{rep.engine} fails"
+        out.print(f"wiring: {served}; trained on {rep.trained}")
     if rep.fix is not None:
         out.print(_fix_line(rep.fix, f"({rep.engine})", f"  -> feeds {rep.fixed_taps}"))
     if "served" in rep.evals and "fixed" in rep.evals:
@@ -422,6 +437,12 @@ def render_train(res, out: Console) -> None:
 
 def render_standalone(rep, out: Console) -> None:
     out.print(f"[bold]{escape(rep.drafter)}[/] fed {rep.wiring} ({escape(rep.basis)})")
+    if rep.data is not None:
+        read = ", ".join(f"{n} ({b / 2**20:.1f} MiB)" for n, b in rep.target_reads or []) or "nothing"
+        out.print(
+            f"data: {rep.data['kind']} dump {escape(rep.data['path'])} ({rep.data['samples']} samples, holds "
+            f"{rep.data['taps']}); read from the target: {escape(read)}; no target layers loaded"
+        )
     for name, ev in rep.evaluations.items():
         render_evaluation(ev, out, f"{name}: taps {ev.wiring}", rep.recorded if name == "teacher" else None)
     if rep.search is not None:
@@ -491,6 +512,13 @@ def render_bench_all(results: dict, out: Console, folder: Path) -> None:
     e = s["eval_vs_speculators"]
     if "ratio" in e:
         out.print(f"evaluation throughput vs speculators' forward: {e['ratio']}x (goal >= 1.0x)")
+    if "scale" in results:
+        k = results["scale"]
+        out.print(
+            f"test on a dump, Kimi-K2.5-shaped partial target ({k['vocab']:,} x {k['hidden']:,}, {k['layers_declared']} "
+            f"layers declared): {k['seconds']} s, peak RSS {k['peak_rss_bytes'] / 2**30:.2f} GiB = "
+            f"{k['peak_rss_over_three_tensors']}x the three tensors read (goal <= {k['goal_ratio']}x)"
+        )
     if "decode" in results:
         render_bench(results["decode"], out, folder)
 

@@ -80,7 +80,8 @@ def warp(logits: torch.Tensor, cfg: DecodeConfig) -> torch.Tensor:
 
 
 def sample(probs: torch.Tensor, gen: torch.Generator | None) -> int:
-    return int(torch.multinomial(probs, 1, generator=gen))
+    """One draw, on the CPU with the CPU generator: a seed gives the same tokens on every device."""
+    return int(torch.multinomial(probs.float().cpu(), 1, generator=gen))
 
 
 # ---- the decoder ------------------------------------------------------------------------------------------------
@@ -94,7 +95,9 @@ class SpeculativeDecoder:
             )
         self.target = TargetRunner(target_model, wiring.served().indices)
         self.drafter = drafter.eval()
-        self.draft_dtype = next(drafter.parameters()).dtype  # the target may run in another dtype (bf16)
+        first = next(drafter.parameters())
+        self.draft_dtype = first.dtype  # the target may run in another dtype (bf16)
+        self.device = first.device  # token ids and positions are made here; the runner moves its own
 
     def generate(
         self, input_ids: torch.Tensor, cfg: DecodeConfig, stats: DecodeStats | None = None
@@ -125,9 +128,12 @@ class SpeculativeDecoder:
             return
         # draft-extend over the prompt: row p = (taps of token p, token p+1), the last row takes the root
         dcache = DraftCache.empty(len(self.drafter.layers))
-        next_tokens = torch.cat([prompt[0, 1:], torch.tensor([root])])[None]
+        next_tokens = torch.cat([prompt[0, 1:].cpu(), torch.tensor([root])])[None].to(self.device)
         d_logits, d_hidden = self.drafter.step(
-            next_tokens, self.drafter.project(taps[None].to(self.draft_dtype)), torch.arange(P)[None], dcache
+            next_tokens,
+            self.drafter.project(taps[None].to(self.device, self.draft_dtype)),
+            self._on([list(range(P))]),
+            dcache,
         )
         stats.draft_forwards += 1
         state = (d_logits[0, -1], d_hidden[0, -1])  # what the drafter says after the root
@@ -177,9 +183,9 @@ class SpeculativeDecoder:
         dcache.crop(S)
         rows = [0, *[j + 1 for j in path]]
         d_logits, d_hidden = self.drafter.step(
-            torch.tensor([committed]),
-            self.drafter.project(taps[rows][None].to(self.draft_dtype)),
-            S + 1 + torch.arange(len(rows))[None],
+            self._on([committed]),
+            self.drafter.project(taps[rows][None].to(self.device, self.draft_dtype)),
+            self._on([list(range(S + 1, S + 1 + len(rows)))]),
             dcache,
         )
         stats.draft_forwards += 1
@@ -200,9 +206,7 @@ class SpeculativeDecoder:
                 tok = int(self.drafter.to_target(logits.argmax()))
             tokens.append(tok)
             if i + 1 < depth:
-                lg, hd = self.drafter.step(
-                    torch.tensor([[tok]]), hidden[None, None], torch.tensor([[S + i]]), dcache
-                )
+                lg, hd = self.drafter.step(self._on([[tok]]), hidden[None, None], self._on([[S + i]]), dcache)
                 stats.draft_forwards += 1
                 logits, hidden = lg[0, -1], hd[0, -1]
         return tokens, list(range(-1, len(tokens) - 1)), q
@@ -210,8 +214,8 @@ class SpeculativeDecoder:
     def _draft_probs(self, logits: torch.Tensor, cfg: DecodeConfig) -> torch.Tensor:
         """The drafter's proposal distribution over TARGET ids (zero outside the draft vocabulary)."""
         p = warp(logits, cfg)
-        full = torch.zeros(self.drafter.arch.vocab_size)
-        full[self.drafter.to_target(torch.arange(p.numel()))] = p
+        full = torch.zeros(self.drafter.arch.vocab_size, device=p.device)
+        full[self.drafter.to_target(torch.arange(p.numel(), device=p.device))] = p
         return full
 
     def _draft_tree(self, state, dcache: DraftCache, S: int, depth: int, cfg: DecodeConfig, stats):
@@ -224,12 +228,12 @@ class SpeculativeDecoder:
         prefix = dcache.length
         for i in range(depth - 1):
             tok = builder.front_tokens()[0]  # [K]
-            mask = torch.ones(K, prefix + K * (i + 1), dtype=torch.bool)
-            slot = torch.arange(K)
+            mask = torch.ones(K, prefix + K * (i + 1), dtype=torch.bool, device=self.device)
+            slot = torch.arange(K, device=self.device)
             for j in range(i + 1):
                 mask[:, prefix + j * K : prefix + (j + 1) * K] = slot[:, None] == slot[None, :]
             lg, hd = self.drafter.step(
-                tok[None], hid[None], torch.full((1, K), S + i), dcache, mask[None, None]
+                tok[None], hid[None], self._on([[S + i] * K]), dcache, mask[None, None]
             )
             stats.draft_forwards += 1
             inherit = builder.expand(torch.softmax(lg[0].float(), -1)[None])[0]
@@ -240,6 +244,10 @@ class SpeculativeDecoder:
         tokens = tree.tokens[0].tolist()
         parents = [int(p) - 1 for p in tree.parents[0]]  # -1 = root, else index into tokens
         return tokens, parents, []
+
+    def _on(self, rows: list[list[int]]) -> torch.Tensor:
+        """Token ids or positions as a [1, n] long tensor on the drafter's device."""
+        return torch.tensor(rows, dtype=torch.long, device=self.device)
 
     # ---- verification ------------------------------------------------------------------------------------------
 

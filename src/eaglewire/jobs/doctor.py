@@ -1,5 +1,9 @@
 """`eaglewire doctor`: the static check, the flags lint, the standalone test under the served taps, and the
 wiring search when the served taps test far below the trained ones, in one report and one exit code.
+
+With a dump of the drafter's training data (`--dump`), the runtime part is the scale story instead: the drafter
+scored on that data under its trained taps against the accuracy recorded at training time ("weights fine" or
+"weights broken"), next to the static served-vs-trained verdict; the target lends only its head, read by name.
 """
 
 from __future__ import annotations
@@ -11,6 +15,7 @@ from pathlib import Path
 from eaglewire import conventions as conv
 from eaglewire.conventions import ConfigFix
 from eaglewire.data import SampleLoader
+from eaglewire.dumps import describe, open_dump, require_taps
 from eaglewire.flags import LintReport, lint
 from eaglewire.formats import DrafterCheckpoint, read_drafter
 from eaglewire.jobs.check import CheckReport, check, with_key
@@ -25,7 +30,7 @@ from eaglewire.jobs.evaluate import (
 from eaglewire.jobs.pair import drafter_for
 from eaglewire.jobs.search import SearchResult, search
 from eaglewire.taps import Wiring, default_wiring
-from eaglewire.targets import load_target, read_target
+from eaglewire.targets import load_partial_target, load_target, read_target, resolve_dtype
 
 
 @dataclass
@@ -39,12 +44,57 @@ class DoctorOptions:
     steps: int = 5
     search: str = "auto"  # auto | always | never
     drop_threshold: float = 0.05  # acc0 drop (absolute) that triggers the search
+    dump: Path | None = (
+        None  # the drafter's training data as a pipeline dumped it: test it there, no target layers
+    )
+    dump_ids: list[int] | None = None
+    dump_config: Path | None = None
+    device: str = "cpu"
+    dtype: str = "float32"
 
 
 @dataclass(frozen=True)
 class Problem:
     code: str  # what kind: "wiring", "engine-fails", "static", "launch-flags", "search-disagrees", "tests-better"
     message: str
+
+
+@dataclass
+class WeightsVerdict:
+    """Part one of the scale story: the drafter on its own training data (a dump), teacher-forced as training
+    logs it, against the accuracy recorded at training time. `fine` and `broken` need the recorded number."""
+
+    status: str  # "fine" | "broken" | "unverified"
+    wiring: Wiring  # the taps it was fed: the trained ones
+    acc: list[float]  # per step, teacher-forced
+    recorded: list[float] | None
+    rows: int
+    tolerance: float  # how far below the recorded step-0 acc still counts as fine
+    data: dict  # dumps.describe
+    target_reads: list[tuple[str, int]]  # tensors read from the target (name, bytes): never its layers
+
+    @property
+    def message(self) -> str:
+        rec = f"{self.recorded[0]:.3f}" if self.recorded else "unknown"
+        what = {
+            "fine": "weights fine",
+            "broken": "weights broken",
+            "unverified": "weights unverified (no training accuracy recorded in the checkpoint to compare with)",
+        }[self.status]
+        return f"on its training data the drafter scores {self.acc[0]:.3f} (recorded {rec}): {what}"
+
+    def to_dict(self) -> dict:
+        return {
+            "status": self.status,
+            "message": self.message,
+            "taps": str(self.wiring),
+            "acc": [round(a, 4) for a in self.acc],
+            "recorded_acc": self.recorded,
+            "rows": self.rows,
+            "tolerance": round(self.tolerance, 4),
+            "dump": self.data,
+            "target_tensors_read": [{"name": n, "bytes": b} for n, b in self.target_reads],
+        }
 
 
 @dataclass
@@ -64,6 +114,7 @@ class DoctorReport:
     fixed_config: dict | None = None  # config.json with the fix applied
     fixed_taps: Wiring | None = None  # what the engine feeds after the fix
     recorded: dict | None = None
+    weights: WeightsVerdict | None = None  # with a dump: the drafter on its training data
     problem_list: list[Problem] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
     unknowns: list[str] = field(default_factory=list)  # facts the static check could not establish, unsettled
@@ -115,6 +166,7 @@ class DoctorReport:
             "search": self.search.to_dict() if self.search else None,
             "static": self.static.to_dict(),
             "lint": self.lint.to_dict() if self.lint is not None else None,
+            "weights": self.weights.to_dict() if self.weights is not None else None,
             "notes": self.notes,
         }
 
@@ -166,6 +218,10 @@ def doctor(drafter: Path | str, target: Path | str, opts: DoctorOptions, progres
             if c.severity == "problem":
                 rep.add_problem(f"launch-flags:{c.rule}", f"launch flags: {c.message}")
     tdir = Path(target)
+    if opts.dump is not None:
+        _weights_on_dump(rep, ckpt, tdir, opts, progress)
+        _set_fix(rep, primary.row_key, trained, ckpt)
+        return rep
     if not (tdir.is_dir() and any(tdir.glob("*.safetensors"))):
         rep.notes.append("target folder has no weights: static check and lint only (no standalone test)")
         _set_fix(rep, primary.row_key, trained, ckpt)
@@ -174,10 +230,50 @@ def doctor(drafter: Path | str, target: Path | str, opts: DoctorOptions, progres
     return rep
 
 
+def _weights_on_dump(
+    rep: DoctorReport, ckpt: DrafterCheckpoint, tdir: Path, opts: DoctorOptions, progress
+) -> None:
+    """The drafter on a dump of its training data under its trained taps, with a partial target (its lm_head
+    and final norm read by name, never its layers): the Kimi-K2.5 diagnosis at full scale."""
+    say = progress or (lambda *_: None)
+    tgt = load_partial_target(tdir, opts.device)
+    model = drafter_for(ckpt, tgt, resolve_dtype(tdir, opts.dtype))
+    if rep.trained is None:
+        rep.notes.append("training taps unknown: the drafter cannot be scored on its training data")
+        return
+    if len(rep.trained) != model.arch.n_aux:
+        rep.notes.append(
+            f"the inferred training taps {rep.trained} do not fit the drafter's fc ({model.arch.n_aux} taps)"
+        )
+        return
+    src = open_dump(opts.dump, tgt, opts.dump_ids, opts.dump_config)
+    require_taps(src, rep.trained, "the drafter's training taps")
+    say("teacher-forced test on the dump under the trained taps")
+    items = [src[i] for i in range(min(opts.samples, len(src)))]
+    head = src.target_head()
+    ev = evaluate(model, items, rep.trained, opts.steps, "teacher", head=head)
+    rep.evals["trained-on-dump"] = ev
+    recorded = (rep.recorded or {}).get("acc") or None
+    tol = max(opts.drop_threshold, 3 * math.sqrt(0.25 / max(1, ev.rows)))
+    status = "unverified" if not recorded else ("fine" if ev.acc[0] >= recorded[0] - tol else "broken")
+    rep.weights = WeightsVerdict(
+        status, rep.trained, ev.acc, recorded, ev.rows, tol, describe(src), tgt.tensors_read
+    )
+    if status == "broken":
+        rep.add_problem("weights-broken", rep.weights.message)
+    if rep.served is not None and rep.served != rep.trained and len(rep.served) == model.arch.n_aux:
+        held = set(src.taps.indices)
+        if set(rep.served.indices) <= held:
+            say("teacher-forced test on the dump under the served taps")
+            rep.evals["served-on-dump"] = evaluate(model, items, rep.served, opts.steps, "teacher", head=head)
+        else:
+            rep.notes.append(f"the dump does not hold the served taps {rep.served} (it holds {src.taps})")
+
+
 def _runtime(
     rep: DoctorReport, ckpt: DrafterCheckpoint, tdir: Path, opts: DoctorOptions, row_key: str, progress
 ) -> None:
-    tgt = load_target(tdir)
+    tgt = load_target(tdir, dtype=resolve_dtype(tdir, opts.dtype), device=opts.device)
     L = tgt.info.num_layers
     model = drafter_for(ckpt, tgt)
     samples = samples_for_test(tgt, opts.data, opts.samples, opts.prompt_len + opts.new_tokens)

@@ -18,9 +18,10 @@ from pathlib import Path
 
 import torch
 
-from eaglewire.capture import CapturedSample, CaptureReader, SpeculatorsSamples, TargetHead
+from eaglewire.capture import CapturedSample, TargetHead
 from eaglewire.data import Sample, SampleLoader
 from eaglewire.drafter import Eagle3Drafter
+from eaglewire.dumps import describe, open_dump, require_taps
 from eaglewire.errors import InputError
 from eaglewire.jobs.pair import load_pair
 from eaglewire.jobs.search import SearchResult, search
@@ -48,16 +49,14 @@ def parse_tree(text: str) -> TreeSetting:
         raise InputError(f"--tree {text}: write steps,topk,draft_tokens e.g. 5,4,8") from None
 
 
-def parse_ids(text: str | None) -> list[int] | None:
-    """A comma-separated id list (`--speculators-ids 2,4,5,8`)."""
+def parse_ids(text: str | None, flag: str = "--dump-ids") -> list[int] | None:
+    """A comma-separated id list (`--dump-ids 2,4,5,8`)."""
     if not text:
         return None
     try:
         return [int(x) for x in text.split(",")]
     except ValueError:
-        raise InputError(
-            f"--speculators-ids {text!r}: write comma-separated integers, e.g. 2,4,5,8"
-        ) from None
+        raise InputError(f"{flag} {text!r}: write comma-separated integers, e.g. 2,4,5,8") from None
 
 
 DEFAULT_TREES = (TreeSetting(3, 1, 4), TreeSetting(5, 1, 6), TreeSetting(5, 4, 8), TreeSetting(6, 4, 16))
@@ -118,11 +117,11 @@ def greedy_continuations(
     out = []
     eos = getattr(target.tokenizer, "eos_token_id", None) if target.tokenizer is not None else None
     for s in samples:
-        prompt = s.input_ids[:prompt_len][None]
+        prompt = s.input_ids[:prompt_len][None].to(target.device)
         gen = target.model.generate(
             prompt, max_new_tokens=new_tokens, do_sample=False, pad_token_id=eos, eos_token_id=None
         )
-        ids = gen[0]
+        ids = gen[0].cpu()
         mask = torch.zeros(ids.numel(), dtype=torch.bool)
         mask[prompt.shape[1] :] = True
         out.append(Sample(ids, mask, s.source))
@@ -150,13 +149,6 @@ def captured(target: LoadedTarget, samples: list[Sample], taps: list[int]) -> li
 # ---- scoring --------------------------------------------------------------------------------------------------
 
 
-def _target_logits(s: CapturedSample, head: TargetHead | None) -> torch.Tensor:
-    if s.logits is not None:
-        return s.logits.float()
-    assert head is not None, "captured data without logits needs the target head"
-    return head(s.hidden[max(s.hidden)])
-
-
 @torch.no_grad()
 def evaluate(
     model: Eagle3Drafter,
@@ -169,8 +161,11 @@ def evaluate(
     aux_override=None,
 ) -> Evaluation:
     """Per-step acceptance of `model` fed `wiring` on `samples` (see module docstring for the two modes).
-    `aux_override(i, sample) -> [T, n*H]` replaces the concatenated taps (the wiring search uses it)."""
+    `aux_override(i, sample) -> [T, n*H]` replaces the concatenated taps (the wiring search uses it). Samples and
+    head move to the drafter's device one sample at a time."""
     model.eval()
+    device = model.fc.weight.device
+    head = head.to(device) if head is not None else None
     targets = model.target_ids()
     feed = "own" if mode == "chain" else "teacher"
     counts = StepCounts.zeros(steps)
@@ -181,8 +176,10 @@ def evaluate(
         T = s.input_ids.numel()
         if T < 3:
             continue
-        aux = (aux_override(i, s) if aux_override is not None else s.aux(wiring))[: T - 1][None].float()
-        z = _target_logits(s, head)[1:T]
+        s = s.to(device)
+        aux = (aux_override(i, s) if aux_override is not None else s.aux(wiring))[: T - 1][None]
+        aux = aux.to(model.fc.weight.dtype)
+        z = s.target_logits(head)[1:T]
         g = z.argmax(-1)  # g[r] = target's greedy token at position r+2
         mask = s.loss_mask[2:T]
         un = model.unroll(aux, s.input_ids[1:T][None], steps, feed=feed)
@@ -221,7 +218,7 @@ def simulate_tree(
     N, K, D = setting.steps, setting.topk, setting.draft_tokens
     n = ids_in.numel() - 1  # rows with a predicted token
     state = model.unrolled_state(ids_in.numel(), aux.dtype, aux.device)
-    pos = torch.arange(ids_in.numel())[None]
+    pos = torch.arange(ids_in.numel(), device=ids_in.device)[None]
     logits, h0 = model.unrolled_step(ids_in[None], model.project(aux), pos, state)
     builder = TreeBuilder(torch.softmax(logits[0].float(), -1), K, model.to_target)
     hid = h0.expand(K, -1, -1)
@@ -233,8 +230,8 @@ def simulate_tree(
             hout.permute(1, 0, 2), 1, inherit[..., None].expand(-1, -1, hout.shape[-1])
         ).permute(1, 0, 2)
     rows = ids_in.numel()
-    cont = torch.full((rows, N), -1, dtype=torch.long)
-    ok_rows = torch.zeros(rows, dtype=torch.bool)
+    cont = torch.full((rows, N), -1, dtype=torch.long, device=ids_in.device)
+    ok_rows = torch.zeros(rows, dtype=torch.bool, device=ids_in.device)
     for r in range(n):
         end = r + N
         if end <= n:
@@ -283,9 +280,11 @@ class StandaloneOptions:
     trees: tuple[TreeSetting, ...] = DEFAULT_TREES
     teacher: bool = True  # also the teacher-forced acc on the data (comparable with training logs)
     search: bool = False
-    captured: Path | None = None  # an eaglewire capture folder instead of live data
-    speculators_samples: Path | None = None  # speculators offline samples (hs_<i>.safetensors)
-    speculators_ids: list[int] | None = None  # the layer ids those samples hold, incl. L
+    dump: Path | None = None  # hidden states already on disk (eaglewire capture, speculators, SpecForge)
+    dump_ids: list[int] | None = None  # the layer ids a peer's dump was written with, in its own numbering
+    dump_config: Path | None = None  # speculators' run.yaml (its target_layer_ids)
+    device: str = "cpu"
+    dtype: str = "float32"  # what drafter (and target) compute in; auto = as the target is stored
 
 
 @dataclass
@@ -297,6 +296,8 @@ class StandaloneReport:
     evaluations: dict[str, Evaluation]
     recorded: dict | None  # held-out metrics recorded at training time (provenance)
     search: SearchResult | None = None
+    data: dict | None = None  # the dump tested on (`dumps.describe`)
+    target_reads: list[tuple[str, int]] | None = None  # tensors read from a partial target (name, bytes)
 
     def to_dict(self) -> dict:
         out = {
@@ -305,33 +306,43 @@ class StandaloneReport:
             "evaluations": {k: v.to_dict() for k, v in self.evaluations.items()},
             "recorded_training_metrics": self.recorded,
         }
+        if self.data is not None:
+            out["dump"] = self.data
+            out["target_tensors_read"] = [{"name": n, "bytes": b} for n, b in self.target_reads or []]
         if self.search is not None:
             out["search"] = self.search.to_dict()
         return out
+
+
+def on_dump(pair, opts: StandaloneOptions, what: str = "the drafter's wiring"):
+    """The first `opts.samples` samples of the dump `opts.dump`, the source, and its target head; refuses a
+    wiring the dump does not hold."""
+    src = open_dump(opts.dump, pair.target, opts.dump_ids, opts.dump_config)
+    require_taps(src, pair.wiring, what)
+    items = [src[i] for i in range(min(opts.samples, len(src)))]
+    return src, items, src.target_head()
 
 
 def standalone_test(
     drafter: Path | str, target: Path | str, opts: StandaloneOptions, data: SampleLoader | None = None
 ) -> StandaloneReport:
     """The drafter outside any serving stack: chain acceptance on the target's greedy continuations (plus
-    simulated SGLang trees) and teacher-forced acc on the data; or teacher-forced on a capture/dump."""
-    pair = load_pair(target, drafter, opts.taps, opts.engine)
+    simulated SGLang trees) and teacher-forced acc on the data; or teacher-forced on a dump, where the target is
+    partial (its layers are never loaded; only its lm_head, final norm and, if the drafter lacks one, embedding
+    are read by name)."""
+    pair = load_pair(
+        target, drafter, opts.taps, opts.engine, opts.dtype, opts.device, partial=opts.dump is not None
+    )
     tgt, model, wiring = pair.target, pair.drafter, pair.wiring
     L = tgt.info.num_layers
     ckpt = pair.checkpoint
     recorded = (ckpt.provenance.training or {}).get("held_out") if ckpt.provenance else None
     evals: dict[str, Evaluation] = {}
-    head = None
-    if opts.captured is not None or opts.speculators_samples is not None:
-        if opts.captured is not None:
-            src = CaptureReader(opts.captured)
-        else:
-            if not opts.speculators_ids:
-                raise InputError("--speculators-samples needs --speculators-ids (the layer ids incl. L)")
-            src = SpeculatorsSamples(opts.speculators_samples, opts.speculators_ids, L, TargetHead.of(tgt))
-        head = src.target_head()
-        items = [src[i] for i in range(min(opts.samples, len(src)))]
+    head, dump = None, None
+    if opts.dump is not None:
+        src, items, head = on_dump(pair, opts)
         evals["teacher"] = evaluate(model, items, wiring, opts.steps, "teacher", head=head)
+        dump = describe(src)
     else:
         base = samples_for_test(tgt, data, opts.samples, max(512, opts.prompt_len + opts.new_tokens))
         items = chain_data(tgt, base, list(range(L + 1)), opts.prompt_len, opts.new_tokens)
@@ -341,4 +352,5 @@ def standalone_test(
                 model, captured(tgt, base, wiring.indices), wiring, opts.steps, "teacher"
             )
     found = search(model, items, L, [wiring, default_wiring(L)], head=head) if opts.search else None
-    return StandaloneReport(str(drafter), wiring, pair.basis, L, evals, recorded, found)
+    reads = getattr(tgt, "tensors_read", None)
+    return StandaloneReport(str(drafter), wiring, pair.basis, L, evals, recorded, found, dump, reads)

@@ -1,5 +1,6 @@
 """A target and a drafter ready to run together, and the wiring to feed: the one place a checkpoint becomes a
-runnable drafter on a given target (its embedding filled in from the target when the checkpoint has none)."""
+runnable drafter on a given target (its embedding filled in from the target when the checkpoint has none), on
+one device and in one dtype. With a dump the target is partial: no layers, only the tensors a job asks for."""
 
 from __future__ import annotations
 
@@ -13,12 +14,12 @@ from eaglewire.errors import InputError
 from eaglewire.formats import DrafterCheckpoint, read_drafter
 from eaglewire.formats.trained import trained_taps
 from eaglewire.taps import Wiring
-from eaglewire.targets import LoadedTarget, load_target, resolve_dtype
+from eaglewire.targets import LoadedTarget, PartialTarget, load_partial_target, load_target, resolve_dtype
 
 
 @dataclass
 class Pair:
-    target: LoadedTarget
+    target: LoadedTarget | PartialTarget  # PartialTarget: a job on a dump (no target layers)
     checkpoint: DrafterCheckpoint
     drafter: Eagle3Drafter
     wiring: Wiring  # the taps fed to the drafter's fc
@@ -26,16 +27,24 @@ class Pair:
 
 
 def drafter_for(
-    ckpt: DrafterCheckpoint, target: LoadedTarget, dtype: torch.dtype | None = None
+    ckpt: DrafterCheckpoint,
+    target: LoadedTarget | PartialTarget,
+    dtype: torch.dtype | None = None,
+    device: torch.device | None = None,
 ) -> Eagle3Drafter:
-    """The checkpoint as a drafter for this target, on the target's device, in `dtype` (default: the target's)."""
-    first = next(target.model.parameters())
-    model = Eagle3Drafter.from_checkpoint(ckpt, embed_tokens=target.input_embedding().float())
-    return model.to(device=first.device, dtype=dtype or first.dtype).eval()
+    """The checkpoint as a drafter for this target, on the target's device, in `dtype` (default: the target's).
+    The target's embedding is read only when the checkpoint has none (modelopt exports, EAGLE drafters)."""
+    dtype = dtype or getattr(target, "dtype", torch.float32)
+    embed = None if "embed_tokens.weight" in ckpt.tensors else target.input_embedding()
+    model = Eagle3Drafter.from_checkpoint(ckpt, embed_tokens=embed, dtype=dtype)
+    return model.to(device or target.device).eval()
 
 
 def feed_wiring(
-    ckpt: DrafterCheckpoint, target: LoadedTarget, taps: str | None = None, engine: str | None = None
+    ckpt: DrafterCheckpoint,
+    target: LoadedTarget | PartialTarget,
+    taps: str | None = None,
+    engine: str | None = None,
 ) -> tuple[Wiring, str]:
     """The taps to feed: `taps` as given, what `engine` would serve, or the training taps (refused if unknown)."""
     L = target.info.num_layers
@@ -62,9 +71,16 @@ def load_pair(
     taps: str | None = None,
     engine: str | None = None,
     dtype: str = "float32",
+    device: str = "cpu",
+    partial: bool = False,
 ) -> Pair:
-    """Target and drafter, both in `dtype` (`auto`: as the target is stored, as engines serve it)."""
-    tgt = load_target(target, dtype=resolve_dtype(target, dtype))
+    """Target and drafter, both in `dtype` (`auto`: as the target is stored, as engines serve it), on `device`.
+    `partial`: the target without its layers (a job on a dump): config and the tensors asked for, by name."""
+    run_dtype = resolve_dtype(target, dtype)
+    if partial:
+        tgt: LoadedTarget | PartialTarget = load_partial_target(target, device)
+    else:
+        tgt = load_target(target, dtype=run_dtype, device=device)
     ckpt = read_drafter(drafter)
     wiring, basis = feed_wiring(ckpt, tgt, taps, engine)
-    return Pair(tgt, ckpt, drafter_for(ckpt, tgt), wiring, basis)
+    return Pair(tgt, ckpt, drafter_for(ckpt, tgt, run_dtype), wiring, basis)

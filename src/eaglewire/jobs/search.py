@@ -20,6 +20,7 @@ import torch
 
 from eaglewire.capture import CapturedSample, TargetHead
 from eaglewire.drafter import Eagle3Drafter
+from eaglewire.errors import InputError
 from eaglewire.metrics import count_steps
 from eaglewire.taps import Wiring
 
@@ -71,22 +72,23 @@ class Projections:
         self.model, self.taps = model, taps
         arch = model.arch
         W = model.fc.weight.detach().float()
+        dev = W.device
         hd = arch.target_hidden_size
         self.n = arch.n_aux
         self.blocks = [W[:, j * hd : (j + 1) * hd] for j in range(self.n)]
         self.bias = model.fc.bias.detach().float() if model.fc.bias is not None else None
         self.lengths = [s.input_ids.numel() - 1 for s in samples]  # drafter rows per sample
         B, R = len(samples), max(self.lengths)
-        self.input_ids = torch.zeros(B, R, dtype=torch.long)
+        self.input_ids = torch.zeros(B, R, dtype=torch.long, device=dev)
         for i, s in enumerate(samples):
             self.input_ids[i, : self.lengths[i]] = s.input_ids[1:]
         self.proj: dict[tuple[int, int], torch.Tensor] = {}  # [B, R, H]
         self.sq: dict[int, torch.Tensor] = {}  # per-tap sum of squares [B, R, 1] (for norm_before_fc)
         with torch.no_grad():
             for k in taps:
-                h = torch.zeros(B, R, hd)
+                h = torch.zeros(B, R, hd, device=dev)
                 for i, s in enumerate(samples):
-                    h[i, : self.lengths[i]] = s.hidden[k][: self.lengths[i]].float()
+                    h[i, : self.lengths[i]] = s.hidden[k][: self.lengths[i]].to(dev, torch.float32)
                 self.sq[k] = h.pow(2).sum(-1, keepdim=True)
                 for j in range(self.n):
                     hj = h
@@ -119,11 +121,13 @@ def _references(
     model: Eagle3Drafter, samples: list[CapturedSample], head: TargetHead | None
 ) -> list[_Reference]:
     targets = model.target_ids()
+    dev = targets.device
+    head = head.to(dev) if head is not None else None
     refs = []
     for s in samples:
         T = s.input_ids.numel()
-        z = (s.logits if s.logits is not None else head(s.hidden[max(s.hidden)]))[1 : T - 1].float()
-        refs.append(_Reference(torch.softmax(z[:, targets], -1), z.argmax(-1), s.loss_mask[2:T]))
+        z = s.to(dev).target_logits(head)[1 : T - 1]
+        refs.append(_Reference(torch.softmax(z[:, targets], -1), z.argmax(-1), s.loss_mask[2:T].to(dev)))
     return refs
 
 
@@ -133,7 +137,7 @@ def _score(
 ) -> Candidate:
     """Step-0 CE and top-1 agreement with fc's output summed from the projections (one batched drafter pass)."""
     ids = proj.input_ids
-    positions = torch.arange(ids.shape[1]).expand(ids.shape[0], -1)
+    positions = torch.arange(ids.shape[1], device=ids.device).expand(ids.shape[0], -1)
     logits, _ = model.step(ids, proj.fc_out(wiring).to(next(model.parameters()).dtype), positions)
     per = []
     for i, ref in enumerate(refs):
@@ -158,7 +162,12 @@ def search(
     seed: int = 0,
 ) -> SearchResult:
     n = model.arch.n_aux
-    taps = list(range(num_layers + 1))
+    # every tap the samples hold (all of h0..h_L for a capture; a dump holds only the taps it was written with)
+    taps = sorted(set.intersection(*(set(s.hidden) for s in samples))) if samples else []
+    if len(taps) < n:
+        raise InputError(
+            f"the wiring search needs {n} taps per sample; the data holds {Wiring.of(taps) if taps else 'none'}"
+        )
     model.eval()
     proj = Projections(model, samples, taps)
     refs = _references(model, samples, head)
@@ -178,8 +187,10 @@ def search(
             continue
         for delta in itertools.product((-1, 0, 1), repeat=n) if n <= 4 else [(0,) * n]:
             w = tuple(min(num_layers, max(0, t + d)) for t, d in zip(base, delta, strict=True))
-            if len(set(w)) == n:
+            if len(set(w)) == n and set(w) <= set(taps):
                 starts.add(w)
+    if not starts and len(taps) >= n:
+        starts.add(tuple(taps[:n]))
     for s in starts:
         score(s)
     best = min(cache.values(), key=lambda c: c.ce).wiring.indices
@@ -198,8 +209,8 @@ def search(
             break
     ranked = sorted(cache.values(), key=lambda c: c.ce)
     top = ranked[0]
-    heat = torch.full((n, len(taps)), float("nan"))
-    heat_ce = torch.full((n, len(taps)), float("nan"))
+    heat = torch.full((n, num_layers + 1), float("nan"))
+    heat_ce = torch.full((n, num_layers + 1), float("nan"))
     for j in range(n):
         for k in taps:
             w = list(top.wiring.indices)
@@ -212,7 +223,7 @@ def search(
     idx = torch.randint(0, len(samples), (bootstrap, len(samples)), generator=g)
     tied = [c for c in ranked[1:20] if _gap_ci(top, c, idx, "ce")[1] <= 0.0]
     result = SearchResult(top, ranked, [top, *tied], heat, heat_ce, len(cache))
-    if served is not None and len(served) == n:
+    if served is not None and len(served) == n and set(served.indices) <= set(taps):
         result.served = score(tuple(sorted(served.indices)))
         result.served_gap = _gap_ci(top, result.served, idx, "acc")
     return result

@@ -23,6 +23,7 @@ from eaglewire import __version__
 from eaglewire.capture import SampleSource
 from eaglewire.data import SampleLoader
 from eaglewire.drafter import Eagle3Drafter
+from eaglewire.dumps import require_taps
 from eaglewire.errors import InputError
 from eaglewire.formats import DrafterCheckpoint, Provenance, write_drafter
 from eaglewire.formats.convert import format_config
@@ -150,10 +151,7 @@ def train(
         torch.set_num_threads(cfg.threads)
     out = Path(out)
     wiring = Wiring.parse(cfg.taps).validate(target.num_layers).served()
-    if target.num_layers not in source.taps.indices or not set(wiring.indices) <= set(source.taps.indices):
-        raise InputError(
-            f"the training data holds taps {source.taps}; training on {wiring} also needs h{target.num_layers}"
-        )
+    require_taps(source, wiring, "--taps")
     train_indices = train_indices if train_indices is not None else list(range(len(source)))
     val_indices = val_indices or []
     val_source = val_source or source
@@ -343,8 +341,8 @@ def train_drafter(
     save_dtype: torch.dtype | None = None,
     device: torch.device | str = "cpu",
 ) -> TrainResult:
-    """Train on `source` for the target `target` (a LoadedTarget: its config shapes the drafter, its embedding
-    is copied); write the drafter (EAGLE/SGLang format + provenance, optionally a speculators copy) into `out`."""
+    """Train on `source` for the target `target` (a LoadedTarget or PartialTarget: its config shapes the
+    drafter, its embedding is copied); write the drafter (EAGLE/SGLang format + provenance, optionally a speculators copy) into `out`."""
     out = Path(out)
     finished = _finished(out, cfg)
     if finished is not None:
@@ -358,7 +356,7 @@ def train_drafter(
         source,
         target.info,
         out,
-        embed=target.input_embedding().float(),
+        embed=target.input_embedding().to("cpu", torch.float32),
         shape=drafter_shape(target.text_config()),
         val_source=val_source,
         val_indices=val_idx,
@@ -427,27 +425,36 @@ def train_job(
     *,
     data: SampleLoader | None = None,
     captured: Path | None = None,
+    dump: Path | None = None,
+    dump_ids: list[int] | None = None,
+    dump_config: Path | None = None,
     max_len: int = 512,
     val_fraction: float = 0.05,
     export: str | None = None,
     progress: Callable[[int, int, dict], None] | None = None,
     device: torch.device | str = "cpu",
+    dtype: str = "float32",
 ) -> TrainResult:
-    """`eaglewire train`: online (the target runs on `data`) or from an eaglewire capture folder."""
-    from eaglewire.capture import CaptureReader, OnlineSource
-    from eaglewire.targets import load_target
+    """`eaglewire train`: online (the target runs on `data`, on `device` in `dtype`) or from a dump (an eaglewire
+    capture, speculators' or SpecForge's offline data), where the target is partial: no layers are loaded, only
+    its embedding and head are read by name. Under torchrun `device` cuda means this rank's GPU."""
+    from eaglewire.capture import OnlineSource
+    from eaglewire.devices import resolve_device
+    from eaglewire.dumps import open_dump
+    from eaglewire.targets import load_partial_target, load_target, resolve_dtype
 
-    if (data is None) == (captured is None):
-        raise InputError("give exactly one of --data (online) or --captured (an eaglewire capture folder)")
+    dump = dump or captured
+    if (data is None) == (dump is None):
+        raise InputError("give exactly one of --data (online) or --dump (hidden states already on disk)")
     if export not in (None, "speculators"):
         raise InputError(f"--export {export!r}: only speculators is supported")
     wiring = Wiring.parse(cfg.taps)
-    tgt = load_target(target)
-    if captured is not None:
-        source: SampleSource = CaptureReader(captured)
-        if source.manifest["target"].get("num_layers") != tgt.info.num_layers:
-            raise InputError(f"{captured}: captured from another target than {target}")
+    dev = resolve_device(device)
+    if dump is not None:
+        tgt = load_partial_target(target, dev)
+        source: SampleSource = open_dump(dump, tgt, dump_ids, dump_config)
     else:
+        tgt = load_target(target, dtype=resolve_dtype(target, dtype), device=dev)
         if tgt.tokenizer is None:
             raise InputError(f"{target}: no tokenizer in the target folder")
         source = OnlineSource(tgt, data(tgt.tokenizer, max_len, None), wiring)
@@ -458,7 +465,7 @@ def train_job(
         cfg,
         val_fraction=val_fraction,
         export_speculators=export == "speculators",
-        data_note=str(captured or getattr(data, "path", "") or "data"),
+        data_note=str(dump or getattr(data, "path", "") or "data"),
         progress=progress,
-        device=device,
+        device=dev,
     )

@@ -53,7 +53,7 @@ def load_state(path: Path, model: Eagle3Drafter, opt: torch.optim.Optimizer, cfg
             f"{path}: the checkpoint was made with other settings; use a new --out or the same ones"
         )
     device = next(model.parameters()).device
-    t = load_file(str(path / "state.safetensors"), device=str(device))
+    t = {k: v.to(device) for k, v in load_file(str(path / "state.safetensors")).items()}
     model.load_canonical({k[len("model.") :]: v for k, v in t.items() if k.startswith("model.")})
     for n, p in model.named_parameters():
         if f"opt.{n}.exp_avg" in t:
@@ -84,8 +84,11 @@ def world() -> tuple[int, int]:
 
 
 def init_distributed(device: torch.device) -> None:
-    """Join the torchrun group when launched by torchrun: NCCL when this rank runs on a GPU, gloo on CPU."""
+    """Join the torchrun group when launched by torchrun: NCCL when this rank runs on a GPU (its own,
+    cuda:LOCAL_RANK, made current first so NCCL binds to it), gloo on CPU."""
     if int(os.environ.get("WORLD_SIZE", "1")) > 1 and not dist.is_initialized():
+        if device.type == "cuda":
+            torch.cuda.set_device(device)
         dist.init_process_group("nccl" if device.type == "cuda" else "gloo")
 
 

@@ -37,7 +37,9 @@ class TreeBuilder:
         self.scores = [p]  # pool blocks: depth 1 [R, K], then [R, K*K] per expansion
         self.tokens = [to_target(idx)]
         self.parent_pool = [torch.full_like(idx, -1)]  # pool index of each candidate's parent (-1 = root)
-        self.front = torch.arange(k).expand_as(idx).clone()  # pool indices of the nodes expanded next, [R, K]
+        self.front = (
+            torch.arange(k, device=idx.device).expand_as(idx).clone()
+        )  # pool indices of the nodes expanded next, [R, K]
         self.front_scores = p
         self.size = k
 
@@ -93,9 +95,10 @@ def greedy_accept(tree: Tree, greedy: torch.Tensor, max_depth: int) -> torch.Ten
     """Accept length per root (bonus included): 1 + the deepest m such that the greedy continuation
     greedy[:, 0..m-1] is a root-to-node path. greedy: [R, >= max_depth] target tokens after the root."""
     R, _n = tree.tokens.shape
-    accepted = torch.ones(R, dtype=torch.long)
-    cur = torch.zeros(R, dtype=torch.long)  # tree index of the current node (0 = root)
-    alive = torch.ones(R, dtype=torch.bool)
+    dev = tree.tokens.device
+    accepted = torch.ones(R, dtype=torch.long, device=dev)
+    cur = torch.zeros(R, dtype=torch.long, device=dev)  # tree index of the current node (0 = root)
+    alive = torch.ones(R, dtype=torch.bool, device=dev)
     for level in range(max_depth):
         want = greedy[:, level]
         hit = (tree.parents == cur[:, None]) & (

@@ -60,11 +60,10 @@ def ttt_loss(
     T = ids.numel()
     if T < 3:
         return None
-    aux = sample.aux(wiring)[: T - 1][None]
+    aux = sample.aux(wiring)[: T - 1][None].to(model.fc.weight.dtype)
     targets = model.target_ids()
     with torch.no_grad():
-        z = sample.logits if sample.logits is not None else head(sample.hidden[max(sample.hidden)])
-        z = z[1:T].float()  # row r predicts x_{r+2}
+        z = sample.target_logits(head)[1:T]  # row r predicts x_{r+2}
         greedy = z.argmax(-1)
         p = torch.softmax(z[:, targets], -1)  # restricted to the draft vocabulary
         in_vocab = torch.zeros(z.shape[-1], dtype=torch.bool, device=z.device)
