@@ -76,7 +76,7 @@ def test_every_job_runs_on_the_device(tiny_target, text_data, tmp_path, fake_cud
     # resume on the device: a run stopped after one step continues from its checkpoint
     from eaglewire.dumps import open_dump
     from eaglewire.jobs.train import train_drafter
-    from eaglewire.targets import load_partial_target
+    from eaglewire.partial import load_partial_target
 
     partial = load_partial_target(tiny_target, "cuda")
     cfg = _small_train("h1,h3,h5", 3)

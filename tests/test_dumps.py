@@ -19,7 +19,8 @@ from safetensors.torch import load_file, save_file
 from eaglewire import zoo
 from eaglewire.dumps import open_dump
 from eaglewire.errors import InputError
-from eaglewire.targets import load_partial_target, load_target
+from eaglewire.partial import load_partial_target
+from eaglewire.targets import load_target
 
 from models import layerless_target
 from peers import specforge_dump, speculators_dump, speculators_run_yaml

@@ -25,10 +25,10 @@ from eaglewire import __version__
 from eaglewire.data import Sample, SampleLoader
 from eaglewire.errors import InputError
 from eaglewire.jsonio import atomic_write_bytes, read_json_object, write_json
+from eaglewire.partial import PartialTarget
 from eaglewire.taps import Wiring
 from eaglewire.targets import (
     LoadedTarget,
-    PartialTarget,
     final_norm_and_head,
     forward_taps,
     load_target,

@@ -17,7 +17,7 @@ Three layouts, told apart by `detect` (facts and sources: docs/data-formats.md A
 - eaglewire's own capture (`capture.CaptureReader`): the taps and the target's head are in the folder.
 
 Every reader says which taps it holds; `require_taps` refuses a wiring outside them with that list. The target
-only lends its head (and, for a drafter without one, its embedding), read by name (`targets.PartialTarget`).
+only lends its head (and, for a drafter without one, its embedding), read by name (`partial.PartialTarget`).
 """
 
 from __future__ import annotations

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import typer
 
-from eaglewire.cli import render
+from eaglewire.cli import bench_cmds, render, render_static
 from eaglewire.cli.options import (
     DATA,
     DEVICE,
@@ -52,7 +52,7 @@ def inspect(
     from eaglewire.formats.inspection import inspect_drafter
 
     ins = inspect_drafter(drafter, target)
-    render.show(ins, json_out, render.render_inspection)
+    render.show(ins, json_out, render_static.render_inspection)
     if ins.target_error:
         raise InputError(ins.target_error)  # the drafter part is printed; the bad --target exits 2
     exit_with(ins.vocab is not None and not ins.vocab.ok)
@@ -86,7 +86,7 @@ def check(
     from eaglewire.jobs.check import check_job
 
     rep = check_job(drafter, target, engine or ["sglang", "vllm"], wiring(trained_on), trained_with, fix_into)
-    render.show(rep, json_out, render.render_check)
+    render.show(rep, json_out, render_static.render_check)
     exit_with(rep.verdict != "ok")
 
 
@@ -133,7 +133,7 @@ def lint(
         on_gpu_host = gpu.strip().lower() == "local" and detect_local().known
         answer = None if on_gpu_host else profile if profile.known else resolve_gpu("h200")
         rep.engine_code = engine_check(argv, rep, answer, engine_python).to_dict()
-    render.show(rep, json_out, render.render_lint)
+    render.show(rep, json_out, render_static.render_lint)
     disagrees = (
         rep.engine_code is not None and not rep.engine_code["agrees"] and not rep.engine_code["unavailable"]
     )
@@ -155,7 +155,7 @@ def convert(
     from eaglewire.jobs.check import convert_job
 
     res = convert_job(src, dst, to, target, wiring(trained_on))
-    render.show(res, json_out, render.render_convert)
+    render.show(res, json_out, render_static.render_convert)
 
 
 @app.command()
@@ -395,81 +395,10 @@ def generate(
     render.show(gen, json_out, render.render_generation)
 
 
-@app.command()
-def bench(
-    target: Path = TARGET_DIR,
-    drafter: Path = DRAFTER_OPT,
-    prompts: Path | None = typer.Option(
-        None, "--prompts", help="JSONL/text prompts (default for the zoo target: held-out stdlib code)."
-    ),
-    n_prompts: int = typer.Option(8, "--n-prompts"),
-    prompt_len: int = typer.Option(96, "--prompt-len"),
-    max_new_tokens: int = typer.Option(128, "--max-new-tokens"),
-    assistant: Path | None = typer.Option(
-        None,
-        "--assistant",
-        help="Small draft LM for transformers' assisted generation (default for the zoo: the bundled one).",
-    ),
-    setting: list[str] = typer.Option(
-        None,
-        "--setting",
-        help="steps[,topk,draft_tokens] (repeatable); default 3 4 5 6 7 and trees 5,2,12 5,4,8.",
-    ),
-    out: Path = typer.Option(Path("bench-results"), "--out", help="Folder for decode.json and decode.png."),
-    dtype: str = DTYPE,
-    device: str = DEVICE,
-    json_out: bool = JSON,
-) -> None:
-    """tokens/s and tau: plain greedy, eaglewire chain/tree, assisted generation, prompt lookup (interleaved runs)."""
-    from eaglewire.bench.decode import bench_decoding
-    from eaglewire.cli.plots import bench_plot
-
-    with render.ProgressBar("bench", enabled=not json_out) as bar:
-        rep = bench_decoding(
-            target, drafter, samples_for(target, prompts), n_prompts=n_prompts, prompt_len=prompt_len,
-            max_new_tokens=max_new_tokens, settings=setting, assistant=assistant or _zoo_assistant(target),
-            dtype=dtype, progress=bar, device=device,
-        )  # fmt: skip
-    bench_plot(rep, out)
-    render.show(rep, json_out, lambda r, c: render.render_bench(r, c, out))
-
-
-@app.command()
-def advise(
-    drafter: Path = DRAFTER,
-    target: Path = TARGET_DIR,
-    data: Path | None = DATA,
-    samples: int = typer.Option(8, "--samples"),
-    max_steps: int = typer.Option(7, "--max-steps"),
-    context: int = typer.Option(256, "--context", help="Cached tokens before each timed forward."),
-    repeats: int = typer.Option(15, "--repeats", help="Timings per cost (the median is used)."),
-    dtype: str = DTYPE,
-    device: str = DEVICE,
-    json_out: bool = JSON,
-) -> None:
-    """Predict tau and speed-up over (steps, top-k, draft tokens); recommend SGLang and vLLM launch settings."""
-    from eaglewire.bench.advise import advise_drafter
-
-    loader = samples_for(target, data)
-    adv = advise_drafter(drafter, target, loader, samples, max_steps, dtype, context, repeats, device)
-    render.show(adv, json_out, render.render_advice)
-
-
-@app.command("bench-all")
-def bench_all(
-    out: Path = typer.Option(Path("bench-results"), "--out", help="Folder for the JSON results and plots."),
-    decode: bool = typer.Option(
-        True, "--decode/--no-decode", help="Also run the decoding benchmark on the zoo."
-    ),
-) -> None:
-    """Every benchmark (`make bench`): training/capture throughput, search cost, evaluation speed, decoding."""
-    from eaglewire.bench.suite import run_all
-    from eaglewire.cli.plots import bench_plot
-
-    results = run_all(out, progress=render.say, decode=decode)
-    if "decode" in results:
-        bench_plot(results["decode"], out)
-    render.render_bench_all(results, render.console(), out)
+app.command()(bench_cmds.bench)
+app.command()(bench_cmds.advise)
+app.command("bench-all")(bench_cmds.bench_all)
+app.add_typer(bench_cmds.zoo_app, name="zoo")
 
 
 def _one_dump(dump: Path | None, **aliases: Path | None) -> Path | None:
@@ -479,48 +408,6 @@ def _one_dump(dump: Path | None, **aliases: Path | None) -> Path | None:
     if len(named) > 1:
         raise InputError(f"{named[0][0]} and {named[1][0]} both name the data: give one")
     return named[0][1] if named else None
-
-
-def _zoo_assistant(target: Path) -> Path | None:
-    """The bundled assistant LM, when the target is the bundled one (the assisted-generation baseline)."""
-    from eaglewire import zoo
-    from eaglewire.targets import read_target
-
-    return zoo.zoo_dir() / "assistant" if zoo.is_zoo_target(read_target(target)) else None
-
-
-zoo_app = typer.Typer(
-    help="The bundled zoo: a small real target, a tiny DeepSeek-V3, an assistant LM and drafters."
-)
-app.add_typer(zoo_app, name="zoo")
-
-
-@zoo_app.command("build")
-def zoo_build(
-    stage: list[str] = typer.Option(
-        None, "--stage", help="target, deepseek, assistant, drafters (default: all, in order)."
-    ),
-    work: Path = typer.Option(Path("runs/zoo-build"), "--work", help="Resumable work folder."),
-    into: Path | None = typer.Option(
-        None, "--into", help="Write the artifacts here instead of the package's zoo/ folder."
-    ),
-    drafter: list[str] = typer.Option(
-        None, "--drafter", help="Only these drafters (default, custom-taps) in the drafters stage."
-    ),
-) -> None:
-    """Rebuild the zoo from scratch with fixed seeds (about 2-3 hours on 2 CPU cores)."""
-    from eaglewire import zoo
-    from eaglewire.zoo.build import STAGES, build
-
-    stages = tuple(stage) if stage else STAGES
-    bad = [s for s in stages if s not in STAGES]
-    if bad:
-        raise InputError(f"--stage {bad[0]!r}: use {', '.join(STAGES)}")
-    with render.ProgressBars("zoo") as bars:
-        cards = build(
-            into or zoo.zoo_dir(), work, stages, bars.new, drafters=tuple(drafter) if drafter else None
-        )
-    render.render_zoo_cards(cards, render.console())
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -29,8 +29,9 @@ from eaglewire.jobs.evaluate import (
 )
 from eaglewire.jobs.pair import drafter_for
 from eaglewire.jobs.search import SearchResult, search
+from eaglewire.partial import load_partial_target
 from eaglewire.taps import Wiring, default_wiring
-from eaglewire.targets import load_partial_target, load_target, read_target, resolve_dtype
+from eaglewire.targets import load_target, read_target, resolve_dtype
 
 
 @dataclass

@@ -13,8 +13,9 @@ from eaglewire.drafter import Eagle3Drafter
 from eaglewire.errors import InputError
 from eaglewire.formats import DrafterCheckpoint, read_drafter
 from eaglewire.formats.trained import trained_taps
+from eaglewire.partial import PartialTarget, load_partial_target
 from eaglewire.taps import Wiring
-from eaglewire.targets import LoadedTarget, PartialTarget, load_partial_target, load_target, resolve_dtype
+from eaglewire.targets import LoadedTarget, load_target, resolve_dtype
 
 
 @dataclass

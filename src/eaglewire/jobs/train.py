@@ -441,7 +441,8 @@ def train_job(
     from eaglewire.capture import OnlineSource
     from eaglewire.devices import resolve_device
     from eaglewire.dumps import open_dump
-    from eaglewire.targets import load_partial_target, load_target, resolve_dtype
+    from eaglewire.partial import load_partial_target
+    from eaglewire.targets import load_target, resolve_dtype
 
     dump = dump or captured
     if (data is None) == (dump is None):
