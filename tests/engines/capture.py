@@ -8,11 +8,11 @@ of decoder layer k-1, before the final norm); what differs is where the loop loo
 reaches:
 
 - SGLang 0.5.23 captures at the input of decoder layer k, before its input norm (the embeddings at layer 0), through
-  `attn_boundary.prepare(capture=...)` or `capture_gathered=` (layers/layer_boundary/stage.py:409-485): k in 0..L-1;
-  gpt_oss also captures k = L at the final norm. MoE decoders read per-layer flags instead of the list.
+  `attn_boundary.prepare(capture=...)` or `capture_gathered=` (layers/layer_boundary/stage.py:407-485): k in 0..L-1;
+  gpt_oss also captures k = L at the final norm. The qwen3_moe and qwen3_next decoders read per-layer flags.
 - vLLM 0.33.0's EagleModelMixin decoders capture k = 0 before the first layer and k = idx + 1 after layer idx
-  (models/interfaces.py:1639-1648): k in 0..L, sorted and unique (interfaces.py:1616-1620). DeepSeek decoders
-  capture before layer k instead, each in its own way (below).
+  (models/interfaces.py:1639-1648): k in 0..L, sorted and unique (interfaces.py:1616-1620). The three DeepSeek
+  decoders each reach a different range (below).
 
 The capture places are tested against tiny transformers models in test_capture_semantics.py (part of `make test`);
 here the engines' own functions are the oracle of the table's rows.
@@ -33,7 +33,6 @@ from eaglewire.targets import FAMILIES, _family_of
 from engines.generate import draw_commands
 
 PROBE = Path(__file__).with_name("capture_probe.py")
-ENGINES = ("sglang", "vllm")
 
 
 @dataclass(frozen=True)
@@ -49,7 +48,7 @@ class Loop:
     zero_crash: str | None = None  # k = 0 raises instead
 
 
-SGL = "layers/layer_boundary/stage.py:409-485"
+SGL = "layers/layer_boundary/stage.py:407-485"
 MIXIN = "models/interfaces.py:1639-1648 (_maybe_add_hidden_state)"
 LOOPS: dict[str, dict[str, Loop]] = {
     "sglang": {  # sglang/srt/..., 0.5.23

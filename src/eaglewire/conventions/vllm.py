@@ -90,7 +90,7 @@ ROWS_0_33: tuple[Convention, ...] = (
                        "end-layer capture (the generic deepseek_v2.py one has)",)),
     # DeepSeek-V4 on CUDA: nvidia/model.py captures id idx+1 after layer idx as the mean of the reconstructed
     # hyper-connection streams; id 0 (the embeddings) is never captured.
-    *_rows_0_33("deepseek-v4", ("deepseek_v4",), "vllm/models/deepseek_v4/__init__.py:41-49, nvidia/model.py:"
+    *_rows_0_33("deepseek-v4", ("deepseek_v4",), "vllm/models/deepseek_v4/__init__.py:40-49, nvidia/model.py:"
                 "811, 993-1020 (engine oracle, tests/engines)", lowest=1, missing_crash=FEWER,
                 notes=("a tap is the mean of the mHC streams reconstructed after the layer (mhc_post), not one "
                        "residual stream",)),
