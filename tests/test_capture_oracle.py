@@ -15,7 +15,7 @@ import pytest
 from engines.capture import configs
 
 from eaglewire.conventions import parse_spec, resolve, rows_for
-from eaglewire.targets import _family_of
+from eaglewire.targets import FAMILIES, _family_of
 
 RECORD = json.loads((Path(__file__).parent / "engines" / "capture_oracle.json").read_text())
 
@@ -31,6 +31,14 @@ def test_the_record_is_not_empty():
     engines = {(e, v) for e, v, _ in cases()}
     assert {e for e, _ in engines} == {"sglang", "vllm"}
     assert sum(1 for _ in cases()) > 1000
+
+
+@pytest.mark.parametrize("engine", ["sglang", "vllm"])
+def test_the_record_covers_every_architecture_the_table_names(engine):
+    """A family added to targets.FAMILIES is probed in the engines before its rows are trusted here."""
+    named = {arch for fam in FAMILIES.values() for arch in fam.architectures}
+    recorded = {c["arch"] for eng, _, c in cases() if eng == engine}
+    assert named <= recorded, f"not in the record (make test-engines): {sorted(named - recorded)}"
 
 
 @pytest.mark.parametrize("engine", ["sglang", "vllm"])

@@ -1,20 +1,21 @@
-"""The tap convention table checked against the engines' own capture functions (capture_probe.py).
+"""The tap convention table checked against the engines' own capture code (capture_probe.py).
 
-For every model class the table covers (`targets.FAMILIES`: llama-class and deepseek-class architectures), on
-generated id lists (the default, empty, L, L-1, -1, 0, unsorted, repeated, first id 1, and random lists), the
-engine's function returns the layer indices it captures; the forward loop of each model file says what an index
-means:
+For every architecture in `targets.FAMILIES` (each one the engines' registries serve), on generated id lists (the
+default, empty, L, L-1, -1, 0, unsorted, repeated, first id 1, and random lists), the engine's own entry point
+leaves layer indices on the inner decoder; that decoder's forward loop, read at source below (`LOOPS`), says which
+taps those indices capture. In every loop here index k is the tap h_k (h_0 = the embedding output, h_k = the output
+of decoder layer k-1, before the final norm); what differs is where the loop looks for the indices and which k it
+reaches:
 
-- SGLang 0.5.23 (llama.py:485-495, deepseek_v2.py:3175-3199, layer_boundary/stage.py:421-432): index i is
-  captured at the input of decoder layer i, before its input norm = tap h_i, for i in 0..L-1 (the loop runs over
-  the layers only: i >= L is never captured; a repeated index is captured once).
-- vLLM 0.33.0 llama-style models (llama.py:428-441): index 0 is the embedding output (start_layer), index k the
-  output of layer k-1 (`idx + 1`) = tap h_k, for k in 0..L. DeepSeek-style (deepseek_v2.py:1545-1587): index k
-  < L is captured before layer k as hidden_states + residual (k = 0: residual is None, TypeError), k = L after
-  the loop. Indices are sorted and deduplicated (interfaces.py:1616-1620).
+- SGLang 0.5.23 captures at the input of decoder layer k, before its input norm (the embeddings at layer 0), through
+  `attn_boundary.prepare(capture=...)` or `capture_gathered=` (layers/layer_boundary/stage.py:407-485): k in 0..L-1;
+  gpt_oss also captures k = L at the final norm. The qwen3_moe and qwen3_next decoders read per-layer flags.
+- vLLM 0.33.0's EagleModelMixin decoders capture k = 0 before the first layer and k = idx + 1 after layer idx
+  (models/interfaces.py:1639-1648): k in 0..L, sorted and unique (interfaces.py:1616-1620). The three DeepSeek
+  decoders each reach a different range (below).
 
-The two capture places are tested against tiny transformers models in test_capture_semantics.py (part of
-`make test`); here the engines' own functions are the oracle of the table's rows.
+The capture places are tested against tiny transformers models in test_capture_semantics.py (part of `make test`);
+here the engines' own functions are the oracle of the table's rows.
 """
 
 from __future__ import annotations
@@ -22,6 +23,7 @@ from __future__ import annotations
 import json
 import subprocess
 import tempfile
+from dataclasses import dataclass
 from pathlib import Path
 
 from hypothesis import strategies as st
@@ -31,25 +33,84 @@ from eaglewire.targets import FAMILIES, _family_of
 from engines.generate import draw_commands
 
 PROBE = Path(__file__).with_name("capture_probe.py")
-LAYERS = {"llama": 32, "deepseek": 61}
 
 
-# The architectures capture_probe.py builds (its SGLANG_MODULES; vLLM resolves them through its registry).
-PROBED = [
-    "LlamaForCausalLM", "MistralForCausalLM", "Qwen2ForCausalLM", "Qwen3ForCausalLM", "Qwen3MoeForCausalLM",
-    "DeepseekV2ForCausalLM", "DeepseekV3ForCausalLM", "DeepseekV32ForCausalLM", "KimiK25ForConditionalGeneration",
-]  # fmt: skip
+@dataclass(frozen=True)
+class Loop:
+    """What one inner decoder's forward loop does with the indices its model's capture setter left on it."""
+
+    source: str  # the forward loop, file:line in the installed engine
+    reads: str = (
+        "list"  # "list": `k in layers_to_capture` / `aux_hidden_state_layers`; "flags": per-layer flags
+    )
+    highest: str = "L-1"  # the largest k the loop captures ("L": after the last layer, before the final norm)
+    lowest: int = 0  # the smallest k it captures (1: the embeddings are never captured)
+    zero_crash: str | None = None  # k = 0 raises instead
 
 
-def archs() -> list[tuple[str, str, str]]:
-    """(architecture, family, capture class) for every probed architecture: the family picks the table's rows,
-    the capture class ("llama" or "deepseek") the forward loop that says what an index means."""
+SGL = "layers/layer_boundary/stage.py:407-485"
+MIXIN = "models/interfaces.py:1639-1648 (_maybe_add_hidden_state)"
+LOOPS: dict[str, dict[str, Loop]] = {
+    "sglang": {  # sglang/srt/..., 0.5.23
+        "llama.LlamaModel": Loop(f"models/llama.py:485-495, 394-404; {SGL}"),
+        "llama4.Llama4Model": Loop(f"models/llama4.py:521-531, 449-458; {SGL}"),
+        "qwen2.Qwen2Model": Loop(f"models/qwen2.py:455-464, 329-338; {SGL}"),
+        "qwen3.Qwen3Model": Loop(f"models/qwen3.py:523-532, 446-458; {SGL}"),
+        "qwen3_moe.Qwen3MoeModel": Loop(
+            f"models/qwen2_moe.py:1153-1156 (flags), 1188-1202 (Qwen2MoeModel.forward); qwen3_moe.py:888-902; {SGL}",
+            reads="flags"),
+        "qwen3_next.Qwen3NextModel": Loop(f"models/qwen3_next.py:954-957, 982-994, 877-888; {SGL}", reads="flags"),
+        "qwen3_vl.Qwen3LLMModel": Loop(f"models/qwen3_vl.py:1229-1262; {SGL}"),
+        "qwen3_vl_moe.Qwen3MoeLLMModel": Loop(  # set through Qwen2MoeModel's setter (flags too), read as a list
+            f"models/qwen3_vl_moe.py:106-136; qwen2_moe.py:1153-1156; {SGL}"),
+        "gpt_oss.GptOssModel": Loop(
+            f"models/gpt_oss.py:708-737 (k = L at the final norm: layer_boundary/residual/access.py:40-52); {SGL}",
+            highest="L"),
+        "deepseek_v2.DeepseekV2Model": Loop(
+            f"models/deepseek_v2.py:3175-3199; layers/aux_hidden_states.py:29-93 (exactly len(layers_to_capture) "
+            f"captures, else RuntimeError); {SGL}"),
+        "glm4_moe.Glm4MoeModel": Loop(f"models/glm4_moe.py:948-959, 836-849; {SGL}"),
+        "minimax_m2.MiniMaxM2Model": Loop(f"models/minimax_m2.py:980-1005, 878-892; {SGL}"),
+    },
+    "vllm": {  # vllm/model_executor/..., 0.33.0
+        "llama.LlamaModel": Loop(f"models/llama.py:428-441; {MIXIN}", highest="L"),
+        "llama4.Llama4Model": Loop(f"models/llama4.py:384 (LlamaModel.forward); {MIXIN}", highest="L"),
+        "mistral.MistralModel": Loop(f"models/mistral.py:217-233 (LlamaModel.forward); {MIXIN}", highest="L"),
+        "qwen2.Qwen2Model": Loop(f"models/qwen2.py:421-433; {MIXIN}", highest="L"),
+        "qwen3.Qwen3Model": Loop(f"models/qwen3.py:269 (Qwen2Model.forward); {MIXIN}", highest="L"),
+        "qwen3_moe.Qwen3MoeModel": Loop(f"models/qwen3_moe.py:505-515; {MIXIN}", highest="L"),
+        "qwen3_next.Qwen3NextModel": Loop(f"models/qwen3_next.py:721-734; {MIXIN}", highest="L"),
+        "qwen3_vl.Qwen3LLMModel": Loop(  # after deepstack embeddings are added to the layer output
+            f"models/qwen3_vl.py:1869-1888; {MIXIN}", highest="L"),
+        "qwen3_vl_moe.Qwen3MoeLLMModel": Loop(f"models/qwen3_vl_moe.py:126-147; {MIXIN}", highest="L"),
+        "gpt_oss.GptOssModel": Loop(f"models/gpt_oss.py:526-532; {MIXIN}", highest="L"),
+        "minimax_m2.MiniMaxM2Model": Loop(f"models/minimax_m2.py:403-411; {MIXIN}", highest="L"),
+        "deepseek_v2.DeepseekV2Model": Loop(  # before layer k as hidden_states + residual; k = L after the loop
+            "models/deepseek_v2.py:1545-1571, 1586-1587 (the setter keeps the ids as given: 1955-1956)",
+            highest="L", zero_crash="index 0: hidden_states + residual with residual None (TypeError)"),
+        "vllm.models.deepseek_v32.nvidia.model.DeepseekV32Model": Loop(  # before layer k; no capture after the loop
+            "vllm/models/deepseek_v32/nvidia/model.py:284-293 (k = 0: the embeddings, residual None), 295-323"),
+        "vllm.models.deepseek_v4.nvidia.model.DeepseekV4Model": Loop(  # k = idx + 1 after layer idx, mHC streams
+            "vllm/models/deepseek_v4/nvidia/model.py:993-1020 (the mean of the reconstructed hyper-connection "
+            "streams; k = 0 is never captured)", highest="L", lowest=1),
+    },
+}  # fmt: skip
+
+
+def archs() -> list[tuple[str, str]]:
+    """(architecture, family) for every architecture `targets.FAMILIES` names: the family picks the table's rows.
+    (kimi_k2 names no architecture of its own: its checkpoints are DeepseekV3ForCausalLM.)"""
     out = []
-    for arch in PROBED:
-        family = _family_of([arch], "")
-        assert family in FAMILIES, f"{arch}: not in targets.FAMILIES"
-        out.append((arch, family, "deepseek" if family.startswith(("deepseek", "kimi")) else "llama"))
+    for fam in FAMILIES.values():
+        for arch in fam.architectures:
+            family = _family_of([arch], "")
+            assert family in FAMILIES, f"{arch}: not in targets.FAMILIES"
+            out.append((arch, family))
     return sorted(out)
+
+
+def num_layers(family: str) -> int:
+    return 61 if family.startswith(("deepseek", "kimi")) else 32
 
 
 def id_lists(num_layers: int) -> list[list[int] | None]:
@@ -63,44 +124,50 @@ def id_lists(num_layers: int) -> list[list[int] | None]:
 
 
 def configs(engine: str, ids: list[int] | None) -> list[tuple[str, dict]]:
-    """The drafter configs that carry `ids`: SGLang reads the nested key only; vLLM readers differ by runner."""
+    """The drafter configs that carry `ids`: the nested key and the top-level one (SGLang reads only the nested
+    key, so a top-level list must give its default; vLLM's readers differ by runner)."""
     if ids is None:
         return [("no ids", {"architectures": ["LlamaForCausalLMEagle3"]})]
     nested = {
         "architectures": ["LlamaForCausalLMEagle3"],
         "eagle_config": {"eagle_aux_hidden_state_layer_ids": ids},
     }
-    if engine == "sglang":
-        return [("eagle_config.eagle_aux_hidden_state_layer_ids", nested)]
-    top = {"architectures": ["Eagle3Speculator"], "eagle_aux_hidden_state_layer_ids": ids}
+    top = {"architectures": ["Eagle3Speculator" if engine == "vllm" else "LlamaForCausalLMEagle3"],
+           "eagle_aux_hidden_state_layer_ids": ids}  # fmt: skip
     return [
         ("eagle_aux_hidden_state_layer_ids", top),
         ("eagle_config.eagle_aux_hidden_state_layer_ids", nested),
     ]
 
 
-def engine_taps(
-    engine: str, engine_class: str, captured: list[int], num_layers: int, ids: list[int] | None
-) -> tuple[list[int] | None, str]:
-    """What the forward loop captures for these indices: taps, or why the drafter does not get one state per id
-    (its fc is as wide as the ids it was trained with)."""
-    if engine == "sglang":
-        valid = range(0, num_layers)
-    elif engine_class == "deepseek":
-        if 0 in captured:
-            return None, "index 0: hidden_states + residual with residual None (TypeError)"
-        valid = range(1, num_layers + 1)
-    else:
-        valid = range(0, num_layers + 1)
-    if not captured:
+def read_indices(engine: str, entry: dict) -> list[int] | None:
+    """The indices the inner decoder's forward loop looks at: its list, or its per-layer flags."""
+    loop = LOOPS[engine].get(entry.get("inner") or "")
+    return entry.get("flags") if loop is not None and loop.reads == "flags" else entry.get("captured")
+
+
+def engine_taps(engine: str, entry: dict, num_layers: int) -> tuple[list[int] | None, str]:
+    """What the inner decoder's forward loop captures for the indices the engine left on it: taps, or why the
+    drafter does not get one state per id (its fc is as wide as the ids it was trained with)."""
+    if "error" in entry:
+        return None, entry["error"]
+    loop = LOOPS[engine].get(entry["inner"])
+    if loop is None:
+        return None, f"no forward loop read for {entry['inner']} (add it to engines/capture.py LOOPS)"
+    indices = read_indices(engine, entry)
+    if loop.zero_crash and 0 in indices:
+        return None, loop.zero_crash
+    if not indices:
         return None, "nothing captured"
-    outside = [i for i in captured if i not in valid]
+    top = num_layers if loop.highest == "L" else num_layers - 1
+    outside = [i for i in indices if not loop.lowest <= i <= top]
     if outside:
-        return None, f"index {outside[0]} is never captured (captures {valid.start}..{valid.stop - 1})"
-    wanted = len(ids) if ids else len(captured)
-    if len(set(captured)) < wanted:
-        return None, f"repeated index: {len(set(captured))} states for {wanted} ids"
-    return sorted(captured), ""
+        return None, f"index {outside[0]} is never captured (captures {loop.lowest}..{top})"
+    ids = entry.get("ids") if engine == "sglang" else entry.get("from_config")
+    wanted = len(ids) if ids else len(entry["captured"])
+    if len(set(indices)) < wanted:
+        return None, f"repeated index: {len(set(indices))} states for {wanted} ids"
+    return sorted(set(indices)), ""
 
 
 def run_probe(python: str, engine: str, cases: list[dict]) -> dict:
@@ -118,29 +185,24 @@ def run_probe(python: str, engine: str, cases: list[dict]) -> dict:
 def compare_capture(engine: str, python: str) -> dict:
     """Every (architecture, id list, config shape[, runner]): the engine's taps beside the table's."""
     cases, meta = [], []
-    for arch, family, engine_class in archs():
-        n = LAYERS[engine_class]
+    for arch, family in archs():
+        n = num_layers(family)
         for ids in id_lists(n):
             for shape, config in configs(engine, ids):
                 cases.append({"arch": arch, "num_layers": n, "config": config})
-                meta.append((arch, family, engine_class, n, ids, shape, config))
+                meta.append((arch, family, n, ids, shape, config))
     data = run_probe(python, engine, cases)
     version = data["version"]
     out = []
-    for (arch, family, engine_class, n, ids, shape, config), result in zip(
-        meta, data["results"], strict=True
-    ):
+    for (arch, family, n, ids, shape, config), result in zip(meta, data["results"], strict=True):
         runs = [("", result)] if engine == "sglang" else list(result.items())
         rows = {m.row.runner or "": m.row for m in rows_for(parse_spec(f"{engine}=={version}"), family)}
         for runner, entry in runs:
             row = rows.get(runner)
-            if "error" in entry:
-                e_taps, e_why = None, entry["error"]
-            else:
-                read = entry.get("ids") if engine == "sglang" else entry.get("from_config")
-                e_taps, e_why = engine_taps(engine, engine_class, entry["captured"], n, read)
+            e_taps, e_why = engine_taps(engine, entry, n)
             record = {"arch": arch, "num_layers": n, "ids": ids, "config_key": shape, "runner": runner or None,
-                      "engine_indices": entry.get("captured"), "engine_taps": e_taps, "engine_failure": e_why or None}  # fmt: skip
+                      "inner": entry.get("inner"), "engine_indices": read_indices(engine, entry),
+                      "engine_taps": e_taps, "engine_failure": e_why or None}  # fmt: skip
             if row is None:
                 record.update(table_row=None, agree=False, why="no table row for this version and class")
             else:

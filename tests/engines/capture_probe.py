@@ -1,118 +1,301 @@
-"""Call the engines' own capture functions on id lists; runs INSIDE an engine venv (no eaglewire there).
+"""Call the engines' own capture code on id lists; runs INSIDE an engine venv (no eaglewire there).
 
     python capture_probe.py REQUEST.json RESULT.json
 
 REQUEST: {"engine": "sglang" | "vllm", "cases": [{"arch": ..., "num_layers": L, "config": {drafter config}}]}.
-RESULT: per case, the layer indices the engine's code returns (`captured`) and which reader/default it used.
+RESULT: per case, which inner model class holds the forward loop (`inner`), the layer indices the engine's code left
+there for that loop to read, and which ids the engine read from the drafter config; or the engine's error.
 
-What runs is the engine's code; what is stood in is only the model object the method is bound to (no weights):
-- SGLang: `<Arch>.set_eagle3_layers_to_capture(self, ids)` from `sglang.srt.models.<module>`, bound to a stand-in
-  with `pp_group.is_last_rank`, `config.num_hidden_layers` and a `model` holding L layers (an inner
-  `<...>Model.set_eagle3_layers_to_capture` of the same module, e.g. Qwen3MoeModel, is bound and run too). The ids
-  come from the draft config the way `model_runner_components/spec_aux_hidden_state.py:184-196` reads them:
-  `eagle_config["eagle_aux_hidden_state_layer_ids"]`, any error meaning None.
-- vLLM: `GPUModelRunner._get_eagle3_aux_layers_from_config` (V1 runner) and
-  `v1/worker/gpu/spec_decode/eagle/eagle3_utils.get_eagle3_aux_layers_from_config` (MRV2) on a speculative
-  config whose draft hf_config is a transformers `PretrainedConfig` of the drafter config; when they return
-  nothing, `SupportsEagle3.get_eagle3_default_aux_hidden_state_layers` of the model class (models/interfaces.py),
-  then `EagleModelMixin._set_aux_hidden_state_layers` (sorted, unique).
+What runs is the engine's code, from its entry point down; what is stood in is only the model tree it is called on:
+an instance of the real model class (made without __init__, so no weights, kernels or process groups), whose inner
+decoder (`model`, or `language_model.model` for a wrapper) is an instance of the real inner class holding L empty
+layers. The real classes' methods (wrapper delegation, `set_eagle3_layers_to_capture`, `set_aux_hidden_state_layers`,
+the defaults) run unchanged. The inner class of each architecture is the one its __init__ builds (checked below: its
+name must appear in the source of the outer classes).
+
+- SGLang: `attention_backend_setup.configure_aux_hidden_state_capture` (what ModelRunner calls, :40-61), with the ids
+  read from the draft config the way `model_runner_components/spec_aux_hidden_state.py:184-196` reads them:
+  `eagle_config["eagle_aux_hidden_state_layer_ids"]`, any error meaning None. The target's config is what SGLang's
+  own loader (`utils/hf_transformers/config.py:get_config`) makes of a config.json with L layers. The pipeline group
+  is stated as last rank through the engine's own `get_parallel().override(pp_group=...)` (runtime_context.py:430).
+- vLLM: the V1 runner's `GPUModelRunner._setup_eagle3_aux_hidden_state_outputs` (gpu_model_runner.py:5169-5188) and
+  MRV2's `eagle3_utils.set_eagle3_aux_hidden_state_layers` (eagle3_utils.py:25-40), on a speculative config whose
+  draft hf_config is a transformers `PretrainedConfig` of the drafter config. Architectures resolve through vLLM's
+  registry; the two packages that pick an implementation by platform (vllm/models/deepseek_v32, deepseek_v4) are
+  imported at their CUDA branch (`nvidia/model.py`), the one a GPU server runs. vLLM runs on `CpuPlatform()`.
+  torchvision and mistral_common are not in the CPU venv: placeholders from stubs/ (import-time names only) let the
+  multimodal model files import; real packages win when installed.
 """
 
 from __future__ import annotations
 
+import functools
 import importlib
 import inspect
 import json
 import logging
 import os
 import sys
+import tempfile
+import types
+from pathlib import Path
 from types import SimpleNamespace
 from typing import Any
 
-SGLANG_MODULES = {
-    "LlamaForCausalLM": "llama", "MistralForCausalLM": "mistral", "Qwen2ForCausalLM": "qwen2",
-    "Qwen3ForCausalLM": "qwen3", "Qwen3MoeForCausalLM": "qwen3_moe", "DeepseekV2ForCausalLM": "deepseek_v2",
-    "DeepseekV3ForCausalLM": "deepseek_v2", "DeepseekV32ForCausalLM": "deepseek_v2",
-    "KimiK25ForConditionalGeneration": "kimi_k25",
+# architecture -> (module, inner decoder class, wrapper's text class or None, the config the outer class keeps)
+# ("top": the loaded config, "text": its text_config, as the outer __init__ does). Modules are the registry's
+# (each file's EntryClass); a None inner class: the model has no EAGLE-3 entry point, nothing is built.
+SGLANG: dict[str, tuple[str, str | None, str | None, str]] = {
+    "LlamaForCausalLM": ("llama", "llama.LlamaModel", None, "top"),
+    "MistralForCausalLM": ("mistral", "llama.LlamaModel", None, "top"),
+    "Mistral3ForConditionalGeneration": ("mistral", None, None, "top"),
+    "Llama4ForCausalLM": ("llama4", "llama4.Llama4Model", None, "top"),
+    "Llama4ForConditionalGeneration": ("mllama4", "llama4.Llama4Model", "llama4.Llama4ForCausalLM", "top"),
+    "Qwen2ForCausalLM": ("qwen2", "qwen2.Qwen2Model", None, "top"),
+    "Qwen2_5_VLForConditionalGeneration": ("qwen2_5_vl", "qwen2.Qwen2Model", None, "top"),
+    "Qwen2VLForConditionalGeneration": ("qwen2_vl", "qwen2.Qwen2Model", None, "top"),
+    "Qwen3ForCausalLM": ("qwen3", "qwen3.Qwen3Model", None, "top"),
+    "Qwen3MoeForCausalLM": ("qwen3_moe", "qwen3_moe.Qwen3MoeModel", None, "top"),
+    "Qwen3NextForCausalLM": ("qwen3_next", "qwen3_next.Qwen3NextModel", None, "top"),
+    "Qwen3VLForConditionalGeneration": ("qwen3_vl", "qwen3_vl.Qwen3LLMModel", None, "top"),
+    "Qwen3VLMoeForConditionalGeneration": ("qwen3_vl_moe", "qwen3_vl_moe.Qwen3MoeLLMModel", None, "text"),
+    "GptOssForCausalLM": ("gpt_oss", "gpt_oss.GptOssModel", None, "top"),
+    "DeepseekV2ForCausalLM": ("deepseek_v2", "deepseek_v2.DeepseekV2Model", None, "top"),
+    "DeepseekV3ForCausalLM": ("deepseek_v2", "deepseek_v2.DeepseekV2Model", None, "top"),
+    "DeepseekV32ForCausalLM": ("deepseek_v2", "deepseek_v2.DeepseekV2Model", None, "top"),
+    "DeepseekV4ForCausalLM": ("deepseek_v4", None, None, "top"),
+    "KimiK25ForConditionalGeneration": ("kimi_k25", "deepseek_v2.DeepseekV2Model",
+                                        "deepseek_v2.DeepseekV3ForCausalLM", "top"),
+    "Glm4MoeForCausalLM": ("glm4_moe", "glm4_moe.Glm4MoeModel", None, "top"),
+    "MiniMaxM2ForCausalLM": ("minimax_m2", "minimax_m2.MiniMaxM2Model", None, "top"),
+}  # fmt: skip
+
+# architecture -> (inner decoder class, wrapper's text class or None); modules under vllm.model_executor.models
+# unless dotted from vllm. The registry gives the outer class. Mistral3's text model comes from its text_config
+# (init_vllm_registered_model); for a Mistral-format text config that is MistralForCausalLM.
+VLLM: dict[str, tuple[str | None, str | None]] = {
+    "LlamaForCausalLM": ("llama.LlamaModel", None),
+    "MistralForCausalLM": ("mistral.MistralModel", None),
+    "Mistral3ForConditionalGeneration": ("mistral.MistralModel", "mistral.MistralForCausalLM"),
+    "Llama4ForCausalLM": ("llama4.Llama4Model", None),
+    "Llama4ForConditionalGeneration": ("llama4.Llama4Model", "llama4.Llama4ForCausalLM"),
+    "Qwen2ForCausalLM": ("qwen2.Qwen2Model", None),
+    "Qwen2_5_VLForConditionalGeneration": ("qwen2.Qwen2Model", "qwen2.Qwen2ForCausalLM"),
+    "Qwen2VLForConditionalGeneration": (None, None),
+    "Qwen3ForCausalLM": ("qwen3.Qwen3Model", None),
+    "Qwen3MoeForCausalLM": ("qwen3_moe.Qwen3MoeModel", None),
+    "Qwen3NextForCausalLM": ("qwen3_next.Qwen3NextModel", None),
+    "Qwen3VLForConditionalGeneration": ("qwen3_vl.Qwen3LLMModel", "qwen3_vl.Qwen3LLMForCausalLM"),
+    "Qwen3VLMoeForConditionalGeneration": ("qwen3_vl_moe.Qwen3MoeLLMModel", "qwen3_vl_moe.Qwen3MoeLLMForCausalLM"),
+    "GptOssForCausalLM": ("gpt_oss.GptOssModel", None),
+    "DeepseekV2ForCausalLM": ("deepseek_v2.DeepseekV2Model", None),
+    "DeepseekV3ForCausalLM": ("deepseek_v2.DeepseekV2Model", None),
+    "DeepseekV32ForCausalLM": ("vllm.models.deepseek_v32.nvidia.model.DeepseekV32Model", None),
+    "DeepseekV4ForCausalLM": ("vllm.models.deepseek_v4.nvidia.model.DeepseekV4Model", None),
+    "KimiK25ForConditionalGeneration": ("deepseek_v2.DeepseekV2Model", "deepseek_v2.DeepseekV2ForCausalLM"),
+    "Glm4MoeForCausalLM": (None, None),
+    "MiniMaxM2ForCausalLM": ("minimax_m2.MiniMaxM2Model", None),
+}  # fmt: skip
+CUDA_BRANCH = {"vllm.models.deepseek_v32": "nvidia.model", "vllm.models.deepseek_v4": "nvidia.model"}
+
+
+def _class(path: str, package: str) -> type:
+    module, _, name = path.rpartition(".")
+    if not module.startswith(("vllm.", "sglang.")):
+        module = f"{package}.{module}"
+    return getattr(importlib.import_module(module), name)
+
+
+def _bare(cls: type, **attrs: Any):
+    """An instance of the real class without its __init__ (no weights, kernels or process groups)."""
+    import torch
+
+    obj = cls.__new__(cls)
+    torch.nn.Module.__init__(obj)
+    for key, value in attrs.items():
+        setattr(obj, key, value)
+    return obj
+
+
+def _decoder(cls: type, num_layers: int):
+    """The inner decoder with L empty layers, the attributes its capture code reads set as its __init__ sets them."""
+    import torch
+
+    layers = torch.nn.ModuleList(torch.nn.Module() for _ in range(num_layers))
+    return _bare(cls, layers=layers, start_layer=0, end_layer=num_layers, layers_to_capture=[],
+                 aux_hidden_state_layers=())  # fmt: skip
+
+
+@functools.cache
+def _check_builds(inner: type, *owners: type) -> None:
+    """The inner class named in the tables above is one an outer class's code builds (a typo would test nothing)."""
+    text = "".join(
+        inspect.getsource(k) for o in owners for k in o.__mro__ if k.__module__.startswith(("sglang", "vllm"))
+    )
+    assert inner.__name__ in text, f"{inner.__name__} is not built by {[o.__name__ for o in owners]}"
+
+
+def _qualname(cls: type, package: str) -> str:
+    return cls.__module__.removeprefix(package + ".") + "." + cls.__name__
+
+
+# ---- SGLang ----------------------------------------------------------------------------------------------------
+
+_SGLANG_CONFIGS: dict[tuple[str, int], Any] = {}
+
+
+def _sglang_config(arch: str, num_layers: int):
+    """SGLang's own loader on a config.json with L layers (it copies a wrapper's text keys to the top level)."""
+    from sglang.srt.utils.hf_transformers.config import get_config
+
+    key = (arch, num_layers)
+    if key not in _SGLANG_CONFIGS:
+        model_type, wrapped = _MODEL_TYPES[arch]
+        cfg: dict[str, Any] = {"architectures": [arch], "model_type": model_type}
+        if wrapped:
+            cfg["text_config"] = {"num_hidden_layers": num_layers}
+        else:
+            cfg["num_hidden_layers"] = num_layers
+        with tempfile.TemporaryDirectory() as tmp:
+            Path(tmp, "config.json").write_text(json.dumps(cfg))
+            _SGLANG_CONFIGS[key] = get_config(tmp, trust_remote_code=False)
+    return _SGLANG_CONFIGS[key]
+
+
+# the target config.json an architecture is served from: (model_type, text model under text_config)
+_MODEL_TYPES = {
+    "LlamaForCausalLM": ("llama", False), "MistralForCausalLM": ("mistral", False),
+    "Mistral3ForConditionalGeneration": ("mistral3", True), "Llama4ForCausalLM": ("llama4_text", False),
+    "Llama4ForConditionalGeneration": ("llama4", True), "Qwen2ForCausalLM": ("qwen2", False),
+    "Qwen2_5_VLForConditionalGeneration": ("qwen2_5_vl", True), "Qwen2VLForConditionalGeneration": ("qwen2_vl", True),
+    "Qwen3ForCausalLM": ("qwen3", False), "Qwen3MoeForCausalLM": ("qwen3_moe", False),
+    "Qwen3NextForCausalLM": ("qwen3_next", False), "Qwen3VLForConditionalGeneration": ("qwen3_vl", True),
+    "Qwen3VLMoeForConditionalGeneration": ("qwen3_vl_moe", True), "GptOssForCausalLM": ("gpt_oss", False),
+    "DeepseekV2ForCausalLM": ("deepseek_v2", False), "DeepseekV3ForCausalLM": ("deepseek_v3", False),
+    "DeepseekV32ForCausalLM": ("deepseek_v32", False), "DeepseekV4ForCausalLM": ("deepseek_v4", False),
+    "KimiK25ForConditionalGeneration": ("kimi_k25", True), "Glm4MoeForCausalLM": ("glm4_moe", False),
+    "MiniMaxM2ForCausalLM": ("minimax_m2", False),
 }  # fmt: skip
 
 
-def _stand_in_model(num_layers: int, module: Any, arch: str) -> SimpleNamespace:
-    """The inner model (`model` attribute): L layers; its own set_eagle3_layers_to_capture when the module's inner
-    model class has one (e.g. Qwen3MoeModel, inherited from Qwen2MoeModel), bound and run for real."""
-    model = SimpleNamespace(layers=[SimpleNamespace() for _ in range(num_layers)], layers_to_capture=[])
-    inner = getattr(module, arch.replace("ForCausalLM", "Model"), None)
-    method = getattr(inner, "set_eagle3_layers_to_capture", None) if inspect.isclass(inner) else None
-    if method is not None:
-        model.set_eagle3_layers_to_capture = method.__get__(model)
-    return model
-
-
 def _sglang_case(case: dict) -> dict:
+    from sglang.srt.model_executor.model_runner_components.attention_backend_setup import (
+        configure_aux_hidden_state_capture,
+    )
+    from sglang.srt.runtime_context import get_parallel
+
     arch, num_layers, config = case["arch"], case["num_layers"], case["config"]
-    module = importlib.import_module(f"sglang.srt.models.{SGLANG_MODULES[arch]}")
+    module_name, inner_path, text_path, keeps = SGLANG[arch]
+    package = "sglang.srt.models"
+    module = importlib.import_module(f"{package}.{module_name}")
     cls = getattr(module, arch)
+    entries = module.EntryClass if isinstance(module.EntryClass, list) else [module.EntryClass]
+    assert cls in entries, f"{arch} is not an EntryClass of {module_name}.py"
     try:  # spec_aux_hidden_state.py:187-196
         ids = config["eagle_config"]["eagle_aux_hidden_state_layer_ids"]
     except Exception:
         ids = None
-    text = SimpleNamespace(num_hidden_layers=num_layers)
-    stand_in = SimpleNamespace(pp_group=SimpleNamespace(is_last_rank=True), config=text,
-                               model=_stand_in_model(num_layers, module, arch))  # fmt: skip
-    if (
-        arch == "KimiK25ForConditionalGeneration"
-    ):  # kimi_k25.py:928-939 delegates to its DeepSeek-V3 text model
-        from sglang.srt.models.deepseek_v2 import DeepseekV3ForCausalLM
-
-        language = SimpleNamespace(pp_group=stand_in.pp_group, config=text, model=stand_in.model)
-        language.set_eagle3_layers_to_capture = DeepseekV3ForCausalLM.set_eagle3_layers_to_capture.__get__(
-            language
-        )
-        stand_in.language_model = language
-    out: dict[str, Any] = {"ids": ids, "function": f"{cls.__module__}.{arch}.set_eagle3_layers_to_capture"}
+    out: dict[str, Any] = {"ids": ids, "inner": None}
+    last = SimpleNamespace(is_last_rank=True, is_first_rank=True, world_size=1)
     try:
-        cls.set_eagle3_layers_to_capture(stand_in, None if ids is None else list(ids))
-        out["captured"] = list(stand_in.model.layers_to_capture)
+        loaded = _sglang_config(arch, num_layers)
+        text_config = getattr(loaded, "text_config", loaded)
+        model = _bare(cls, pp_group=last, config=text_config if keeps == "text" else loaded)
+        inner = None
+        if inner_path is not None:
+            inner_cls = _class(inner_path, package)
+            inner = _decoder(inner_cls, num_layers)
+            out["inner"] = _qualname(inner_cls, package)
+            if text_path is None:
+                _check_builds(inner_cls, cls)
+                model.model = inner
+            else:
+                text_cls = _class(text_path, package)
+                _check_builds(text_cls, cls)
+                _check_builds(inner_cls, text_cls)
+                model.language_model = _bare(text_cls, pp_group=last, config=text_config, model=inner)
+        with get_parallel().override(pp_group=last):
+            configure_aux_hidden_state_capture(
+                model=model, eagle_use_aux_hidden_state=True, eagle_aux_hidden_state_layer_ids=ids,
+                dflash_use_aux_hidden_state=False, dflash_target_layer_ids=None, is_dspark=False,
+            )  # fmt: skip
+        out["captured"] = list(inner.layers_to_capture)
+        out["flags"] = [
+            i for i, layer in enumerate(inner.layers) if getattr(layer, "_is_layer_to_capture", False)
+        ]
     except Exception as exc:
         out["error"] = f"{type(exc).__name__}: {exc}"
     return out
 
 
+# ---- vLLM ------------------------------------------------------------------------------------------------------
+
+
+@functools.cache
+def _vllm_class(arch: str) -> type:
+    from vllm.model_executor.models.registry import _VLLM_MODELS  # what vLLM resolves architectures with
+
+    module_name, cls_name = _VLLM_MODELS[arch]
+    if module_name in CUDA_BRANCH:
+        module_name = f"{module_name}.{CUDA_BRANCH[module_name]}"
+    prefix = "" if "." in module_name else "vllm.model_executor.models."
+    return getattr(importlib.import_module(prefix + module_name), cls_name)
+
+
+def _vllm_model(arch: str, num_layers: int):
+    package = "vllm.model_executor.models"
+    cls = _vllm_class(arch)
+    inner_path, text_path = VLLM[arch]
+    model = _bare(cls)
+    if inner_path is None:
+        return model, None, None
+    inner_cls = _class(inner_path, package)
+    inner = _decoder(inner_cls, num_layers)
+    if text_path is None:
+        _check_builds(inner_cls, cls)
+        model.model = inner
+    else:
+        text_cls = _class(text_path, package)
+        _check_builds(inner_cls, text_cls)
+        model.language_model = _bare(text_cls, model=inner)
+        model._language_model_names = [
+            "language_model"
+        ]  # what _mark_language_model records (interfaces.py:313-345)
+    return model, inner, _qualname(inner_cls, package)
+
+
 def _vllm_case(case: dict) -> dict:
     from transformers import PretrainedConfig
-    from vllm.model_executor.models.interfaces import EagleModelMixin, SupportsEagle3
-    from vllm.v1.worker.gpu.spec_decode.eagle.eagle3_utils import get_eagle3_aux_layers_from_config
+    from vllm.v1.worker.gpu.spec_decode.eagle.eagle3_utils import (
+        get_eagle3_aux_layers_from_config,
+        set_eagle3_aux_hidden_state_layers,
+    )
     from vllm.v1.worker.gpu_model_runner import GPUModelRunner
 
     arch, num_layers, config = case["arch"], case["num_layers"], case["config"]
-    hf_config = PretrainedConfig(**config)
-    spec = SimpleNamespace(draft_model_config=SimpleNamespace(hf_config=hf_config))
-    readers = {
-        "v1": lambda: GPUModelRunner._get_eagle3_aux_layers_from_config(
-            SimpleNamespace(speculative_config=spec)
-        ),
-        "mrv2": lambda: get_eagle3_aux_layers_from_config(spec),
-    }
-    from vllm.model_executor.models.registry import (
-        _VLLM_MODELS,  # the registry vLLM resolves architectures with
-    )
+    spec = SimpleNamespace(draft_model_config=SimpleNamespace(hf_config=PretrainedConfig(**config)))
 
-    module_name, cls_name = _VLLM_MODELS[arch]
-    prefix = "" if "." in module_name else "vllm.model_executor.models."
-    cls = getattr(importlib.import_module(prefix + module_name), cls_name)
-    default_fn = getattr(cls, "get_eagle3_default_aux_hidden_state_layers", None)
+    def v1(model):
+        runner = SimpleNamespace(use_aux_hidden_state_outputs=True, speculative_config=spec, model=model,
+                                 get_model=lambda: model)  # fmt: skip
+        runner._get_eagle3_aux_layers_from_config = types.MethodType(
+            GPUModelRunner._get_eagle3_aux_layers_from_config, runner
+        )
+        GPUModelRunner._setup_eagle3_aux_hidden_state_outputs(runner)
+        return runner._get_eagle3_aux_layers_from_config()
+
+    def mrv2(model):
+        set_eagle3_aux_hidden_state_layers(model, spec)
+        return get_eagle3_aux_layers_from_config(spec)
+
     out: dict[str, Any] = {}
-    for runner, read in readers.items():
-        entry: dict[str, Any] = {}
+    for runner, run in (("v1", v1), ("mrv2", mrv2)):
+        entry: dict[str, Any] = {"inner": None}
         try:
-            layers = read()
-            entry["from_config"] = None if layers is None else list(layers)
-            if not layers:
-                stand_in = SimpleNamespace(model=SimpleNamespace(layers=[None] * num_layers))
-                layers = (default_fn or SupportsEagle3.get_eagle3_default_aux_hidden_state_layers)(stand_in)
-            holder = SimpleNamespace(_cache_aux_pp_layout=lambda: None)
-            EagleModelMixin._set_aux_hidden_state_layers(holder, tuple(layers))
-            entry["captured"] = list(holder.aux_hidden_state_layers)
+            model, inner, entry["inner"] = _vllm_model(arch, num_layers)
+            read = run(model)
+            entry["from_config"] = None if read is None else list(read)
+            entry["captured"] = list(inner.aux_hidden_state_layers)
         except Exception as exc:
             entry["error"] = f"{type(exc).__name__}: {exc}"
         out[runner] = entry
@@ -123,6 +306,7 @@ def main(request_path: str, result_path: str) -> int:
     with open(request_path) as f:
         request = json.load(f)
     logging.disable(logging.WARNING)
+    sys.path.append(str(Path(__file__).with_name("stubs")))  # after site-packages: a real install wins
     engine = request["engine"]
     one = _sglang_case if engine == "sglang" else _vllm_case
     if engine == "vllm":

@@ -87,8 +87,8 @@ CAPTURE_OUT = Path(__file__).with_name("capture_oracle.json")
 
 def capture_json(results: list[dict]) -> str:
     """One line per case (columns named once): small enough to commit, and diffs by case."""
-    columns = ["arch", "num_layers", "config_key", "runner", "ids", "engine_indices", "engine_taps", "engine_failure",
-               "table_row", "table_taps", "table_failure", "agree"]  # fmt: skip
+    columns = ["arch", "num_layers", "config_key", "runner", "ids", "inner", "engine_indices", "engine_taps",
+               "engine_failure", "table_row", "table_taps", "table_failure", "agree"]  # fmt: skip
     lines = ['{"columns": ' + json.dumps(columns) + ', "engines": [']
     for i, run in enumerate(results):
         lines.append(f'{{"engine": "{run["engine"]}", "version": "{run["version"]}", "cases": [')

@@ -15,11 +15,12 @@ MODEL_FILES: dict[str, dict[str, str]] = {
         "llama4": "llama4",
         "qwen2": "qwen2",
         "qwen2_5_vl": "qwen2_5_vl",
+        "qwen2_vl": "qwen2_vl",
         "qwen3": "qwen3",
         "qwen3_moe": "qwen3_moe",
         "qwen3_next": "qwen3_next",
         "qwen3_vl": "qwen3_vl",
-        "qwen3_vl_moe": "qwen3_vl",
+        "qwen3_vl_moe": "qwen3_vl_moe",  # qwen3_vl.py's setter on qwen3_vl_moe.py's decoder (Qwen2MoeModel's flags)
         "gpt_oss": "gpt_oss",
         "deepseek_v2": "deepseek_v2",
         "deepseek_v3": "deepseek_v2",
@@ -37,6 +38,7 @@ MODEL_FILES: dict[str, dict[str, str]] = {
         "llama4": "llama4",
         "qwen2": "qwen2",
         "qwen2_5_vl": "qwen2_5_vl",
+        "qwen2_vl": "qwen2_vl",
         "qwen3": "qwen3",
         "qwen3_moe": "qwen3_moe",
         "qwen3_next": "qwen3_next",
@@ -45,7 +47,8 @@ MODEL_FILES: dict[str, dict[str, str]] = {
         "gpt_oss": "gpt_oss",
         "deepseek_v2": "deepseek_v2",
         "deepseek_v3": "deepseek_v3",
-        "deepseek_v32": "deepseek_v3",
+        "deepseek_v32": "deepseek_v32",  # on CUDA vllm/models/deepseek_v32/nvidia/model.py, its own decoder
+        "deepseek_v4": "deepseek_v4",  # on CUDA vllm/models/deepseek_v4/nvidia/model.py
         "kimi_k2": "deepseek_v3",
         "kimi_k25": "kimi_k25",
         "glm4_moe": "glm4_moe",

@@ -13,6 +13,8 @@ bracketed by the releases where the code changed. Facts every row shares:
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 from eaglewire.conventions.model import NESTED, Convention, Rule
 
 TYPE_ERROR = "layer 0 computes hidden_states + residual with residual None: TypeError at the first forward"
@@ -32,6 +34,11 @@ EMPTY = (
 )
 PACKER = (
     "RuntimeError 'captured N of 3 aux hidden states' at the first forward (AuxHiddenStatePacker.finalize)"
+)
+QWEN3_VL_DEFAULT = (
+    "the default-id path reads num_hidden_layers from the wrapper's config; SGLang's loader copies the text "
+    "config's keys there (utils/hf_transformers/config.py:258-267 @0.5.23), so the default works at 0.5.23 "
+    "(engine oracle, tests/engines)"
 )
 READ = "sglang wheels from PyPI, srt/ paths; capture code grouped by identical text across releases"
 
@@ -172,14 +179,19 @@ ROWS: tuple[Convention, ...] = (
     row("sglang-qwen3-next-0.5.11+", ">=0.5.11", ("qwen3_next",), Rule.PLUS_ONE,
         "models/qwen3_next.py:954-957, 988-994, 1286-1301 @0.5.23", h0=None, hl_crash=INDEX_ERROR),
     # ---- qwen3_vl.py / qwen3_vl_moe.py (Qwen3-VL): from 0.5.11 (sglang PR #22230)
-    unsupported("sglang-qwen3-vl-<0.5.11", ">=0.5.3,<0.5.11", ("qwen3_vl",),
+    unsupported("sglang-qwen3-vl-<0.5.11", ">=0.5.3,<0.5.11", ("qwen3_vl", "qwen3_vl_moe"),
                 "SGLang 0.5.3-0.5.10: Qwen3VL(Moe)ForConditionalGeneration has no set_eagle3_layers_to_capture "
                 "(AttributeError; users patched qwen3_vl.py, SpecForge#310)",
                 "models/qwen3_vl.py:998-1006, qwen3_vl_moe.py:97-103 @0.5.10"),
     row("sglang-qwen3-vl-0.5.11+", ">=0.5.11", ("qwen3_vl",), Rule.PLUS_ONE,
         "models/qwen3_vl.py:1111-1113, 1398-1409 @0.5.11; 1229-1262, 1777-1795 @0.5.23", h0=None,
-        notes=("dense Qwen3-VL: the default-id path reads num_hidden_layers from the top-level config, which has "
-               "none (likely AttributeError; set the ids explicitly)",)),
+        notes=(QWEN3_VL_DEFAULT,)),
+    # Qwen3-VL-MoE: the same setter hands the ids to Qwen3MoeLLMModel, whose inherited Qwen2MoeModel setter flags
+    # layers[i] (id L-1 -> layers[L]: IndexError); its forward loop reads the list. Read at 0.5.23 only.
+    replace(row("sglang-qwen3-vl-moe-0.5.11+", ">=0.5.11", ("qwen3_vl_moe",), Rule.PLUS_ONE,
+                "models/qwen3_vl.py:1777-1795, qwen3_vl_moe.py:44, 106-136, 197-205, qwen2_moe.py:1153-1156 @0.5.23 "
+                "(engine oracle, tests/engines)", h0=None, hl_crash=INDEX_ERROR, notes=(QWEN3_VL_DEFAULT,)),
+            checked=("0.5.23",)),
     # ---- gpt_oss.py (gpt-oss): +1 until 0.5.16; from 0.5.17 raw when max(ids) == L (sglang #32226, PR #32334)
     unsupported("sglang-gpt-oss-<0.5.1", ">=0.4.5,<0.5.1", ("gpt_oss",),
                 "SGLang < 0.5.1 has no gpt_oss.py", "gpt_oss.py absent before 0.5.1"),
@@ -243,4 +255,10 @@ ROWS: tuple[Convention, ...] = (
     unsupported("sglang-mistral3", ">=0.5.5", ("mistral3",),
                 "SGLang has no EAGLE-3 for Mistral3ForConditionalGeneration (llava.py has no set_eagle3_layers_to_capture)",
                 "models/mistral.py:94, llava.py @0.5.23"),
+    replace(unsupported("sglang-qwen2-vl", ">=0.4.5", ("qwen2_vl",),
+                        "SGLang has no EAGLE-3 for Qwen2VLForConditionalGeneration: ValueError 'does not implement "
+                        "set_eagle3_layers_to_capture' at startup (read at 0.5.23 only)",
+                        "models/qwen2_vl.py:425 (no set_eagle3_layers_to_capture); model_runner_components/"
+                        "attention_backend_setup.py:54-61 @0.5.23 (engine oracle, tests/engines)"),
+            checked=("0.5.23",)),
 )  # fmt: skip

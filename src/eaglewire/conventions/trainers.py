@@ -14,7 +14,7 @@ from eaglewire.conventions.model import NESTED, TOP, Convention, IdSource, Rule
 
 # SpecForge captures through SGLang's model files: the +1 ones, and deepseek_v2.py's (first-id rule from 0.5.13).
 SGL_PLUS_ONE_MODELS = ("llama", "llama4", "qwen2", "qwen2_5_vl", "qwen3", "qwen3_moe", "qwen3_next", "qwen3_vl",
-                       "glm4_moe", "minimax_m2", "gpt_oss")  # fmt: skip
+                       "qwen3_vl_moe", "glm4_moe", "minimax_m2", "gpt_oss")  # fmt: skip
 SGL_DEEPSEEK = ("deepseek_v2", "kimi_k25")
 ANGELSLIM_IDS = IdSource("aux_hidden_states_layer_ids")  # AngelSlim's own key: no engine reads it
 

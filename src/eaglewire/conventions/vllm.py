@@ -40,88 +40,61 @@ VLLM_SRC = (
 )
 
 
-ROWS_0_33: tuple[Convention, ...] = (
-    # ---- vLLM 0.33: F(v) = v; V1 runner reads top-level then eagle_config; MRV2 never reads the nested ids.
-    Convention(
-        key="vllm-llama-mrv2-0.33",
-        framework="vllm",
-        role="serve",
-        versions="==0.33.*",
-        checked=("0.33.0",),
-        models=VLLM_MIXIN_MODELS,
-        runner="mrv2",
-        default_runner=True,
-        id_sources=(TOP, DFLASH, NESTED_LAYER_IDS),
-        rule=Rule.RAW,
-        default="2,L//2,L-3",
-        default_rule=Rule.RAW,
-        lowest_tap=0,
-        highest_tap="L",
-        h0_crash=None,
-        reads_speculators_format=True,
-        source=VLLM_SRC + "; config/vllm.py:731-767 (MRV2 is the default on GPU)",
-        notes=("MRV2 does NOT read eagle_config.eagle_aux_hidden_state_layer_ids",),
-    ),
-    Convention(
-        key="vllm-llama-v1-0.33",
-        framework="vllm",
-        role="serve",
-        versions="==0.33.*",
-        checked=("0.33.0",),
-        models=VLLM_MIXIN_MODELS,
-        runner="v1",
-        default_runner=False,
-        id_sources=(TOP, NESTED, DFLASH),
-        rule=Rule.RAW,
-        default="2,L//2,L-3",
-        default_rule=Rule.RAW,
-        lowest_tap=0,
-        highest_tap="L",
-        h0_crash=None,
-        reads_speculators_format=True,
-        source=VLLM_SRC,
-    ),
-    Convention(
-        key="vllm-deepseek-mrv2-0.33",
-        framework="vllm",
-        role="serve",
-        versions="==0.33.*",
-        checked=("0.33.0",),
-        models=VLLM_DEEPSEEK,
-        runner="mrv2",
-        default_runner=True,
-        id_sources=(TOP, DFLASH, NESTED_LAYER_IDS),
-        rule=Rule.RAW,
-        default="2,L//2,L-3",
-        default_rule=Rule.RAW,
-        lowest_tap=1,
-        highest_tap="L",
-        h0_crash="DeepseekV2Model computes hidden_states + residual with residual None at index 0: TypeError",
-        reads_speculators_format=True,
-        source="vllm 0.33.0 models/deepseek_v2.py:1525, 1545-1571, 1586-1587; kimi_k25.py:376-380; "
-        + VLLM_SRC,
-        notes=("MRV2 does NOT read eagle_config.eagle_aux_hidden_state_layer_ids",),
-    ),
-    Convention(
-        key="vllm-deepseek-v1-0.33",
-        framework="vllm",
-        role="serve",
-        versions="==0.33.*",
-        checked=("0.33.0",),
-        models=VLLM_DEEPSEEK,
-        runner="v1",
-        default_runner=False,
-        id_sources=(TOP, NESTED, DFLASH),
-        rule=Rule.RAW,
-        default="2,L//2,L-3",
-        default_rule=Rule.RAW,
-        lowest_tap=1,
-        highest_tap="L",
-        h0_crash="DeepseekV2Model computes hidden_states + residual with residual None at index 0: TypeError",
-        reads_speculators_format=True,
-        source="vllm 0.33.0 models/deepseek_v2.py:1525, 1545-1571, 1586-1587; " + VLLM_SRC,
-    ),
+def _rows_0_33(
+    name: str,
+    models: tuple[str, ...],
+    source: str,
+    *,
+    lowest: int = 0,
+    highest: str = "L",
+    h0_crash: str | None = None,
+    missing_crash: str | None = None,
+    notes: tuple[str, ...] = (),
+) -> tuple[Convention, ...]:
+    """The MRV2 (default on GPU) and V1 rows of one decoder at 0.33: F(v) = v; V1 reads top-level then
+    eagle_config; MRV2 never reads the nested ids. What differs by decoder is which taps its loop reaches."""
+    mrv2_note = "MRV2 does NOT read eagle_config.eagle_aux_hidden_state_layer_ids"
+    out = []
+    for runner, ids, extra, more in (
+        (
+            "mrv2",
+            (TOP, DFLASH, NESTED_LAYER_IDS),
+            "; config/vllm.py:731-767 (MRV2 is the default on GPU)",
+            (mrv2_note,),
+        ),
+        ("v1", (TOP, NESTED, DFLASH), "", ()),
+    ):
+        out.append(Convention(
+            key=f"vllm-{name}-{runner}-0.33", framework="vllm", role="serve", versions="==0.33.*", checked=("0.33.0",),
+            models=models, runner=runner, default_runner=runner == "mrv2", id_sources=ids, rule=Rule.RAW,
+            default="2,L//2,L-3", default_rule=Rule.RAW, lowest_tap=lowest, highest_tap=highest, h0_crash=h0_crash,
+            missing_crash=missing_crash, reads_speculators_format=True,
+            source=f"vllm 0.33.0 {source}; {VLLM_SRC}{extra}", notes=(*more, *notes),
+        ))  # fmt: skip
+    return tuple(out)
+
+
+DEEPSEEK_TYPE_ERROR = (
+    "DeepseekV2Model computes hidden_states + residual with residual None at index 0: TypeError"
 )
+FEWER = "fewer aux states than ids: the drafter's fc input width no longer matches (a shape error downstream)"
+ROWS_0_33: tuple[Convention, ...] = (
+    *_rows_0_33("llama", VLLM_MIXIN_MODELS, "models/interfaces.py:1639-1648 (EagleModelMixin)"),
+    *_rows_0_33("deepseek", VLLM_DEEPSEEK, "models/deepseek_v2.py:1525, 1545-1571, 1586-1587, 1955-1956; "
+                "kimi_k25.py:376-380, 470-471", lowest=1, h0_crash=DEEPSEEK_TYPE_ERROR),
+    # DeepSeek-V3.2 on CUDA: vllm/models/deepseek_v32/__init__.py:17-21 picks nvidia/model.py, whose
+    # DeepseekV32Model captures before layer k (k = 0: the embeddings, residual None) and never after the loop.
+    *_rows_0_33("deepseek-v32", ("deepseek_v32",), "vllm/models/deepseek_v32/__init__.py:17-21, nvidia/model.py:"
+                "169, 284-323, 432-438 (engine oracle, tests/engines)", highest="L-1", missing_crash=FEWER,
+                notes=("id L (the last layer's output) is never captured on CUDA: the DSA decoder has no "
+                       "end-layer capture (the generic deepseek_v2.py one has)",)),
+    # DeepSeek-V4 on CUDA: nvidia/model.py captures id idx+1 after layer idx as the mean of the reconstructed
+    # hyper-connection streams; id 0 (the embeddings) is never captured.
+    *_rows_0_33("deepseek-v4", ("deepseek_v4",), "vllm/models/deepseek_v4/__init__.py:40-49, nvidia/model.py:"
+                "811, 993-1020 (engine oracle, tests/engines)", lowest=1, missing_crash=FEWER,
+                notes=("a tap is the mean of the mHC streams reconstructed after the layer (mhc_post), not one "
+                       "residual stream",)),
+)  # fmt: skip
 
 
 # ---- the facts behind the generated rows -------------------------------------------------------------------
@@ -188,11 +161,16 @@ GROUPS: tuple[Group, ...] = (
           MIXIN, "0.29.0"),
     Group("deepseek_v2", ("deepseek_v2",), "0.18.0", "vLLM < 0.18.0: DeepSeek targets have no EAGLE-3 (gate until "
           "0.16, no interface in 0.17)", DEEPSEEK, "0.24.0"),
-    Group("deepseek_v3", ("deepseek_v3", "kimi_k25"), "0.18.0", "vLLM < 0.18.0: DeepSeek-V3/Kimi targets have no "
+    Group("deepseek_v3", ("deepseek_v3", "deepseek_v32", "kimi_k25"), "0.18.0", "vLLM < 0.18.0: DeepSeek-V3/Kimi targets have no "
           "EAGLE-3 (model_type gate until 0.16, no interface in 0.17)", DEEPSEEK, "0.29.0"),
 )  # fmt: skip
 NEVER = (("glm4_moe", "vLLM (through 0.33.0) has no EAGLE-3 for Glm4MoeForCausalLM (no SupportsEagle3)",
-          "models/glm4_moe.py:534 @0.33.0"),)  # fmt: skip
+          "models/glm4_moe.py:534 @0.33.0", READ[2:]),
+         ("qwen2_vl", "vLLM has no EAGLE-3 for Qwen2VLForConditionalGeneration (no SupportsEagle3): RuntimeError "
+          "'Model does not support EAGLE3 interface' at load (read at 0.33.0 only)",
+          "models/qwen2_vl.py (no SupportsEagle3); v1/worker/gpu_model_runner.py:5173-5177, "
+          "v1/worker/gpu/spec_decode/eagle/eagle3_utils.py:28-29 @0.33.0 (engine oracle, tests/engines)",
+          ("0.33.0",)))  # fmt: skip
 
 # Where each runner reads the ids, by version: (since, sources); None = ids never read (the model default).
 V1_IDS = (
@@ -289,16 +267,19 @@ def _generated() -> tuple[Convention, ...]:
                         else (),
                     )
                 )
-    for model, why, src in NEVER:
+    for (model, why, src, checked), runner in itertools.product(NEVER, ("v1", "mrv2")):
         out.append(
             Convention(
-                key=f"vllm-{model}-never",
+                key=f"vllm-{model}-never" + ("" if runner == "v1" else "-mrv2"),
                 framework="vllm",
                 role="serve",
-                versions=">=0.8.5",
-                checked=READ[2:],
+                versions=">=0.8.5" if runner == "v1" else ">=0.17.0",
+                checked=checked
+                if runner == "v1"
+                else tuple(v for v in checked if Version(v) >= Version("0.17.0")),
                 models=(model,),
-                runner="v1",
+                runner=runner,
+                default_runner=runner == "v1",
                 id_sources=(),
                 rule=Rule.UNSUPPORTED,
                 default="",
