@@ -14,6 +14,7 @@ device_count, synchronize and set_device).
 
 from __future__ import annotations
 
+import contextlib
 import traceback
 
 import torch
@@ -34,7 +35,11 @@ def _is_cuda(d) -> bool:
 
 
 def _is_device_arg(d) -> bool:
-    return isinstance(d, torch.device) or (isinstance(d, str) and (d == "cpu" or d.startswith("cuda")))
+    """A host or pretend-GPU device. Others (meta, above all: transformers builds models on it before loading)
+    pass through untouched; read as the host, meta tensors would be real uninitialised memory."""
+    if isinstance(d, torch.device):
+        return d.type in ("cpu", "cuda")
+    return isinstance(d, str) and (d == "cpu" or d.startswith("cuda"))
 
 
 def _basic_index(idx) -> bool:
@@ -47,6 +52,13 @@ class FakeCuda(TorchFunctionMode):
         super().__init__()
         self.on_device: set[int] = set()  # storage data_ptrs of tensors on the device
         self.violations: list[str] = []
+
+    @contextlib.contextmanager
+    def paused(self):
+        """Plain host torch inside (a reference computed the CPU way, while the mode stays installed)."""
+        with torch.overrides._pop_mode_temporarily() as mode:
+            assert mode is self
+            yield
 
     # ---- bookkeeping ----------------------------------------------------------------------------------------
 

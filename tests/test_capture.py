@@ -101,3 +101,32 @@ def test_chat_jsonl_loss_mask_on_assistant_turns(tmp_path, tiny_target):
     (tmp_path / "bad.jsonl").write_text('{"text": 1}\n')
     with pytest.raises(InputError, match=r"bad\.jsonl:1"):
         load_samples(tmp_path / "bad.jsonl", tgt.tokenizer)
+
+
+def test_non_finite_hidden_states_stop_at_their_source(tmp_path, tiny_target, text_data):
+    """NaN/Inf taps train to NaN and score NaN logits as agreeing (argmax picks the NaN): every source refuses
+    them in one line naming where (the file and sample, or the target and tap)."""
+    from safetensors.torch import load_file
+
+    from eaglewire.capture import OnlineSource
+
+    tgt = load_target(tiny_target)
+    samples = load_samples(text_data, tgt.tokenizer, max_len=40)[:3]
+    cap = tmp_path / "cap"
+    capture(tgt, samples, cap, Wiring.parse("h1,h3,h5"), samples_per_shard=4)
+    shard = cap / "shard-00000.safetensors"
+    t = load_file(str(shard))
+    t["h3"][5, 0] = float("nan")
+    save_file(t, str(shard))
+    before = shard.read_bytes()
+    with pytest.raises(InputError, match=r"shard-00000\.safetensors: sample 0: tap h3 holds NaN or Inf"):
+        CaptureReader(cap)[0]
+    assert shard.read_bytes() == before
+    # the target's own forward overflowing (as fp16 does on some targets): refused live and at capture
+    with torch.no_grad():
+        tgt.model.model.layers[2].mlp.down_proj.weight.fill_(float("inf"))
+    with pytest.raises(InputError, match=r"sample 0: tap h3 holds NaN or Inf .*--dtype"):
+        OnlineSource(tgt, samples, Wiring.parse("h1,h3,h5"))[0]
+    with pytest.raises(InputError, match=r"capture sample 0 of its shard: tap h3 holds NaN or Inf"):
+        capture(tgt, samples, tmp_path / "cap2", Wiring.parse("h1,h3,h5"), samples_per_shard=4)
+    assert not list((tmp_path / "cap2").glob("shard-*.safetensors"))

@@ -68,6 +68,16 @@ def test_every_job_runs_on_the_device(tiny_target, text_data, tmp_path, fake_cud
     cap = tmp_path / "cap"
     res = capture_job(tiny_target, few, cap, "all", 48, 2, device="cuda")
     assert res.samples == 4
+    # the pretend GPU computes on the CPU: the taps must be the CPU's, bit for bit (a model built wrong on the
+    # device, e.g. an uninitialised RoPE buffer, changes them)
+    from eaglewire.capture import CaptureReader
+    from eaglewire.targets import forward_taps, load_target
+
+    with fake_cuda.paused():
+        host = load_target(tiny_target)
+        first = CaptureReader(cap)[0]
+        want, _ = forward_taps(host, first.input_ids[None])
+        assert all(torch.equal(first.hidden[t], want[t][0].to(torch.bfloat16).float()) for t in first.hidden)
     drafter = tmp_path / "drafter"
     r = train_job(tiny_target, drafter, _small_train("h1,h3,h5"), dump=cap, val_fraction=0.5, device="cuda")
     assert r.steps == 2 and r.val is not None

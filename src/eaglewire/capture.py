@@ -48,6 +48,19 @@ class CapturedSample:
     logits: torch.Tensor | None = None  # [T, V] when the target ran live
     final: torch.Tensor | None = None  # [T, H] the post-norm final state, when that is what a dump holds
 
+    def finite(self, where: str) -> CapturedSample:
+        """This sample, or an error naming the first tap holding NaN/Inf: a non-finite state trains to NaN and
+        scores NaN logits as agreeing (argmax picks the NaN), so it must stop here, not in the numbers."""
+        for tap, h in sorted(self.hidden.items()):
+            if not bool(torch.isfinite(h).all()):
+                raise InputError(
+                    f"{where}: tap h{tap} holds NaN or Inf values (overflow in the target's forward? try --dtype "
+                    "bfloat16 or float32)"
+                )
+        if self.final is not None and not bool(torch.isfinite(self.final).all()):
+            raise InputError(f"{where}: the final hidden state holds NaN or Inf values")
+        return self
+
     def to(self, device) -> CapturedSample:
         """The same sample with its tensors on `device`."""
         move = lambda t: None if t is None else t.to(device)  # noqa: E731
@@ -260,8 +273,11 @@ def _shard(
 ) -> dict[str, torch.Tensor]:
     cols: dict[str, list[torch.Tensor]] = {f"h{t}": [] for t in stored}
     ids, masks, offsets = [], [], [0]
-    for s in part:
+    for n, s in enumerate(part):
         hidden, _ = forward_taps(target, s.input_ids[None], stored)
+        CapturedSample(
+            s.input_ids, s.loss_mask, dict(zip(stored, (h[0] for h in hidden), strict=True))
+        ).finite(f"{target.path}: capture sample {n} of its shard")
         for t, h in zip(stored, hidden, strict=True):
             cols[f"h{t}"].append(h[0].to("cpu", dtype))
         ids.append(s.input_ids)
@@ -325,7 +341,8 @@ class CaptureReader:
         t = self._load(shard)
         a, b = int(t["offsets"][j]), int(t["offsets"][j + 1])
         hidden = {tap.index: t[f"h{tap.index}"][a:b].float() for tap in self.taps}
-        return CapturedSample(t["input_ids"][a:b], t["loss_mask"][a:b].bool(), hidden)
+        sample = CapturedSample(t["input_ids"][a:b], t["loss_mask"][a:b].bool(), hidden)
+        return sample.finite(f"{self.path / f'shard-{shard:05d}.safetensors'}: sample {j}")
 
 
 class OnlineSource:
@@ -357,4 +374,4 @@ class OnlineSource:
             s.loss_mask,
             {t: h[0] for t, h in zip(self.taps.indices, hidden, strict=True)},
             logits[0].float(),
-        )
+        ).finite(f"{self.target.path}: sample {i}")

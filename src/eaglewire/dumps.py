@@ -255,7 +255,7 @@ class SpeculatorsDump(_PeerDump):
             )
         self._check(f, ids, hs.shape[2])
         hidden = {tap: hs[:, j].float() for j, tap in enumerate(self.taps.indices)}
-        return CapturedSample(ids, self._mask(i, ids.numel()), hidden)
+        return CapturedSample(ids, self._mask(i, ids.numel()), hidden).finite(str(f))
 
 
 def _speculators_loss_masks(hs_dir: Path) -> tuple[dict[int, torch.Tensor] | None, str]:
@@ -330,7 +330,7 @@ class SpecForgeDump(_PeerDump):
         self._check(f, ids, H)
         chunks = aux[0].float().split(H, dim=-1)
         hidden = {tap: c for tap, c in zip(self.taps.indices, chunks, strict=True)}
-        return CapturedSample(ids, mask, hidden, final=final[0].float())
+        return CapturedSample(ids, mask, hidden, final=final[0].float()).finite(str(f))
 
 
 def open_dump(
