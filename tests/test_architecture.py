@@ -3,7 +3,7 @@
 - only `cli/` prints (print, sys.stdout/sys.stderr) or imports rich;
 - `jobs/` never imports `cli/`, `bench/` or the zoo (the CLI picks the zoo's data and paths);
 - `formats/` never imports `jobs/`, `bench/` or `cli/`;
-- `conventions.py` and `flags/` import no torch, transformers, safetensors or model code (drafter, targets' runner,
+- `conventions/` and `flags/` import no torch, transformers, safetensors or model code (drafter, targets' runner,
   capture, jobs): the static check and the lint run from configs alone;
 - only `cli/` imports `zoo.build` (the recipes); only `cli/` and `bench/suite.py` import the zoo at all.
 """
@@ -93,7 +93,7 @@ def violations(root: Path) -> list[str]:
                 _under(name, p) for p in ("eaglewire.jobs", "eaglewire.bench", "eaglewire.cli")
             ):
                 bad = f"formats/ imports {name}"
-            elif (module == "eaglewire.conventions" or _under(module, "eaglewire.flags")) and any(
+            elif (_under(module, "eaglewire.conventions") or _under(module, "eaglewire.flags")) and any(
                 _under(name, p) for p in MODEL_CODE
             ):
                 bad = f"{module} imports model code {name}"
@@ -127,11 +127,16 @@ def test_the_check_catches_a_forbidden_import(tmp_path):
     )
     (root / "formats" / "convert.py").write_text("def f():\n    from eaglewire.jobs.check import check\n")
     (root / "flags" / "lint.py").write_text("import torch\n")
+    (root / "conventions").mkdir()
+    (root / "conventions" / "model.py").write_text("from eaglewire.drafter import Eagle3Drafter\n")
     (root / "targets.py").write_text("import rich\nprint('hello')\n")
     found = violations(root)
     assert any("jobs/ imports eaglewire.cli" in v for v in found), found
     assert any("jobs/ imports eaglewire.zoo" in v for v in found), found
     assert any("formats/ imports eaglewire.jobs" in v for v in found), found
     assert any("imports model code torch" in v for v in found), found
+    assert any(
+        "conventions/model.py:1: eaglewire.conventions.model imports model code" in v for v in found
+    ), found
     assert any("imports rich" in v for v in found), found
     assert any("prints" in v for v in found), found
