@@ -185,6 +185,7 @@ def _recover_random_taps(tmp_path, trials, steps):
         )
 
 
+@pytest.mark.slow  # about 100 s on 2 cores: make test-all (with the three more trials below)
 def test_search_recovers_random_taps_on_deepseek(tmp_path):
     _recover_random_taps(tmp_path, trials=(0,), steps=100)
 

@@ -190,7 +190,7 @@ def doctor_report(rep, out: Path) -> list[Path]:
         ),
         (
             "Taps",
-            f"served: {rep.served}\ntrained: {rep.trained} ({rep.trained_basis})\nafter the fix: {rep.fixed_taps}",
+            f"served: {rep.served}\ntrained: {rep.trained or 'unknown'} ({rep.trained_basis})\nafter the fix: {rep.fixed_taps}",
         ),
     ]
     if rep.fix is not None:
