@@ -128,20 +128,38 @@ def test_documented_miswiring_is_caught(tmp_path, name):
     assert v.problem or v.status == "unverified", (name, v.status, [f.message for f in v.findings])
 
 
-def test_output_of_layer_ids_in_speculators_format_are_suspect(tmp_path):
-    """nm-testing's Qwen3-235B conversion: SpecForge's [1, 46, 90] lifted to the top level of a speculators config."""
-    t = sparse.target(tmp_path / "t", QWEN3_235B)
-    cfg = {"architectures": ["Eagle3Speculator"], "speculators_model_type": "eagle3", "speculators_version": "0.9.0",
-           "draft_vocab_size": 32000, "eagle_aux_hidden_state_layer_ids": [1, 46, 90], "norm_before_residual": False,
-           "transformer_layer_config": {"model_type": "llama", "hidden_size": 4096, "intermediate_size": 24576,
-                                        "num_hidden_layers": 1, "num_attention_heads": 64, "num_key_value_heads": 4,
-                                        "head_dim": 128, "vocab_size": 151936},
+def _speculators_conversion(
+    tmp_path,
+    target: dict,
+    version: str,
+    ids: list[int],
+    hidden: int,
+    inter: int,
+    heads: int,
+    kv: int,
+    vocab: int,
+    draft_vocab: int,
+):
+    """A published speculators-format conversion (a Llama-style layer in `transformer_layer_config`), weights of
+    the true shapes as sparse files, beside its target's config."""
+    t = sparse.target(tmp_path / "t", target)
+    layer = {"hidden_size": hidden, "intermediate_size": inter, "num_attention_heads": heads,
+             "num_key_value_heads": kv, "head_dim": 128, "vocab_size": vocab}  # fmt: skip
+    cfg = {"architectures": ["Eagle3Speculator"], "speculators_model_type": "eagle3", "speculators_version": version,
+           "draft_vocab_size": draft_vocab, "eagle_aux_hidden_state_layer_ids": ids, "norm_before_residual": False,
+           "transformer_layer_config": {"model_type": "llama", "num_hidden_layers": 1, **layer},
            "speculators_config": {"algorithm": "eagle3", "proposal_methods": [{"proposal_type": "greedy",
                                   "speculative_tokens": 3}], "default_proposal_method": "greedy",
                                   "verifier": {"name_or_path": None, "architectures": []}}}  # fmt: skip
-    d = sparse.drafter(tmp_path / "d", cfg | {"hidden_size": 4096, "intermediate_size": 24576, "num_attention_heads": 64,
-                                             "num_key_value_heads": 4, "head_dim": 128, "vocab_size": 151936},
-                       target_hidden=4096, embed=True, prefix="layers.0.")  # fmt: skip
+    d = sparse.drafter(tmp_path / "d", cfg | layer, target_hidden=hidden, embed=True, prefix="layers.0.")
+    return d, t
+
+
+def test_output_of_layer_ids_in_speculators_format_are_suspect(tmp_path):
+    """nm-testing's Qwen3-235B conversion: SpecForge's [1, 46, 90] lifted to the top level of a speculators config."""
+    d, t = _speculators_conversion(
+        tmp_path, QWEN3_235B, "0.9.0", [1, 46, 90], 4096, 24576, 64, 4, 151936, 32000
+    )
     rep = check(d, t, ["vllm==0.33.0"])
     assert rep.verdict == "unverified" and any("convert" in u for u in rep.unknowns)
 
@@ -149,18 +167,7 @@ def test_output_of_layer_ids_in_speculators_format_are_suspect(tmp_path):
 def test_speculators_conversions_are_not_called_ok(tmp_path):
     """Converted checkpoints (speculators < 0.3 has no trainer; ids copied verbatim): never ok. nm-testing's
     Llama-4-Maverick conversion carries modelopt's output-of-layer ids [1, 23, 44], served as h1,h23,h44."""
-    t = sparse.target(tmp_path / "t", SCOUT)
-    cfg = {"architectures": ["Eagle3Speculator"], "speculators_model_type": "eagle3", "speculators_version": "0.2.0",
-           "draft_vocab_size": 202048, "eagle_aux_hidden_state_layer_ids": [1, 23, 44], "norm_before_residual": False,
-           "transformer_layer_config": {"model_type": "llama", "hidden_size": 5120, "intermediate_size": 32768,
-                                        "num_hidden_layers": 1, "num_attention_heads": 40, "num_key_value_heads": 8,
-                                        "head_dim": 128, "vocab_size": 202048},
-           "speculators_config": {"algorithm": "eagle3", "proposal_methods": [{"proposal_type": "greedy",
-                                  "speculative_tokens": 3}], "default_proposal_method": "greedy",
-                                  "verifier": {"name_or_path": None, "architectures": []}}}  # fmt: skip
-    d = sparse.drafter(tmp_path / "d", cfg | {"hidden_size": 5120, "intermediate_size": 32768, "num_attention_heads": 40,
-                                             "num_key_value_heads": 8, "head_dim": 128, "vocab_size": 202048},
-                       target_hidden=5120, embed=True, prefix="layers.0.")  # fmt: skip
+    d, t = _speculators_conversion(tmp_path, SCOUT, "0.2.0", [1, 23, 44], 5120, 32768, 40, 8, 202048, 202048)
     rep = check(d, t, ["vllm==0.33.0"])
     assert rep.verdict == "unverified" and not rep.trained.known
 

@@ -51,8 +51,11 @@ class CapturedSample:
     def finite(self, where: str) -> CapturedSample:
         """This sample, or an error naming the first tap holding NaN/Inf: a non-finite state trains to NaN and
         scores NaN logits as agreeing (argmax picks the NaN), so it must stop here, not in the numbers."""
-        for tap, h in sorted(self.hidden.items()):
-            if not bool(torch.isfinite(h).all()):
+        taps = sorted(self.hidden)
+        flags = [torch.isfinite(self.hidden[t]).all() for t in taps]
+        ok = torch.stack(flags).tolist() if flags else []  # one device sync for every tap
+        for tap, fine in zip(taps, ok, strict=True):
+            if not fine:
                 raise InputError(
                     f"{where}: tap h{tap} holds NaN or Inf values (overflow in the target's forward? try --dtype "
                     "bfloat16 or float32)"

@@ -103,9 +103,8 @@ class DumpIds:
 
 def _row(framework: str, target) -> conv.Convention:
     """The writer's current row for this target's family: a dump does not say which release wrote it, so the
-    rows open above (today's code) apply; the basis names the row."""
-    spec = conv.parse_spec(framework) if framework in conv.NEWEST else conv.parse_spec(f"{framework}==9999")
-    return conv.rows_for(spec, target.info.family)[0].row
+    rows of today's code apply; the basis names the row."""
+    return conv.current_rows(framework, target.info.family)[0].row
 
 
 def _default_ids(framework: str, target) -> tuple[int, ...]:

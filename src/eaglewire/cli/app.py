@@ -288,8 +288,9 @@ def test_cmd(
     dtype: str = DTYPE_FP32,
     json_out: bool = JSON,
 ) -> None:
-    """Standalone drafter test: per-step acceptance and predicted accept length against the real target (or,
-    with --dump, teacher-forced on hidden states already on disk, without loading the target's layers)."""
+    """Standalone drafter test: per-step acceptance and predicted accept length against the real target.
+
+    With --dump: teacher-forced on hidden states already on disk, without loading the target's layers."""
     from eaglewire.jobs.evaluate import (
         DEFAULT_TREES,
         StandaloneOptions,
@@ -337,7 +338,9 @@ def doctor(
     json_out: bool = JSON,
 ) -> None:
     """Everything in one report: static wiring check, flags lint, standalone test, wiring search, the fix.
-    With --dump (the drafter's training data): the drafter scored there, weights fine or broken, no target layers."""
+
+    With --dump (the drafter's training data): its score there says weights fine or broken, without loading the
+    target's layers."""
     from eaglewire.cli.plots import doctor_report
     from eaglewire.jobs.doctor import DoctorOptions
     from eaglewire.jobs.doctor import doctor as run_doctor

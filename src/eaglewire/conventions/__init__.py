@@ -17,6 +17,7 @@ from eaglewire.conventions.model import (
     Rule,
     _default,
     config_value_for,
+    current_rows,
     get_path,
     parse_spec,
     resolve,
@@ -29,5 +30,5 @@ from eaglewire.conventions.table import ENGINES, FRAMEWORKS, NEWEST, ROWS
 __all__ = [
     "DFLASH", "ENGINES", "FRAMEWORKS", "NESTED", "NESTED_LAYER_IDS", "NEWEST", "ROWS", "TOP", "ConfigFix",
     "Convention", "EngineSpec", "IdSource", "Resolution", "RowMatch", "Rule", "_default", "config_value_for",
-    "get_path", "model_file", "parse_spec", "resolve", "resolve_ids", "rows_for",
+    "current_rows", "get_path", "model_file", "parse_spec", "resolve", "resolve_ids", "rows_for",
 ]  # fmt: skip

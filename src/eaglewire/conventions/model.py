@@ -238,6 +238,15 @@ def rows_for(spec: EngineSpec, family: str) -> list[RowMatch]:
     return [RowMatch(r, False, False, model, known) for r in cands if r.distance(version) == best]
 
 
+def current_rows(framework: str, family: str) -> list[RowMatch]:
+    """The rows of today's code: the newest version read where the table names one, else the rows open above
+    (`rows_for` with no version lists every row of a framework whose versions are commits, oldest first)."""
+    from eaglewire.conventions.table import NEWEST
+
+    version = None if framework in NEWEST else Version("9999")
+    return rows_for(EngineSpec(framework, version), family)
+
+
 def _as_number(v: Version) -> float:
     parts = ([*list(v.release), 0, 0, 0])[:3]
     return parts[0] * 1e6 + parts[1] * 1e3 + parts[2]
