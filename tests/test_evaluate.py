@@ -73,8 +73,8 @@ def test_simulated_tree_equals_the_decoders_tree(tmp_path):
 
 
 def test_chain_tree_k1_equals_leading_correct_steps(tmp_path):
-    """A K=1 tree's accept length is 1 + the leading correct steps of the own-fed chain: the predicted tau
-    from conditional acceptance is exactly the mean of the simulated chain accept lengths."""
+    """A K=1 tree's accept length is 1 + the leading correct steps of the own-fed chain, row by row, so the
+    tree walked as an engine walks it gives the chain's walk exactly."""
     target, drafter, wiring = pair(4, 12, 3, 12)
     tgt = _as_loaded(target, tmp_path / "t")
     out = SpeculativeDecoder(target, drafter, wiring).generate(
@@ -93,7 +93,7 @@ def test_chain_tree_k1_equals_leading_correct_steps(tmp_path):
         s.loss_mask[2:T],
         TreeSetting(steps, 1, steps + 1),
     )
-    assert abs(float(acc[ok].float().mean()) - ev.tree[str(TreeSetting(steps, 1, steps + 1))]) < 1e-6
+    assert abs(ev.tau[-1] - ev.tree[str(TreeSetting(steps, 1, steps + 1))]) < 1e-9
     # the same rows, walked by hand: 1 + the number of leading steps whose own-fed draft is the greedy token
     un = drafter.unroll(s.aux(wiring)[: T - 1][None], seq[1:T][None], steps, feed="own")
     g = s.logits[1:T].argmax(-1)
@@ -104,16 +104,44 @@ def test_chain_tree_k1_equals_leading_correct_steps(tmp_path):
         assert int(acc[r]) == 1 + lead
 
 
-def test_predicted_tau_matches_measured_on_a_learnable_pair(tmp_path):
-    """Measured decoder tau vs the chain prediction on the same greedy trajectory (tiny vocab: real acceptance)."""
+def test_walk_replays_the_decoder_verify_by_verify(tmp_path):
+    """The engine's walk over the decoder's own greedy output drafts where the decoder drafted and accepts what it
+    accepted: the same number of verifies and the same accepted tokens (the decoder's last verify drafts fewer
+    tokens when fewer are left, so the walk stops before it). The every-position formula does not."""
     target, drafter, wiring = pair(3, 6, 3, 6)
     tgt = _as_loaded(target, tmp_path / "t")
     prompt = torch.tensor([1, 2, 3, 4])
-    steps = 3
-    stats = DecodeStats()
-    out = SpeculativeDecoder(target, drafter, wiring).generate(
-        prompt, DecodeConfig(steps=steps, max_new_tokens=200), stats
-    )
-    seq = torch.cat([prompt, out])
-    ev = evaluate(drafter, [_captured(tgt, seq, prompt.numel())], wiring, steps, "chain")
-    assert abs(ev.tau[-1] - stats.tau) / stats.tau < 0.1, (ev.tau, stats.tau)
+    P = prompt.numel()
+    for steps in (1, 3, 5):
+        stats = DecodeStats()
+        out = SpeculativeDecoder(target, drafter, wiring).generate(
+            prompt, DecodeConfig(steps=steps, max_new_tokens=200), stats
+        )
+        seq = torch.cat([prompt, out])
+        ev = evaluate(drafter, [_captured(tgt, seq, P)], wiring, steps, "chain")
+        head = stats.accept_lengths[:-1]
+        s = _captured(tgt, seq, P)
+        s.loss_mask[P + sum(head) + 1 :] = False  # the walk ends where the decoder's last verify starts
+        w = evaluate(drafter, [s], wiring, steps, "chain").walks[-1]
+        assert (w.drafts, w.accepted) == (len(head), sum(head) - len(head)), (steps, w, head)
+        assert w.accepted_per_pos == [sum(1 for a in head if a > i + 1) for i in range(steps)]
+        assert ev.tau[-1] > 1.0
+
+
+def test_walk_counts_by_hand():
+    """A hand-made draft table: row r drafts after token r+1; the walk jumps a+1 tokens after a accepts."""
+    from eaglewire.metrics import walk
+
+    greedy = list(range(100, 120))  # greedy[r] = target token at position r + 2
+    k = 2
+    draft = [list(greedy[:-1]), [x + 1 for x in greedy[1:]]]  # step 0 always right, step 1 always wrong
+    draft[0][5] = -1  # ... except at row 5
+    w = walk(draft, greedy, (3, 12), k)  # prefill commits token 3; the walk ends once token 12 is committed
+    # rows 2 (accept 1, commit 2 -> last 5), 4 (accept 1 -> 7), 6 -> 9, 8 -> 11, 10 -> 13: 5 drafts, row 5 skipped
+    assert (w.drafts, w.accepted_per_pos) == (5, [5, 0])
+    assert w.tau == 2.0 and w.per_position == [1.0, 0.0]
+    draft[0][
+        4
+    ] = -1  # row 4 now rejects: 2 -> 5, 4 -> 6 (bonus only), 5 -> rejects -> 7, 6 -> 9, 8 -> 11, 10 -> 13
+    w = walk(draft, greedy, (3, 12), k)
+    assert (w.drafts, w.accepted_per_pos) == (6, [4, 0])

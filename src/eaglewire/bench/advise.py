@@ -1,7 +1,8 @@
 """`eaglewire advise`: which (steps, top-k, draft tokens) to launch SGLang and vLLM with.
 
-Accept lengths come from the standalone test on the target's greedy continuations: chain settings from the
-per-step conditional acceptance, tree settings from SGLang's tree simulated on the same rows. Costs are measured
+Accept lengths come from the standalone test on the target's greedy continuations, walked as an engine walks
+(drafts only at the position after each verify: metrics.walk): chain settings from the drafter's chain, tree
+settings from SGLang's tree simulated on the same rows. Costs are measured
 here: a target forward over n new tokens after a cached context, a draft step over K rows, the draft-extend over
 the accepted rows. Predicted speed-up = tau * t(plain token) / (t_verify(D) + (N-1) t_draft(K) + t_extend(tau) + t_overhead), where
 t(plain token) and t_overhead come from running the real loops once (`calibrate`). The same arithmetic prices
@@ -25,6 +26,7 @@ from eaglewire.data import SampleLoader
 from eaglewire.drafter import DraftCache, Eagle3Drafter
 from eaglewire.flags import lint
 from eaglewire.jobs.evaluate import TreeSetting, evaluate, simulate_tree
+from eaglewire.metrics import WalkCounts, walk_lengths, walk_span
 from eaglewire.taps import Wiring
 from eaglewire.targets import TargetRunner
 
@@ -241,13 +243,12 @@ def advise(
             ds = sorted({d for d in (4, 6, 8, 12, 16, 24, 32) if d - 1 <= pool and d > steps + 1})
             if not ds:
                 continue
-            sums = {d: 0.0 for d in ds}
-            count = 0
+            walked = {d: WalkCounts(steps) for d in ds}
             for s in data:
                 T = s.input_ids.numel()
                 aux = s.aux(wiring)[: T - 1][None].float()
                 g = s.logits[1:T].argmax(-1)
-                acc, ok = simulate_tree(
+                acc, _ = simulate_tree(
                     model,
                     aux,
                     s.input_ids[1:T],
@@ -256,11 +257,11 @@ def advise(
                     TreeSetting(steps, k, ds[0]),
                     tuple(ds[1:]),
                 )
-                for d in ds:
-                    sums[d] += float(acc[d][ok].sum())
-                count += int(ok.sum())
+                span = walk_span(s.loss_mask)
+                for d in ds if span is not None else ():
+                    walked[d] = walked[d] + walk_lengths(acc[d].tolist(), span, steps)
             for d in ds:
-                tau = sums[d] / max(1, count)
+                tau = walked[d].tau
                 options.append(Prediction(steps, k, d, tau, predicted_speedup(costs, steps, k, d, tau)))
     best = max(options, key=lambda o: o.speedup)
     chain = max((o for o in options if o.topk == 1), key=lambda o: o.speedup)
@@ -309,7 +310,9 @@ def advise_drafter(
 
     pair = load_pair(target, drafter, device=device)
     tgt, model, wiring = pair.target, pair.drafter, pair.wiring
-    items = chain_data(tgt, samples_for_test(tgt, data, samples, 512), list(wiring.indices), 64, 96)
+    items = chain_data(
+        tgt, samples_for_test(tgt, data, samples, 512), list(wiring.indices), 64, 96, max_steps + 1
+    )
     run_dtype = resolve_dtype(target, dtype)
     served = (tgt.model, model)
     if run_dtype != torch.float32:

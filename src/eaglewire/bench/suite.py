@@ -5,6 +5,9 @@
   same samples (goal <= 10x), and the evaluation's throughput against the speculators library's own forward on
   the same drafter and inputs (goal >= 1.0x);
 - decode.json + decode.png: plain greedy vs eaglewire chain/tree vs assisted generation vs prompt lookup;
+- walk.json: the cost of `eaglewire test`'s accept-length prediction (the engine's walk: the target's greedy
+  continuation, one capture forward, K drafter steps over every row) against the target's own greedy decoding of
+  the same tokens (goal <= 2x), and of the whole default `test` (SGLang trees and the teacher-forced acc too);
 - scale.json: `eaglewire test` on a dump of a Kimi-K2.5-shaped partial target (163,840 x 7,168, 61 layers
   declared, sparse files; `bench/scale.py`): wall time and peak RSS against the bytes of the three tensors it reads
   (goal <= 1.5x).
@@ -317,6 +320,41 @@ def bench_partial_target() -> dict:
     return res
 
 
+def bench_walk_cost(zoo_target: Path, samples: int = 8, prompt_len: int = 256, new_tokens: int = 128) -> dict:
+    """Seconds of the walk prediction vs the target's greedy decoding of the same prompts and tokens (fp32, one
+    process, after loading), for K = 5; and of the whole default `test` on the same prompts."""
+    from eaglewire import zoo
+    from eaglewire.jobs.decode import greedy_reference
+    from eaglewire.jobs.evaluate import DEFAULT_TREES, StandaloneOptions, standalone_test
+    from eaglewire.jobs.pair import load_pair
+
+    pair = load_pair(zoo_target, zoo.drafter_dir("default"))
+    tgt = pair.target
+    windows = zoo.held_out_samples(tgt.tokenizer, 512, limit=samples)
+    prompts = [w.input_ids[:prompt_len] for w in windows]
+    plain = _timeit(lambda: [greedy_reference(tgt.model, p, new_tokens) for p in prompts])
+    hf = _timeit(
+        lambda: [tgt.model.generate(p[None], max_new_tokens=new_tokens, do_sample=False) for p in prompts]
+    )
+    base = dict(samples=samples, prompt_len=prompt_len, new_tokens=new_tokens, steps=5)
+    walk = _timeit(lambda: standalone_test(zoo.drafter_dir("default"), zoo_target,
+                                           StandaloneOptions(**base, trees=(), teacher=False), zoo.held_out_samples))  # fmt: skip
+    full = _timeit(lambda: standalone_test(zoo.drafter_dir("default"), zoo_target,
+                                           StandaloneOptions(**base, trees=DEFAULT_TREES), zoo.held_out_samples))  # fmt: skip
+    load = _timeit(lambda: load_pair(zoo_target, zoo.drafter_dir("default")))
+    greedy = min(plain, hf)
+    return {
+        "prompts": samples, "prompt_len": prompt_len, "new_tokens": new_tokens, "draft_steps": 5,
+        "greedy_decode_s": {"own_loop": round(plain, 2), "transformers_generate": round(hf, 2)},
+        "walk_prediction_s": round(walk - load, 2), "full_test_s": round(full - load, 2), "load_s": round(load, 2),
+        "walk_over_greedy": round((walk - load) / greedy, 3), "full_test_over_greedy": round((full - load) / greedy, 3),
+        "goal": {"walk_over_greedy": 2.0},
+        "note": "greedy = the faster of eaglewire's plain KV-cache loop and transformers' generate, same tokens; "
+                "test times exclude loading the pair (measured separately)",
+        "machine": _machine(),
+    }  # fmt: skip
+
+
 def run_all(out: Path, progress: Callable[[str], None] | None = None, decode: bool = True) -> dict:
     """Every benchmark; JSON results are written to `out`; `results["decode"]` is the decoding BenchReport."""
     from eaglewire import zoo
@@ -334,6 +372,9 @@ def run_all(out: Path, progress: Callable[[str], None] | None = None, decode: bo
     results["search"] = bench_search()
     say("evaluation throughput vs speculators")
     results["search"]["eval_vs_speculators"] = bench_eval_vs_speculators()
+    if zoo.is_built():
+        say("the walk prediction's cost against greedy decoding")
+        results["walk"] = bench_walk_cost(zoo.target_dir())
     say("partial-target test at Kimi-K2.5 scale (peak RSS, time)")
     results["scale"] = bench_partial_target()
     for name, data in results.items():

@@ -284,6 +284,11 @@ def test_cmd(
         help="Also report teacher-forced acc on the data (comparable with training logs).",
     ),
     run_search: bool = typer.Option(False, "--search", help="Also run the wiring search."),
+    temperature: float = typer.Option(
+        0.0, "--temperature", help="> 0: walk continuations sampled from the target (measured over --seeds)."
+    ),
+    top_p: float = typer.Option(1.0, "--top-p", help="With --temperature: nucleus sampling."),
+    seeds: int = typer.Option(4, "--seeds", help="With --temperature: sampled continuations per prompt."),
     device: str = DEVICE,
     dtype: str = DTYPE_FP32,
     json_out: bool = JSON,
@@ -295,6 +300,7 @@ def test_cmd(
         DEFAULT_TREES,
         StandaloneOptions,
         parse_ids,
+        parse_sampling,
         parse_tree,
         standalone_test,
     )
@@ -304,6 +310,7 @@ def test_cmd(
         trees=tuple(parse_tree(t) for t in tree) if tree else DEFAULT_TREES, teacher=teacher, search=run_search,
         dump=_one_dump(dump, captured=captured, speculators_samples=speculators_samples),
         dump_ids=parse_ids(dump_ids or speculators_ids), dump_config=dump_config, device=device, dtype=dtype,
+        sampling=parse_sampling(temperature, top_p, seeds),
     )  # fmt: skip
     rep = standalone_test(drafter, target, opts, samples_for(target, data))
     render.show(rep, json_out, render.render_standalone)

@@ -152,20 +152,24 @@ def doctor_report(rep, out: Path) -> list[Path]:
     """PNGs (per-step acceptance of trained vs served taps, the search heatmap) and an HTML page."""
     out.mkdir(parents=True, exist_ok=True)
     written = []
-    chains = {name: ev for name, ev in rep.evals.items() if ev.mode == "chain"}
+    chains = {name: ev for name, ev in rep.evals.items() if ev.mode == "chain" and ev.walks}
     if chains:
-        curves = {f"{name} taps {ev.wiring}": ev.cond_acc for name, ev in chains.items()}
-        title = "Per-step conditional acceptance (chain on greedy continuations)"
-        written.append(acceptance_plot(out / "acceptance.png", curves, title))
+        curves = {f"{name} taps {ev.wiring}": ev.per_position for name, ev in chains.items()}
+        title = "Acceptance per draft position, as an engine counts it (accepted at i / drafts)"
+        written.append(
+            acceptance_plot(
+                out / "acceptance.png", curves, title, "accepted at position i / drafts", "draft position i"
+            )
+        )
         taus = {f"{name} taps {ev.wiring}": ev.tau for name, ev in chains.items()}
         steps = max(len(v) for v in taus.values())
         written.append(
             acceptance_plot(
                 out / "predicted_tau.png",
                 taus,
-                "Predicted accept length (bonus token included)",
-                "predicted tau",
-                "chain draft steps",
+                "Predicted accept length along the engine's walk (bonus token included)",
+                "accept length",
+                "draft tokens per verify (K)",
                 x0=1,
                 ylim=(1, steps + 1),
             )

@@ -119,9 +119,13 @@ def render_evaluation(ev, out: Console, title: str = "", recorded: dict | None =
     table.add_column("step k")
     for k in range(ev.steps):
         table.add_column(str(k))
-    table.add_row("acc (unconditional)", *[f"{a:.3f}" for a in ev.acc])
-    table.add_row("alpha (conditional)", *[f"{a:.3f}" for a in ev.cond_acc])
-    table.add_row("predicted tau, k+1 steps", *[f"{a:.2f}" for a in ev.tau])
+    table.add_row("acc, every position (what training logs)", *[f"{a:.3f}" for a in ev.acc])
+    table.add_row("alpha, every position (conditional)", *[f"{a:.3f}" for a in ev.cond_acc])
+    if ev.walks:
+        table.add_row("accept length, k+1 drafts (engine's walk)", *[f"{a:.2f}" for a in ev.tau])
+        table.add_row(
+            f"accepted at position k / drafts (K={ev.steps})", *[f"{a:.3f}" for a in ev.per_position]
+        )
     if recorded and recorded.get("acc"):
         rec = recorded["acc"][: ev.steps]
         table.add_row(
@@ -130,13 +134,16 @@ def render_evaluation(ev, out: Console, title: str = "", recorded: dict | None =
         )
     out.print(table)
     for setting, value in ev.tree.items():
-        out.print(f"  SGLang tree {setting}: simulated accept length {value:.2f}")
-    out.print(
-        Text(
-            "  tau includes the bonus token (SGLang completion_tokens/verify_ct; vLLM 1 + accepted/drafts)",
-            "dim",
+        out.print(f"  SGLang tree {setting}: accept length {value:.2f} (engine's walk)")
+    if ev.walks:
+        out.print(
+            Text(
+                f"  accept length includes the bonus token (vLLM 1 + accepted/drafts, SGLang completion_tokens/"
+                f"verify_ct), walked as an engine drafts: K tokens after each verify ({ev.walks[-1].drafts} drafts "
+                f"at K={ev.steps})",
+                "dim",
+            )
         )
-    )
 
 
 def render_search(res, out: Console, num_layers: int | None = None) -> None:
@@ -201,7 +208,8 @@ def render_doctor(rep, out: Console) -> None:
     if "served" in rep.evals and "fixed" in rep.evals:
         s, f = rep.evals["served"], rep.evals["fixed"]
         out.print(
-            f"  step-0 acc {s.acc[0]:.3f} -> {f.acc[0]:.3f}; predicted tau ({s.steps} steps) {s.tau[-1]:.2f} -> {f.tau[-1]:.2f}"
+            f"  step-0 acc {s.acc[0]:.3f} -> {f.acc[0]:.3f}; predicted accept length ({s.steps} drafts, engine's "
+            f"walk) {s.tau[-1]:.2f} -> {f.tau[-1]:.2f}"
         )
     for n in rep.notes:
         out.print(Text(f"note: {n}", "dim"))

@@ -4,6 +4,7 @@ the rows themselves (`make docs` rewrites it; a test keeps it in sync)."""
 from __future__ import annotations
 
 from eaglewire.conventions.model import _is_version
+from eaglewire.conventions.observed import observed_for
 from eaglewire.conventions.table import ROWS
 
 HEAD = """# What eaglewire knows, and what it assumes
@@ -14,6 +15,10 @@ A verdict is `ok` only when its row was read at source for the engine version as
 release read, bracketed by identical code) and the target family is in the engine's table. Versions outside a
 row's read range, rows read only in repository snapshots (no release), and families not listed are applied as
 **assumed**, and the verdict is `unverified`. Facts and sources: docs/conventions.md.
+
+Evidence levels, strongest first: **observed** (a running engine served the zoo target over a matrix of id
+variants and captured exactly the taps the row predicts, or failed where it says: tests/real_engine, the record in
+`src/eaglewire/conventions/observed/`), **verified** (read at source in the releases listed), **assumed**.
 """
 
 
@@ -35,6 +40,13 @@ def markdown() -> str:
                 status = f"verified {read[0]}..{read[-1]}" + ("" if bounded else "; newer assumed")
             else:
                 status = "assumed (no release read)"
+            seen = observed_for(r)
+            if seen:
+                o = seen[0]
+                status = (
+                    f"observed running ({o.framework} {o.version} {o.platform} build, {o.runner} runner: "
+                    f"{o.variants} id variants, {o.failures} failing as predicted); {status}"
+                )
             runner = f" ({r.runner})" if r.runner else ""
             rule = (r.unsupported and "no EAGLE-3") or r.rule.value
             lines.append(

@@ -124,6 +124,9 @@ class Convention:
     missing_crash: str | None = (
         None  # what happens when an asked state is not captured (None: silently fewer)
     )
+    width_stage: str | None = (
+        None  # where fewer/more aux states than the fc's width fail, where observed running
+    )
     ignores_ids: str | None = None  # a code path that feeds the default taps whatever the ids say (when)
     empty_ids: str | None = None  # what an empty id list does when it is not read as "the default"
     launch_key: str | None = (
@@ -272,6 +275,7 @@ class Resolution:
     taps: Wiring | None  # what is captured, ascending; None when it fails
     failure: str | None = None  # a crash, a rejected value, or states silently never captured
     notes: list[str] = field(default_factory=list)
+    stage: str | None = None  # where the failure surfaces ("load", "warm-up", "first request"), where known
 
     @property
     def ok(self) -> bool:
@@ -357,6 +361,7 @@ def _capture(
         v, t = missing[0]
         what = f"h{t}" if t >= 0 else f"layer {t}"
         then = row.missing_crash or "the fc input width no longer matches"
+        res.stage = row.width_stage
         res.failure = (
             f"id {v} in {where} maps to {what}, which {row.framework} never captures (capturable: "
             f"h{row.lowest_tap}..h{top}); it gets {len(ids) - len(missing)} of {len(ids)} aux states: {then}"
@@ -367,7 +372,9 @@ def _capture(
         res.failure = (
             f"ids {list(ids)} in {where} map to repeated taps {list(taps)}: {row.framework} captures each layer "
             f"once, so fc receives {len(unique)} states instead of {len(taps)}"
+            + (f": {row.missing_crash}" if row.missing_crash else "")
         )
+        res.stage = row.width_stage
         return res
     res.taps = Wiring.of(unique if row.sorted_unique else taps)
     if row.ignores_ids and key is not None:

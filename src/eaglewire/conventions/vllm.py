@@ -100,7 +100,15 @@ ROWS_0_33: tuple[Convention, ...] = (
 # ---- the facts behind the generated rows -------------------------------------------------------------------
 
 TYPE_ERROR = "residual is None before layer 0: hidden_states + residual raises TypeError at the first forward"
-L_DROPPED = "no capture after the last layer: fewer aux states than ids, a shape error downstream (inferred)"
+# What a width mismatch does, seen running vLLM 0.32.0's CPU build (V1 runner) on the zoo: an id that matches no
+# layer captures nothing, startup and warm-up pass, and the first request raises in the drafter's fc
+# (`RuntimeError: shape '[-1, 3*H]' is invalid`, models/llama_eagle3.py:418) and kills the engine.
+WIDTH_SEEN = (
+    "fewer aux states reach the drafter than its fc takes: startup and warm-up pass, the first request raises a "
+    "shape error in the drafter's fc (llama_eagle3.py:418 @0.32.0) and kills the engine"
+)
+WIDTH_READ = "fewer aux states reach the drafter than its fc takes: a shape error in the drafter's fc"
+OBSERVED = ("0.32.0",)  # releases whose V1 runner was observed running (tests/real_engine, CPU build)
 GATE = "config/speculative.py (config.py before 0.10.1) eagle3 target model_type gate"
 DFLASH_RAW = IdSource("dflash_config.target_layer_ids")  # 0.20-0.21: read without the +1
 
@@ -239,6 +247,7 @@ def _generated() -> tuple[Convention, ...]:
                 _, sources, id_source = era
                 default = mrv2_default if runner == "mrv2" else not mrv2_default
                 fixed = sources is None
+                seen = runner == "v1" and any(v in OBSERVED for v in _checked(lo, hi))
                 out.append(
                     Convention(
                         key=f"vllm-{g.name}-{runner}-{lo}-{hi}",
@@ -256,7 +265,8 @@ def _generated() -> tuple[Convention, ...]:
                         lowest_tap=cap.lowest,
                         highest_tap=cap.highest,
                         h0_crash=TYPE_ERROR if cap.lowest else None,
-                        missing_crash=L_DROPPED,
+                        missing_crash=WIDTH_SEEN if seen else WIDTH_READ,
+                        width_stage="first request" if seen else None,
                         reads_speculators_format=Version(lo) >= Version("0.10.1"),
                         fc_width_keys=()
                         if Version(lo) < Version("0.22.0")

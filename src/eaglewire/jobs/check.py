@@ -9,6 +9,7 @@ flag that supplies it), with the exact config value that fixes a mismatch or the
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
@@ -91,6 +92,7 @@ class CheckReport:
                 "ids": list(s.ids) if s.ids is not None else None,
                 "served_taps": str(s.taps) if s.taps else None,
                 "failure": s.failure,
+                "failure_stage": s.stage,
                 "status": v.status,
                 "fix": None
                 if v.fix is None
@@ -317,6 +319,9 @@ def _verdict(
         name = f"{spec.framework}=={version}" + (f" {m.row.runner}" if m.row.runner else "")
         return EngineVerdict(name, m.row.key, m.exact, "config.json", served, status, None, findings,
                              _row_unknowns(spec, m, tinfo), m.verified)  # fmt: skip
+    width = next((f for f in findings if f.code == "fc-width" and f.severity == "problem"), None)
+    if width is not None and not served.failure:  # fed the taps, but not as many as the fc takes: it crashes
+        served = dataclasses.replace(served, failure=width.message, stage=m.row.width_stage)
     if served.failure:
         status = "fails" if row_known else "unverified"
     elif trained.wiring is None:

@@ -185,7 +185,7 @@ class SpeculativeDecoder:
         d_logits, d_hidden = self.drafter.step(
             self._on([committed]),
             self.drafter.project(taps[rows][None].to(self.device, self.draft_dtype)),
-            self._on([list(range(S + 1, S + 1 + len(rows)))]),
+            self._on([list(range(S, S + len(rows)))]),  # row p: (taps of p, token p+1) at p
             dcache,
         )
         stats.draft_forwards += 1

@@ -278,7 +278,9 @@ def _runtime(
     L = tgt.info.num_layers
     model = drafter_for(ckpt, tgt)
     samples = samples_for_test(tgt, opts.data, opts.samples, opts.prompt_len + opts.new_tokens)
-    data = chain_data(tgt, samples, list(range(L + 1)), opts.prompt_len, opts.new_tokens)
+    data = chain_data(
+        tgt, samples, list(range(L + 1)), opts.prompt_len, opts.new_tokens, max(opts.steps, 5) + 1
+    )
     say = progress or (lambda *_: None)
     n_aux = model.arch.n_aux
     if rep.served is not None and len(rep.served) == n_aux:

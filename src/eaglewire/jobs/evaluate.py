@@ -1,11 +1,13 @@
-"""The standalone drafter test: per-step acceptance and predicted accept length, no serving engine.
+"""The standalone drafter test: the accept length an engine would measure, and per-step accuracy, no engine.
 
 Two measurements on the same drafter and taps:
-- chain: on the target's own greedy continuations of prompts, the drafter runs as an engine's chain draft does
-  (its own hidden state and its own proposed tokens fed back). Per step k: unconditional agreement with the
-  target's greedy token, conditional agreement alpha_k (given every earlier step agreed), predicted chain accept
-  length tau(K) = 1 + sum_k prod_{i<=k} alpha_i (bonus token included, SGLang/vLLM convention), and SGLang tree
-  settings simulated on the same rows (docs/sglang-tree.md).
+- chain: on the target's own greedy continuations of prompts, the drafter drafts as an engine's chain does (its
+  own hidden state and its own proposed tokens fed back, the target's taps for everything committed), and the
+  engine's walk is replayed (metrics.walk): K drafts at the position after each verify, the longest agreeing prefix
+  accepted, the next drafts after the bonus token. That gives the mean accept length (bonus included) and the
+  per-position acceptance an engine's counters read (vLLM: accepted_per_pos[i] / drafts), for K = 1..steps, and
+  SGLang's tree walked the same way (docs/sglang-tree.md). Per-step agreement over every position (`acc`,
+  `cond_acc`) is reported beside it, never as an accept length.
 - teacher-forced: on the data as given, true tokens fed at each step, own hidden state fed back: the acc_k that
   EAGLE, SpecForge, speculators and `eaglewire train` log, so it is comparable with recorded training metrics.
 """
@@ -26,7 +28,15 @@ from eaglewire.errors import InputError
 from eaglewire.jobs.pair import load_pair
 from eaglewire.jobs.search import SearchResult, search
 from eaglewire.jobs.tree import TreeBuilder, greedy_accept
-from eaglewire.metrics import TAU_CONVENTION, StepCounts, count_steps
+from eaglewire.metrics import (
+    TAU_CONVENTION,
+    StepCounts,
+    WalkCounts,
+    count_steps,
+    walk,
+    walk_lengths,
+    walk_span,
+)
 from eaglewire.taps import Wiring, default_wiring
 from eaglewire.targets import LoadedTarget, forward_taps
 
@@ -59,6 +69,16 @@ def parse_ids(text: str | None, flag: str = "--dump-ids") -> list[int] | None:
         raise InputError(f"{flag} {text!r}: write comma-separated integers, e.g. 2,4,5,8") from None
 
 
+def parse_sampling(temperature: float, top_p: float = 1.0, seeds: int = 4) -> Sampling | None:
+    """--temperature/--top-p/--seeds: None for greedy."""
+    if temperature < 0 or not 0 < top_p <= 1 or seeds < 1:
+        raise InputError(
+            f"--temperature {temperature} --top-p {top_p} --seeds {seeds}: need temperature >= 0, 0 < top-p <= 1, "
+            "seeds >= 1"
+        )
+    return Sampling(temperature, top_p, seeds) if temperature > 0 else None
+
+
 DEFAULT_TREES = (TreeSetting(3, 1, 4), TreeSetting(5, 1, 6), TreeSetting(5, 4, 8), TreeSetting(6, 4, 16))
 
 
@@ -66,9 +86,12 @@ DEFAULT_TREES = (TreeSetting(3, 1, 4), TreeSetting(5, 1, 6), TreeSetting(5, 4, 8
 class Evaluation:
     wiring: str
     mode: str  # "chain" | "teacher"
-    counts: StepCounts  # per-step agreement (metrics.py): acc, cond_acc, tau
+    counts: StepCounts  # per-step agreement over every scored row (metrics.py): acc, cond_acc
     ce: float  # step-0 cross-entropy to the target's distribution over the draft vocab (nats)
-    tree: dict[str, float] = field(default_factory=dict)  # setting -> mean simulated accept length
+    tree: dict[str, float] = field(
+        default_factory=dict
+    )  # setting -> mean accept length along the engine's walk
+    walks: list[WalkCounts] = field(default_factory=list)  # chain: the engine's walk with K = 1..steps drafts
 
     @property
     def steps(self) -> int:
@@ -84,7 +107,14 @@ class Evaluation:
 
     @property
     def tau(self) -> list[float]:
-        return self.counts.tau
+        """Mean accept length along the engine's walk with k+1 draft tokens (chain mode; empty when teacher-forced:
+        an accept length exists only where the target's own continuation is walked)."""
+        return [w.tau for w in self.walks]
+
+    @property
+    def per_position(self) -> list[float]:
+        """Per-position acceptance as vLLM counts it (accepted at position i / drafts), with `steps` drafts."""
+        return self.walks[-1].per_position if self.walks else []
 
     @property
     def rows(self) -> int:
@@ -97,7 +127,9 @@ class Evaluation:
             "steps": self.steps,
             "acc": [round(x, 4) for x in self.acc],
             "cond_acc": [round(x, 4) for x in self.cond_acc],
-            "predicted_tau": [round(x, 4) for x in self.tau],
+            "acc_convention": "per draft step over every scored position (what training logs); not an accept length",
+            "predicted_tau": [round(x, 4) for x in self.tau] if self.walks else None,
+            "walks": [w.to_dict() for w in self.walks],
             "rows": self.rows,
             "ce": None if math.isnan(self.ce) else round(self.ce, 5),
             "tree_accept_length": {k: round(v, 4) for k, v in self.tree.items()},
@@ -108,23 +140,57 @@ class Evaluation:
 # ---- data ---------------------------------------------------------------------------------------------------
 
 
+@dataclass(frozen=True)
+class Sampling:
+    """Continuations sampled from the target instead of greedy ones (temperature > 0). Engines draft
+    deterministically (argmax chains, top-k trees) and verify target-only: a draft is accepted with the target's
+    probability of it, and the committed token is then distributed as the target's, so along a continuation
+    sampled from the target a draft is accepted exactly when it equals the sampled token. The walk over `seeds`
+    sampled continuations per prompt is therefore the engine's accept length measured over seeds."""
+
+    temperature: float
+    top_p: float = 1.0
+    seeds: int = 4
+
+    def describe(self) -> str:
+        return (
+            f"measured over {self.seeds} continuations per prompt sampled from the target (temperature "
+            f"{self.temperature}, top-p {self.top_p}); a deterministic draft is accepted iff it equals the sampled "
+            "token (vLLM's and SGLang's target-only rejection sampling)"
+        )
+
+
 @torch.no_grad()
 def greedy_continuations(
-    target: LoadedTarget, samples: list[Sample], prompt_len: int, new_tokens: int
+    target: LoadedTarget,
+    samples: list[Sample],
+    prompt_len: int,
+    new_tokens: int,
+    extra: int = 0,
+    sampling: Sampling | None = None,
 ) -> list[Sample]:
-    """prompt (the first prompt_len tokens of each sample) + the target's greedy continuation; the loss mask marks
-    the continuation, which is exactly what a greedy serving engine verifies against."""
+    """prompt (the first prompt_len tokens of each sample) + the target's greedy continuation of new_tokens tokens,
+    which is exactly what a greedy serving engine verifies against (the loss mask marks it), + `extra` more that
+    are not masked: an engine's last verify checks all its drafts, also those past max_tokens. With `sampling`,
+    `seeds` sampled continuations per prompt instead (seeded: the same on every run)."""
     out = []
     eos = getattr(target.tokenizer, "eos_token_id", None) if target.tokenizer is not None else None
-    for s in samples:
+    draws = [None] if sampling is None else list(range(sampling.seeds))
+    for i, s in enumerate(samples):
         prompt = s.input_ids[:prompt_len][None].to(target.device)
-        gen = target.model.generate(
-            prompt, max_new_tokens=new_tokens, do_sample=False, pad_token_id=eos, eos_token_id=None
-        )
-        ids = gen[0].cpu()
-        mask = torch.zeros(ids.numel(), dtype=torch.bool)
-        mask[prompt.shape[1] :] = True
-        out.append(Sample(ids, mask, s.source))
+        for seed in draws:
+            kwargs: dict = {"do_sample": False}
+            if sampling is not None:
+                torch.manual_seed(1000 * i + seed)
+                kwargs = {"do_sample": True, "temperature": sampling.temperature, "top_p": sampling.top_p,
+                          "top_k": 0}  # fmt: skip
+            gen = target.model.generate(
+                prompt, max_new_tokens=new_tokens + extra, pad_token_id=eos, eos_token_id=None, **kwargs
+            )
+            ids = gen[0].cpu()
+            mask = torch.zeros(ids.numel(), dtype=torch.bool)
+            mask[prompt.shape[1] : prompt.shape[1] + new_tokens] = True
+            out.append(Sample(ids, mask, s.source))
     return out
 
 
@@ -170,8 +236,8 @@ def evaluate(
     feed = "own" if mode == "chain" else "teacher"
     counts = StepCounts.zeros(steps)
     ce_sum, ce_n = 0.0, 0
-    tree_sum = {str(t): 0.0 for t in trees}
-    tree_n = {str(t): 0 for t in trees}
+    walks = [WalkCounts(k) for k in range(1, steps + 1)] if mode == "chain" else []
+    tree_walks = {str(t): WalkCounts(t.steps) for t in trees}
     for i, s in enumerate(samples):
         T = s.input_ids.numel()
         if T < 3:
@@ -184,21 +250,28 @@ def evaluate(
         mask = s.loss_mask[2:T]
         un = model.unroll(aux, s.input_ids[1:T][None], steps, feed=feed)
         logits = [lg[0, : max(0, T - 2 - k)].float() for k, lg in enumerate(un.logits)]
-        counts = counts + count_steps([model.to_target(lg.argmax(-1)) for lg in logits], g, mask)
+        drafted = [model.to_target(lg.argmax(-1)) for lg in logits]
+        counts = counts + count_steps(drafted, g, mask)
         p = torch.softmax(z[: T - 2][:, targets], -1)
         ce = -(p * torch.log_softmax(logits[0], -1)).sum(-1)
         ce_sum += float(ce[mask].sum())
         ce_n += int(mask.sum())
-        for t in trees:
-            acc_len, ok_rows = simulate_tree(model, aux, s.input_ids[1:T], g, mask, t)
-            tree_sum[str(t)] += float(acc_len[ok_rows].sum())
-            tree_n[str(t)] += int(ok_rows.sum())
+        span = walk_span(s.loss_mask) if mode == "chain" else None
+        if span is not None:
+            # the committed path: the continuation's own tokens (the greedy ones, or a sampled continuation)
+            path = s.input_ids[2:T]
+            rows = [d.tolist() for d in drafted]
+            walks = [w + walk(rows[: w.k], path.tolist(), span, w.k) for w in walks]
+            for t in trees:
+                acc_len, _ = simulate_tree(model, aux, s.input_ids[1:T], path, mask, t)
+                tree_walks[str(t)] = tree_walks[str(t)] + walk_lengths(acc_len.tolist(), span, t.steps)
     return Evaluation(
         wiring=str(wiring),
         mode=mode,
         counts=counts,
         ce=ce_sum / ce_n if ce_n else float("nan"),
-        tree={k: tree_sum[k] / tree_n[k] for k in tree_sum if tree_n[k]},
+        tree={k: w.tau for k, w in tree_walks.items() if w.drafts},
+        walks=walks if any(w.drafts for w in walks) else [],
     )
 
 
@@ -260,10 +333,18 @@ def samples_for_test(
 
 
 def chain_data(
-    target: LoadedTarget, samples: list[Sample], taps: list[int], prompt_len: int = 64, new_tokens: int = 128
+    target: LoadedTarget,
+    samples: list[Sample],
+    taps: list[int],
+    prompt_len: int = 64,
+    new_tokens: int = 128,
+    extra: int = 8,
+    sampling: Sampling | None = None,
 ) -> list[CapturedSample]:
-    """The target's greedy continuations of the samples' first `prompt_len` tokens, captured (chain mode)."""
-    return captured(target, greedy_continuations(target, samples, prompt_len, new_tokens), taps)
+    """The target's greedy (or sampled) continuations of the samples' first `prompt_len` tokens, captured (chain
+    mode); `extra` unmasked tokens past the walk's end score its last drafts (at least the deepest draft + 1)."""
+    conts = greedy_continuations(target, samples, prompt_len, new_tokens, extra, sampling)
+    return captured(target, conts, taps)
 
 
 # ---- the job: `eaglewire test` ----------------------------------------------------------------------------------
@@ -285,6 +366,7 @@ class StandaloneOptions:
     dump_config: Path | None = None  # speculators' run.yaml (its target_layer_ids)
     device: str = "cpu"
     dtype: str = "float32"  # what drafter (and target) compute in; auto = as the target is stored
+    sampling: Sampling | None = None  # temperature > 0: walk sampled continuations (measured over seeds)
 
 
 @dataclass
@@ -298,11 +380,13 @@ class StandaloneReport:
     search: SearchResult | None = None
     data: dict | None = None  # the dump tested on (`dumps.describe`)
     target_reads: list[tuple[str, int]] | None = None  # tensors read from a partial target (name, bytes)
+    sampling: Sampling | None = None
 
     def to_dict(self) -> dict:
         out = {
             "taps": str(self.wiring),
             "basis": self.basis,
+            "decoding": "greedy" if self.sampling is None else self.sampling.describe(),
             "evaluations": {k: v.to_dict() for k, v in self.evaluations.items()},
             "recorded_training_metrics": self.recorded,
         }
@@ -345,7 +429,10 @@ def standalone_test(
         dump = describe(src)
     else:
         base = samples_for_test(tgt, data, opts.samples, max(512, opts.prompt_len + opts.new_tokens))
-        items = chain_data(tgt, base, list(range(L + 1)), opts.prompt_len, opts.new_tokens)
+        extra = max([opts.steps, *(t.steps for t in opts.trees)]) + 1
+        items = chain_data(
+            tgt, base, list(range(L + 1)), opts.prompt_len, opts.new_tokens, extra, opts.sampling
+        )
         evals["chain"] = evaluate(model, items, wiring, opts.steps, "chain", trees=opts.trees)
         if opts.teacher:
             evals["teacher"] = evaluate(
@@ -353,4 +440,6 @@ def standalone_test(
             )
     found = search(model, items, L, [wiring, default_wiring(L)], head=head) if opts.search else None
     reads = getattr(tgt, "tensors_read", None)
-    return StandaloneReport(str(drafter), wiring, pair.basis, L, evals, recorded, found, dump, reads)
+    return StandaloneReport(
+        str(drafter), wiring, pair.basis, L, evals, recorded, found, dump, reads, opts.sampling
+    )

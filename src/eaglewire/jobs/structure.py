@@ -220,15 +220,22 @@ def _fc_width(c: Context) -> str | None:
     if captured == built and (weights_n is None or weights_n == built):
         return None
     where = "the launch's eagle3_layers_to_capture" if c.engine == "trtllm" else "its fc-width keys (or 3)"
+    stage = c.served.row.width_stage
+    fails = (
+        f"startup and warm-up pass, the {stage} fails (a shape error in the drafter's fc)"
+        if stage
+        else "loading or the first forward fails"
+    )
     fix = (
-        ""
-        if c.engine == "trtllm"
-        else f"; set num_aux_hidden_states = {weights_n or captured} in config.json"
+        f"; set num_aux_hidden_states = {weights_n or captured} in config.json"
+        if c.engine != "trtllm" and built != (weights_n or captured)
+        else "; list as many ids as the fc takes"
+        if weights_n is not None and captured != weights_n
+        else ""
     )
     return (
         f"{c.engine} {c.version} captures {captured} states and builds fc for {built} (from {where}), the "
-        f"drafter's fc takes {weights_n if weights_n is not None else 'an unknown number'}: loading or the first "
-        f"forward fails{fix}"
+        f"drafter's fc takes {weights_n if weights_n is not None else 'an unknown number'}: {fails}{fix}"
     )
 
 

@@ -1,0 +1,55 @@
+"""The tier's two sides: run vLLM (its own venv, `vllm_side.py`) on cases, and the prompts both sides share."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import time
+from pathlib import Path
+
+import torch
+
+from eaglewire import zoo
+from eaglewire.data import Sample
+
+SIDE = Path(__file__).with_name("vllm_side.py")
+PROMPTS, PROMPT_LEN, NEW_TOKENS = 16, 256, 128  # held-out stdlib prompts, as in the issue that found the gap
+
+
+def prompts(tokenizer, n: int = PROMPTS, length: int = PROMPT_LEN) -> list[list[int]]:
+    """The first `length` tokens of the zoo's first n held-out windows (what `eaglewire test` takes too)."""
+    return [s.input_ids[:length].tolist() for s in zoo.held_out_samples(tokenizer, 512, n)]
+
+
+def as_samples(ids: list[list[int]]) -> list[Sample]:
+    return [Sample(torch.tensor(p), torch.ones(len(p), dtype=torch.bool), "held-out") for p in ids]
+
+
+def run_vllm(python: Path, cases: list[dict], workdir: Path, name: str) -> dict[str, dict]:
+    """Run the cases in vLLM (reusing a finished run's JSON in workdir); results by case name."""
+    out = workdir / f"{name}.json"
+    if not out.exists():
+        spec = workdir / f"{name}-spec.json"
+        spec.write_text(json.dumps({"target": str(zoo.target_dir()), "cases": cases}))
+        env = {k: v for k, v in os.environ.items() if not k.startswith("PYTHON")}
+        t0 = time.time()
+        proc = subprocess.run(
+            [str(python), str(SIDE), str(spec), str(out)], env=env, capture_output=True, text=True,
+            timeout=60 * 60,
+        )  # fmt: skip
+        (workdir / f"{name}.log").write_text(proc.stdout + proc.stderr)
+        assert proc.returncode == 0 and out.exists(), (proc.stdout + proc.stderr)[-4000:]
+        print(f"vLLM ran {len(cases)} cases in {time.time() - t0:.0f} s")
+    return {r["name"]: r for r in json.loads(out.read_text())}
+
+
+def measured(result: dict) -> dict:
+    """vLLM's own numbers: mean accept length 1 + accepted / drafts, per-position accepted_pos[i] / drafts."""
+    m = result["metrics"]
+    drafts = m["num_drafts"]
+    return {
+        "drafts": drafts,
+        "accept_length": 1 + m["num_accepted_tokens"] / drafts,
+        "per_position": [a / drafts for a in m["num_accepted_tokens_per_pos"]],
+    }

@@ -1,0 +1,86 @@
+"""The taps vLLM 0.32.0 (CPU build, V1 runner) captures over a matrix of id variants in every format, against
+eaglewire's served taps for `vllm==0.32.0` on the CPU: no tap differs, and every variant that fails, fails at the
+stage eaglewire names and with the number of aux states eaglewire says reach the fc.
+
+The run is recorded as the evidence of the vLLM 0.32 rows (EAGLEWIRE_REAL_ENGINE_OUT/vllm-ids.json; the committed
+copy src/eaglewire/conventions/observed/vllm-0.32.0-cpu.json is replayed against the table by `make test`).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+from pathlib import Path
+
+import pytest
+
+from eaglewire import zoo
+from eaglewire.conventions.observed import record_variant
+from eaglewire.jobs.check import check
+
+from .engine import prompts, run_vllm
+from .variants import L, variants, write_variant
+
+pytestmark = pytest.mark.real_engine
+
+ENGINE = "vllm==0.32.0"
+PROMPT_TOKENS = 64
+
+
+@pytest.fixture(scope="module")
+def built(tmp_path_factory) -> dict[str, Path]:
+    root = tmp_path_factory.mktemp("vllm-ids")
+    return {v.name: write_variant(v, root) for v in variants()}
+
+
+@pytest.fixture(scope="module")
+def engine(vllm_python, built, tmp_path_factory) -> dict[str, dict]:
+    from transformers import AutoTokenizer
+
+    prompt = prompts(AutoTokenizer.from_pretrained(zoo.target_dir()), 1, PROMPT_TOKENS)
+    cases = [
+        {"name": n, "drafter": str(d), "k": 3, "prompts": prompt, "max_tokens": 8} for n, d in built.items()
+    ]
+    return run_vllm(vllm_python, cases, tmp_path_factory.mktemp("vllm-ids-run"), "ids")
+
+
+def _cpu_verdict(drafter: Path):
+    rep = check(drafter, zoo.target_dir(), [ENGINE])
+    return next(v for v in rep.verdicts if v.served.row.runner == "v1")
+
+
+def _states_fed(error: str, hidden: int) -> int | None:
+    """vLLM's fc error names the input size: states = size / (hidden * prompt tokens)."""
+    m = re.search(r"invalid for input of size (\d+)", error)
+    return int(m.group(1)) // (hidden * PROMPT_TOKENS) if m else None
+
+
+def test_engine_and_eaglewire_agree_on_every_variant(engine, built):
+    hidden = json.loads((zoo.target_dir() / "config.json").read_text())["hidden_size"]
+    rows, wrong = [], []
+    for v in variants():
+        res, verdict = engine[v.name], _cpu_verdict(built[v.name])
+        served = verdict.served
+        captured = [i for i in res.get("aux_hidden_state_layers") or [] if 0 <= i <= L]
+        row = record_variant(v.name, v.fmt, v.top, v.nested, res, served, captured)
+        rows.append(row)
+        if res["stage"] is None:
+            if served.failure is not None or list(served.taps.indices) != captured:
+                wrong.append(
+                    (v.name, "engine served", captured, "eaglewire", str(served.taps), served.failure)
+                )
+        else:
+            fed = _states_fed(res.get("error", ""), hidden)
+            names_count = fed is not None and re.search(
+                rf"\b{fed} of \d|receives {fed} states|captures {fed} states", served.failure or ""
+            )  # fmt: skip
+            if served.failure is None or served.stage != res["stage"] or not names_count:
+                wrong.append(
+                    (v.name, res["stage"], res.get("error"), "eaglewire", served.stage, served.failure)
+                )
+    out = Path(os.environ.get("EAGLEWIRE_REAL_ENGINE_OUT", "real-engine-results"))
+    out.mkdir(parents=True, exist_ok=True)
+    (out / "vllm-ids.json").write_text(json.dumps({"engine": ENGINE, "platform": "cpu", "runner": "v1",
+                                                   "target_layers": L, "variants": rows}, indent=1))  # fmt: skip
+    assert not wrong, wrong

@@ -1,0 +1,43 @@
+"""The committed record of what vLLM's CPU build did with each id variant (tests/real_engine) replayed against the
+convention table: every variant must still resolve to the taps the engine captured, or fail at the stage it failed
+at. A table change that contradicts a running engine fails here, without the engine."""
+
+import pytest
+from real_engine.variants import UNSET, Variant, write_variant
+
+from eaglewire import zoo
+from eaglewire.conventions.observed import records
+from eaglewire.jobs.check import check
+
+RECORDS = records()
+
+
+def test_a_record_is_committed():
+    assert RECORDS and all(rec["variants"] for rec in RECORDS)
+
+
+@pytest.mark.parametrize("rec", RECORDS, ids=[r["file"] for r in RECORDS])
+def test_record_replays_against_the_table(rec, tmp_path):
+    wrong = []
+    for row in rec["variants"]:
+        v = Variant(row["variant"], row["format"], row["top_level_ids"], row["eagle_config_ids"])
+        verdicts = check(write_variant(v, tmp_path), zoo.target_dir(), [rec["engine"]]).verdicts
+        served = next(x.served for x in verdicts if x.served.row.runner == rec["runner"])
+        seen = row["engine"]
+        if seen["stage"] is None:
+            ok = served.failure is None and list(served.taps.indices) == seen["captured_taps"]
+        else:
+            ok = served.failure is not None and served.stage == seen["stage"]
+        if not ok:
+            wrong.append((v.name, seen, str(served.taps), served.stage, served.failure))
+    assert not wrong, wrong
+
+
+def test_unset_marker_round_trips():
+    v = Variant("x", "eagle", UNSET, [1, 2, 3])
+    cfg = v.edit(
+        {"eagle_aux_hidden_state_layer_ids": [9], "eagle_config": {"eagle_aux_hidden_state_layer_ids": [8]}}
+    )
+    assert "eagle_aux_hidden_state_layer_ids" not in cfg and cfg["eagle_config"][
+        "eagle_aux_hidden_state_layer_ids"
+    ] == [1, 2, 3]
