@@ -101,7 +101,9 @@ zoo_app = typer.Typer(
 @zoo_app.command("build")
 def zoo_build(
     stage: list[str] = typer.Option(
-        None, "--stage", help="target, deepseek, assistant, drafters (default: all, in order)."
+        None,
+        "--stage",
+        help="target, deepseek, assistant, drafters (default: all, in order); cards re-measures the drafter cards.",
     ),
     work: Path = typer.Option(Path("runs/zoo-build"), "--work", help="Resumable work folder."),
     into: Path | None = typer.Option(
@@ -116,9 +118,9 @@ def zoo_build(
     from eaglewire.zoo.build import STAGES, build
 
     stages = tuple(stage) if stage else STAGES
-    bad = [s for s in stages if s not in STAGES]
+    bad = [s for s in stages if s not in (*STAGES, "cards")]
     if bad:
-        raise InputError(f"--stage {bad[0]!r}: use {', '.join(STAGES)}")
+        raise InputError(f"--stage {bad[0]!r}: use {', '.join(STAGES)} or cards")
     with render.ProgressBars("zoo") as bars:
         cards = build(
             into or zoo.zoo_dir(), work, stages, bars.new, drafters=tuple(drafter) if drafter else None

@@ -439,6 +439,9 @@ def standalone_test(
                 model, captured(tgt, base, wiring.indices), wiring, opts.steps, "teacher"
             )
     found = search(model, items, L, [wiring, default_wiring(L)], head=head) if opts.search else None
+    if found is not None and opts.dump is None and found.best.wiring != wiring:
+        # the accept length the engine would measure if it fed the search's best wiring
+        evals["search-best"] = evaluate(model, items, found.best.wiring, opts.steps, "chain")
     reads = getattr(tgt, "tensors_read", None)
     return StandaloneReport(
         str(drafter), wiring, pair.basis, L, evals, recorded, found, dump, reads, opts.sampling

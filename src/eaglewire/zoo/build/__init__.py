@@ -283,18 +283,20 @@ def write_drafter_card(dest: Path, card: dict, chain: dict | None = None) -> Non
     if chain:
         lines += [
             "",
-            "Standalone chain test on the target's greedy continuations of held-out prompts "
-            "(own tokens fed back; tau includes the bonus token):",
+            "Standalone chain test on the target's greedy continuations of held-out prompts (own tokens fed back). "
+            "The accept length is walked as an engine walks (K drafts after each verify; bonus token included: "
+            "vLLM 1 + accepted/drafts); acc and alpha are per step over every position:",
             "",
-            "| steps | " + " | ".join(str(i + 1) for i in range(len(chain["predicted_tau"]))) + " |",
+            "| K (draft tokens) / step k+1 | " + " | ".join(str(i + 1) for i in range(len(chain["predicted_tau"])))
+            + " |",
             "|---|" + "---|" * len(chain["predicted_tau"]),
-            "| unconditional acc | " + " | ".join(f"{a:.3f}" for a in chain["acc"]) + " |",
-            "| alpha (conditional) | " + " | ".join(f"{a:.3f}" for a in chain["cond_acc"]) + " |",
-            "| predicted tau | " + " | ".join(f"{a:.2f}" for a in chain["predicted_tau"]) + " |",
+            "| acc, every position | " + " | ".join(f"{a:.3f}" for a in chain["acc"]) + " |",
+            "| alpha, every position | " + " | ".join(f"{a:.3f}" for a in chain["cond_acc"]) + " |",
+            "| accept length, engine's walk | " + " | ".join(f"{a:.2f}" for a in chain["predicted_tau"]) + " |",
             "",
         ]
         lines += [
-            f"- SGLang tree {k}: simulated accept length {v:.2f}"
+            f"- SGLang tree {k}: accept length {v:.2f} (engine's walk)"
             for k, v in chain.get("tree_accept_length", {}).items()
         ]
         card["chain_test"] = chain
@@ -302,7 +304,7 @@ def write_drafter_card(dest: Path, card: dict, chain: dict | None = None) -> Non
     (dest / "zoo_card.json").write_text(json.dumps(card, indent=1) + "\n")
 
 
-STAGES = ("target", "deepseek", "assistant", "drafters")
+STAGES = ("target", "deepseek", "assistant", "drafters")  # "cards": re-measure the drafter cards, no training
 
 
 def build(
@@ -335,4 +337,11 @@ def build(
                 continue
             cards[r.name] = build_drafter(r, zoo, work / "drafters", cb(r.name))
             write_drafter_card(zoo / "drafters" / r.name, cards[r.name], chain_test(zoo, r.name))
+    if "cards" in stages:  # the committed weights, measured again (a new measurement, same drafters)
+        for name in drafters or ("default", "custom-taps"):
+            dest = zoo / "drafters" / name
+            card = json.loads((dest / "zoo_card.json").read_text())
+            card.pop("chain_test", None)
+            write_drafter_card(dest, card, chain_test(zoo, name))
+            cards[name] = card
     return cards
