@@ -43,14 +43,14 @@ def _sg_draft_quantization(known_drafter: bool) -> Callable[[FlagRule, State], N
         if st.drafter is not None and st.drafter.get("quantization_config"):
             return  # a quantized head: SGLang detects its own method (model_config.py _verify_quantization)
         head = (
-            f"the drafter ({st.drafter_source}) carries no quantization_config"
+            f"the drafter ({st.drafter_source}) carries no quantization_config, so SGLang quantizes"
             if known_drafter
-            else "the drafter's config is not local; if it carries no quantization_config"
+            else "if the drafter (not local here) carries no quantization_config, SGLang quantizes"
         )
         st.emit(rule, "--speculative-draft-model-quantization", None, quant,
-                f"--quantization {quant} is inherited by the draft model: {head}, so SGLang quantizes the "
-                f"EAGLE head to {quant} on the fly (or fails to load it, for checkpoint-only formats); the head "
-                "then drafts with other numerics than it was trained with")  # fmt: skip
+                f"--quantization {quant} is inherited by the draft model: {head} the EAGLE head to {quant} on the "
+                "fly (or fails to load it, for checkpoint-only formats), and the head drafts with other numerics "
+                "than it was trained with")  # fmt: skip
 
     return apply
 
@@ -255,7 +255,8 @@ def _sg_not_read(entries: tuple[ReadWhen, ...]) -> Callable[[FlagRule, State], N
             for flag in [f for f in _given_flags(st, entry) if f not in done]:
                 done.add(flag)
                 what = (
-                    f"{flag} is accepted and never used by SGLang {st.version} ({entry.when})"
+                    f"{flag} is accepted and never used by SGLang {st.version} "
+                    f"({entry.when.removeprefix('never: ')})"
                     if entry.when.startswith("never")
                     else f"{flag} is read only {entry.when}; with --speculative-algorithm {st.v['algorithm']} "
                     "SGLang accepts it and never uses it"

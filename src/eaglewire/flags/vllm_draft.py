@@ -223,7 +223,7 @@ def _vl_not_read(rule: FlagRule, st: State) -> None:
             continue
         for key in _keys(st, entry):
             what = (
-                f"{key} is accepted and never used by vLLM {st.version} ({entry.when})"
+                f"{key} is accepted and never used by vLLM {st.version} ({entry.when.removeprefix('never: ')})"
                 if entry.when.startswith("never")
                 else f"{key} is read only {entry.when}; with method {_method(st)!r} vLLM accepts it and never "
                 "uses it"
