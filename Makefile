@@ -86,6 +86,7 @@ bench: $(STAMP)
 
 docs: $(STAMP)
 	$(PY) -c "from eaglewire.conventions.coverage import markdown; open('docs/coverage.md', 'w').write(markdown())"
+	$(PY) -c "from eaglewire.flags.arguments import markdown; open('docs/speculative-arguments.md', 'w').write(markdown())"
 
 lint: $(STAMP)
 	$(VENV)/bin/ruff check src tests

@@ -479,6 +479,10 @@ def _auto(version: str, arch: str) -> tuple:
 
 
 SPEC = {"method": "eagle3", "model": "d", "num_speculative_tokens": 3}
+SHORT_DRAFTER = {
+    **EAGLE3_DRAFTER,
+    "max_position_embeddings": 2048,
+}  # e.g. yuhuili/EAGLE3-LLaMA3.1-Instruct-8B
 SA = [
     *SGL,
     "--model-path",
@@ -629,8 +633,54 @@ SCENARIOS: dict[str, tuple] = {
     "vl-token-tree": (vllm({**SPEC, "speculative_token_tree": "[(0,), (1,), (0, 0)]"}), {"engine_version": "0.14.0"},
                       "vllm.speculative_token_tree", INFO),
     "vl-chain": (vllm(SPEC), {}, "vllm.chain", INFO),
+    # The draft model's own settings and arguments the engines silently drop (flags/sglang_draft.py, vllm_draft.py)
+    "sg-draft-quant": ([*E3, *sizes(3, 1, 4), "--quantization", "fp8"], {"drafter_config": EAGLE3_DRAFTER},
+                       "sglang.draft_quantization_inherited", PROBLEM),
+    "sg-draft-quant-old": ([*E3, *sizes(3, 1, 4), "--quantization", "fp8"],
+                           {"engine_version": "0.5.4", "drafter_config": EAGLE3_DRAFTER},
+                           "sglang.draft_quantization_inherited", PROBLEM),
+    "sg-draft-quant-unknown": ([*E3, *sizes(3, 1, 4), "--quantization", "fp8"], {},
+                               "sglang.draft_quantization_inherited_unknown_drafter", WARNING),
+    "sg-draft-ctx": ([*E3, *sizes(3, 1, 4), "--context-length", "131072"], {"drafter_config": SHORT_DRAFTER},
+                     "sglang.draft_context_length", PROBLEM),
+    "sg-draft-ctx-old": ([*E3, *sizes(3, 1, 4), "--context-length", "131072"],
+                         {"engine_version": "0.4.10", "drafter_config": SHORT_DRAFTER},
+                         "sglang.draft_context_length_raised", WARNING),
+    "sg-draft-ctx-env": (["SGLANG_ALLOW_OVERWRITE_LONGER_CONTEXT_LEN=1", *E3, *sizes(3, 1, 4), "--context-length",
+                          "131072"], {"drafter_config": SHORT_DRAFTER}, "sglang.draft_context_length_raised",
+                         WARNING),
+    "sg-draft-ctx-old-env-off": (["SGLANG_ALLOW_OVERWRITE_LONGER_CONTEXT_LEN=0", *E3, *sizes(3, 1, 4),
+                                  "--context-length", "131072"],
+                                 {"engine_version": "0.4.10", "drafter_config": SHORT_DRAFTER},
+                                 "sglang.draft_context_length", PROBLEM),
+    "sg-not-read": ([*E3, *sizes(3, 1, 4), "--speculative-ngram-max-trie-depth", "12"], {},
+                    "sglang.argument_not_read", PROBLEM),
+    "sg-flag-missing": ([*E3, *sizes(3, 1, 4), "--speculative-draft-model-quantization", "unquant"],
+                        {"engine_version": "0.5.4"}, "sglang.flag_not_in_release", PROBLEM),
+    "vl-draft-tp-ignored": (vllm({**SPEC, "draft_tensor_parallel_size": 1}, "-tp", "4"), {},
+                            "vllm.draft_tensor_parallel_size_ignored", PROBLEM),
+    "vl-draft-model-tp": (vllm({"method": "draft_model", "model": "x/small", "num_speculative_tokens": 3,
+                                "draft_tensor_parallel_size": 1}, "-tp", "2"), {},
+                          "vllm.draft_model_tensor_parallel_size", PROBLEM),
+    "vl-mtp-revision": (["vllm", "serve", "deepseek-ai/DeepSeek-V3", "--revision", "abc123", "--speculative-config",
+                         json.dumps({"method": "mtp", "num_speculative_tokens": 1})], {}, "vllm.mtp_revision",
+                        PROBLEM),
+    "vl-mtp-quant-old": (["vllm", "serve", "deepseek-ai/DeepSeek-V3", "--quantization", "fp8",
+                          "--speculative-config", json.dumps({"method": "deepseek_mtp", "num_speculative_tokens": 1})],
+                         {"engine_version": "0.9.0"}, "vllm.mtp_quantization", PROBLEM),
+    "vl-mtp-quant": (["vllm", "serve", "deepseek-ai/DeepSeek-V3", "--quantization", "fp8", "--speculative-config",
+                      json.dumps({"method": "mtp", "num_speculative_tokens": 1})], {}, "vllm.mtp_quantization", INFO),
+    "vl-engine-filled": (vllm({**SPEC, "enable_chunked_prefill": True}), {"engine_version": "0.9.0"},
+                         "vllm.engine_filled_keys", PROBLEM),
+    "vl-not-read": (vllm({**SPEC, "prompt_lookup_max": 5}), {}, "vllm.key_not_read", PROBLEM),
+    "vl-not-read-v0": (vllm({**SPEC, "disable_by_batch_size": 4}), {"engine_version": "0.9.0"}, "vllm.key_not_read",
+                       PROBLEM),
+    "vl-not-read-tree": (vllm({**SPEC, "speculative_token_tree": "[(0,), (1,)]"}), {"engine_version": "0.9.0"},
+                         "vllm.key_not_read", PROBLEM),
+    "vl-mrv2": (vllm({**SPEC, "disable_padded_drafter_batch": True}), {}, "vllm.mrv2_ignores_key", PROBLEM),
 }  # fmt: skip
-NOT_MECHANICAL = {"sg-draft-missing", "vl-model-missing", "sg-unknown-algorithm", "vl-mtp-unsupported"}
+NOT_MECHANICAL = {"sg-draft-missing", "vl-model-missing", "sg-unknown-algorithm", "vl-mtp-unsupported",
+                  "sg-draft-quant-old"}  # fmt: skip
 
 
 @pytest.mark.parametrize("name", sorted(SCENARIOS))

@@ -34,10 +34,11 @@ SG_FIELDS = (
     "speculative_num_draft_tokens", "speculative_adaptive", "max_running_requests", "attention_backend",
     "decode_attention_backend", "prefill_attention_backend", "page_size", "disable_overlap_schedule",
     "enable_mixed_chunk", "tp_size", "dp_size", "enable_dp_attention", "device",
+    "speculative_draft_model_quantization", "quantization", "context_length",
 )  # fmt: skip
 VL_FIELDS = (
     "method", "model", "num_speculative_tokens", "draft_tensor_parallel_size", "prompt_lookup_min",
-    "prompt_lookup_max", "quantization",
+    "prompt_lookup_max", "quantization", "revision", "disable_padded_drafter_batch",
 )  # fmt: skip
 
 

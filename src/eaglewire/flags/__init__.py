@@ -16,8 +16,11 @@ first decode); they were read, not run.
 Layout: `values.py` (what lint returns), `parse.py` (argv), `versions.py`, `gpus.py` (the GPU as an input),
 `context.py` (target and drafter configs on disk), `rule.py` (a rule and the lint state), the engine rule modules
 (SGLang: `sglang.py`, `sglang_sizes.py`, `sglang_families.py` for STANDALONE/NGRAM/adaptive, `sglang_backends.py`
-for the per-GPU attention backend and page size; vLLM: `vllm.py`, `vllm_config.py`, `vllm_methods.py` for mtp,
-ngram, suffix, draft_model), `lint.py` (the engine). `make test-engines` checks the rows against the engines' own
+for the per-GPU attention backend and page size, `sglang_draft.py` for the draft model's own settings and arguments
+no code reads; vLLM: `vllm.py`, `vllm_config.py`, `vllm_methods.py` for mtp, ngram, suffix, draft_model,
+`vllm_draft.py` likewise), `lint.py` (the engine). Every speculative argument of every release read is enumerated
+from the wheels (`arg_scan.py`, `scripts/speculative_args.py`, `engine_args/*.json`, `scanned.py`) and classified
+in `arguments.py` (honoured, adjusted, ignored, refused; the rows that report it). `make test-engines` checks the rows against the engines' own
 code (docs/engine-oracle.md); `lint --engine-code` does it for one command (`eaglewire.enginecode`).
 """
 

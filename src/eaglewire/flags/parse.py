@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from eaglewire.errors import InputError
+from eaglewire.flags.scanned import switches
 from eaglewire.flags.values import LaunchCommand, Option
 from eaglewire.flags.versions import ENGINES, SGLANG, VLLM
 
@@ -51,6 +52,11 @@ SG_FLAGS: dict[str, FlagSpec] = {
     "--attn-dp-size": FlagSpec("int"),
     "--speculative-ngram-max-bfs-breadth": FlagSpec("int"),
     "--speculative-adaptive-config": FlagSpec("str"),
+    "--quantization": FlagSpec("str"),
+    "--speculative-draft-model-quantization": FlagSpec("str"),
+    "--context-length": FlagSpec("int"),
+    "--speculative-draft-window-size": FlagSpec("int"),
+    "--speculative-draft-sink-size": FlagSpec("int"),
 }
 
 # vLLM flags that existed up to 0.8.0 (vllm 0.8.0 engine/arg_utils.py) and are gone by 0.8.5: argparse rejects
@@ -82,6 +88,9 @@ VL_FLAGS: dict[str, FlagSpec] = {
     "--tensor-parallel-size": FlagSpec("int", ("-tp",)),
     "--trust-remote-code": FlagSpec("switch"),
     "--enforce-eager": FlagSpec("switch"),
+    "--quantization": FlagSpec("str", ("-q",)),
+    "--revision": FlagSpec("str"),
+    "--max-model-len": FlagSpec("str"),  # vLLM also takes 1k, 32K, -1 (parsed by the rule that reads it)
     **{flag: FlagSpec(kind) for flag, (_key, kind) in VL_LEGACY.items()},
 }
 
@@ -217,6 +226,8 @@ def _parse_options(
         name, eq, inline_value = token.partition("=")
         flag, key = _canonical(engine, name)
         spec = specs.get(flag)
+        if spec is None and flag in switches(engine):
+            spec = FlagSpec("switch")  # a boolean argument of the newest release read (scanned.py)
         kind = "json" if key is not None else (spec.kind if spec else None)
         if eq:
             value, stop = inline_value, i + 1
@@ -333,6 +344,11 @@ SG_KEYS = {
     "enable_dp_attention": "--enable-dp-attention",
     "ngram_bfs": "--speculative-ngram-max-bfs-breadth",
     "adaptive_config": "--speculative-adaptive-config",
+    "quantization": "--quantization",
+    "draft_quantization": "--speculative-draft-model-quantization",
+    "context_length": "--context-length",
+    "draft_window": "--speculative-draft-window-size",
+    "draft_sink": "--speculative-draft-sink-size",
 }
 TRIPLE = ("num_steps", "topk", "num_draft_tokens")
 # SGLang's builtin algorithms (sglang 0.5.23 srt/speculative/spec_info.py:32-47, spec_registry.py:183 NEXTN) by
@@ -345,7 +361,6 @@ SGLANG_ALGORITHMS = tuple(SGLANG_FAMILIES)
 
 
 def sglang_given(cmd: LaunchCommand) -> dict[str, Any]:
-    """The speculative settings as the command gives them (ints parsed, switches as booleans)."""
     """The speculative settings as the command gives them (ints parsed, switches as booleans)."""
     given: dict[str, Any] = {}
     for key, flag in SG_KEYS.items():

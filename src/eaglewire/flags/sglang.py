@@ -11,7 +11,7 @@ from __future__ import annotations
 import functools
 from collections.abc import Callable
 
-from eaglewire.flags import sglang_backends, sglang_families, sglang_sizes
+from eaglewire.flags import sglang_backends, sglang_draft, sglang_families, sglang_sizes
 from eaglewire.flags.parse import SGLANG_ALGORITHMS
 from eaglewire.flags.rule import FlagRule, State, row
 from eaglewire.flags.sglang_sizes import fix_algorithm, fix_draft_path, fix_no_algorithm, fix_triple
@@ -19,8 +19,9 @@ from eaglewire.flags.values import INFO, PROBLEM, WARNING
 from eaglewire.flags.versions import SG_HOOK, SG_SA, SGLANG
 
 rule = functools.partial(row, SGLANG)
-# The attention backend and page size are resolved before the speculative hook, for every command.
-RULES: list[FlagRule] = list(sglang_backends.RULES)
+# argparse first (flags the release does not define); then the attention backend and page size, resolved
+# before the speculative hook, for every command.
+RULES: list[FlagRule] = [*sglang_draft.RELEASE_RULES, *sglang_backends.RULES]
 
 # Targets whose own checkpoint carries the MTP draft layer: SGLang defaults the draft path to the target path
 # (and logs "DeepSeek MTP does not require setting speculative_draft_model_path." when one is given).
@@ -500,3 +501,7 @@ RULES += [
        f"{SG_HOOK}:1374-1427 (_init_adaptive_speculative_params); sglang 0.5.11 server_args.py",
        "adaptive steps", _sg_adaptive),
 ]  # fmt: skip
+
+
+# The draft model's own settings (quantization, context length) and arguments no code reads for this algorithm.
+RULES += sglang_draft.RULES

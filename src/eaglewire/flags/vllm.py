@@ -13,7 +13,7 @@ import json
 from collections.abc import Callable
 
 from eaglewire.errors import InputError
-from eaglewire.flags import vllm_methods
+from eaglewire.flags import vllm_draft, vllm_methods
 from eaglewire.flags.context import drafter_kind, local_config
 from eaglewire.flags.parse import VL_LEGACY, VL_SHORT, as_int
 from eaglewire.flags.rule import FlagRule, State, row
@@ -518,11 +518,16 @@ def _vl_token_tree(rule: FlagRule, st: State) -> None:
 
 
 RULES += [
-    rule("vllm.speculative_token_tree", ">=0.9.0,<0.21.0", INFO,
-       "vllm 0.14.0 config/speculative.py:441-451 (chain unless speculative_token_tree is given); removed in "
+    rule("vllm.speculative_token_tree", ">=0.10.2,<0.21.0", INFO,
+       "vllm 0.14.0 config/speculative.py:441-451 (chain unless speculative_token_tree is given); the GPU reads it "
+       "from 0.10.2 (v1/spec_decode/eagle.py:125; 0.9.0-0.10.1.1: Neuron only, vllm.key_not_read); removed in "
        "0.21.0",
        "tree drafting", _vl_token_tree),
 ]  # fmt: skip
+
+
+# The draft model's own settings (TP, revision, quantization of MTP layers) and keys no code reads here.
+RULES += vllm_draft.RULES
 
 
 def _vl_chain(rule: FlagRule, st: State) -> None:

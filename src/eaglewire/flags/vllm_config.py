@@ -1,44 +1,16 @@
-"""vLLM's SpeculativeConfig: the keys each version accepts, what a fix proposes, and the fix builders that edit
-the `--speculative-config` JSON (one key at a time). Data and edits only; the rules are in `vllm.py`."""
+"""vLLM's SpeculativeConfig: what a fix proposes, and the fix builders that edit the `--speculative-config` JSON
+(one key at a time). Data and edits only; the rules are in `vllm.py`. The keys each release accepts are read from
+its wheel (`scanned.vllm_key_known`)."""
 
 from __future__ import annotations
 
 from typing import Any
 
-from packaging.specifiers import SpecifierSet
-from packaging.version import Version
-
 from eaglewire.flags.parse import VL_LEGACY, VL_SHORT
 from eaglewire.flags.rule import State
+from eaglewire.flags.scanned import vllm_key_known
 from eaglewire.flags.values import Change, Edit, FlagFix
 
-# SpeculativeConfig fields, by the versions they exist in (ast of the class body in every version read).
-VLLM_CONFIG_KEYS: dict[str, str] = {
-    "method": ">=0.8.5", "model": ">=0.8.5", "num_speculative_tokens": ">=0.8.5",
-    "draft_tensor_parallel_size": ">=0.8.5", "quantization": ">=0.8.5", "max_model_len": ">=0.8.5",
-    "revision": ">=0.8.5", "code_revision": ">=0.8.5", "prompt_lookup_max": ">=0.8.5",
-    "prompt_lookup_min": ">=0.8.5",
-    "acceptance_method": ">=0.8.5,<0.10.0", "disable_mqa_scorer": ">=0.8.5,<0.10.0",
-    "posterior_alpha": ">=0.8.5,<0.10.0", "posterior_threshold": ">=0.8.5,<0.10.0",
-    "disable_by_batch_size": ">=0.8.5,<0.20.0", "disable_log_stats": ">=0.8.5,<0.14.0",
-    "disable_logprobs": ">=0.8.5,<0.14.0", "enable_chunked_prefill": ">=0.8.5,<0.14.0",
-    "speculative_token_tree": ">=0.9.0,<0.21.0",
-    "disable_padded_drafter_batch": ">=0.11.0", "enforce_eager": ">=0.11.0",
-    "suffix_decoding_max_cached_requests": ">=0.14.0", "suffix_decoding_max_spec_factor": ">=0.14.0",
-    "suffix_decoding_max_tree_depth": ">=0.14.0", "suffix_decoding_min_token_prob": ">=0.14.0",
-    "draft_load_config": ">=0.20.0", "moe_backend": ">=0.20.0", "parallel_drafting": ">=0.20.0",
-    "rejection_sample_method": ">=0.20.0", "synthetic_acceptance_length": ">=0.20.0",
-    "synthetic_acceptance_rates": ">=0.20.0", "use_local_argmax_reduction": ">=0.20.0",
-    "tensor_parallel_size": ">=0.20.0",  # exists only to raise "not a valid argument"
-    "attention_backend": ">=0.21.0", "draft_sample_method": ">=0.21.0",
-    "num_speculative_tokens_per_batch_size": ">=0.24.0",
-    "kv_cache_dtype": ">=0.27.0", "use_heterogeneous_vocab": ">=0.27.0",
-    "dspark_draft_topk": ">=0.28.0", "enable_adaptive_verification": ">=0.28.0",
-    "index_share_for_mtp_iteration": ">=0.29.0", "disable_eagle_block_drop": ">=0.30.0",
-    "disable_lookahead_block_hashes": ">=0.33.0", "draft_lm_head_quantization": ">=0.33.0",
-    "fly_entropy_threshold": ">=0.33.0", "fly_entropy_top_k": ">=0.33.0", "fly_window_size": ">=0.33.0",
-    "xpress_topc": ">=0.33.0",
-}  # fmt: skip
 VL_INTERNAL = (
     "target_model_config",
     "target_parallel_config",
@@ -48,11 +20,6 @@ VL_INTERNAL = (
 VLLM_DEFAULT_TOKENS = (
     3  # what a fix proposes when nothing says k: the speculators EAGLE-3 converter's default
 )
-
-
-def vllm_key_known(key: str, version: Version) -> bool:
-    spec = VLLM_CONFIG_KEYS.get(key)
-    return spec is not None and SpecifierSet(spec).contains(version, prereleases=True)
 
 
 def speculators_tokens(config: dict | None) -> int | None:
