@@ -363,6 +363,93 @@ def doctor(
     exit_with(rep.verdict != "ok")
 
 
+@app.command(context_settings={"allow_extra_args": True, "ignore_unknown_options": True})
+def probe(
+    args: list[str] = typer.Argument(
+        None, help="The server URL (http://127.0.0.1:8000); with --launch, the serve command after --."
+    ),
+    launch: bool = typer.Option(
+        False, "--launch", help="Start the engine from the serve command after --, probe it, stop it."
+    ),
+    drafter: Path | None = typer.Option(
+        None, "--drafter", help="The drafter the server runs (for predictions)."
+    ),
+    target: Path | None = typer.Option(
+        None,
+        "--target",
+        help="The target folder (weights and tokenizer): the predictions and token-id prompts.",
+    ),
+    dump: Path | None = DUMP,
+    dump_ids: str | None = DUMP_IDS,
+    data: Path | None = DATA,
+    requests: int = typer.Option(
+        8, "--requests", help="Prompts to send (one at a time; 0: read the counters only)."
+    ),
+    prompt_len: int = typer.Option(64, "--prompt-len", help="Prompt tokens per request."),
+    new_tokens: int = typer.Option(
+        96, "--new-tokens", help="Tokens generated per request (greedy, to the end)."
+    ),
+    time_limit: float = typer.Option(300.0, "--time-limit", help="Seconds the whole workload may take."),
+    model: str | None = typer.Option(
+        None, "--model", help="Served model name, when the server serves several."
+    ),
+    platform: str | None = typer.Option(
+        None,
+        "--platform",
+        help="Where the server runs: cpu or cuda (vLLM's runner depends on it; default: unknown).",
+    ),
+    startup_timeout: float = typer.Option(
+        600.0, "--startup-timeout", help="--launch: seconds to wait for health."
+    ),
+    report_dir: Path | None = typer.Option(
+        None, "--report", help="Write the per-position plot, report.json and index.html here."
+    ),
+    device: str = DEVICE,
+    json_out: bool = JSON,
+) -> None:
+    """A live server's own acceptance beside the prediction, and the cause: wiring, flags or the drafter."""
+    from eaglewire.cli.plots import probe_report
+    from eaglewire.cli.render_probe import render_probe
+    from eaglewire.jobs.evaluate import parse_ids
+    from eaglewire.probe import ProbeOptions, probe_launch
+    from eaglewire.probe import probe as run_probe
+
+    words = list(args or [])
+    if platform not in (None, "cpu", "cuda"):
+        raise InputError(f"--platform {platform!r}: use cpu or cuda")
+    if dump is not None and target is None:
+        raise InputError("--dump needs --target (the target's config and head tensors)")
+    if target is not None and dump is None and not any(target.glob("*.safetensors")):
+        raise InputError(
+            f"--target {target}: no weights there (the prediction runs the target; or give --dump)"
+        )
+    from eaglewire.data import file_samples
+
+    loader = samples_for(target, data) if target is not None else (file_samples(data) if data else None)
+    opts = ProbeOptions(
+        drafter=drafter, target=target, dump=dump, dump_ids=parse_ids(dump_ids), data=loader, requests=requests,
+        prompt_len=prompt_len, new_tokens=new_tokens, time_limit=time_limit, model=model, platform=platform,
+        device=device,
+    )  # fmt: skip
+    say = None if json_out else render.say
+    if launch:
+        if not words:
+            raise InputError(
+                "--launch: give the serve command after --, e.g. -- vllm serve MODEL --speculative-config ..."
+            )
+        rep = probe_launch(words, opts, startup_timeout, say)
+    else:
+        if len(words) != 1:
+            raise InputError("give one server URL (or --launch -- <serve command>)")
+        rep = run_probe(words[0], opts, say)
+    if report_dir is not None:
+        probe_report(rep, report_dir)
+    render.show(rep, json_out, render_probe)
+    if report_dir is not None and not json_out:
+        render.console().print(f"report: {report_dir / 'index.html'}")
+    raise typer.Exit(rep.exit_code)
+
+
 @app.command()
 def generate(
     target: Path = TARGET_DIR,
