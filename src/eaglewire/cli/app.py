@@ -401,6 +401,9 @@ def probe(
     startup_timeout: float = typer.Option(
         600.0, "--startup-timeout", help="--launch: seconds to wait for health."
     ),
+    engine: str | None = typer.Option(
+        None, "--engine", help="--launch with a wrapper script: the engine it starts (vllm or sglang)."
+    ),
     report_dir: Path | None = typer.Option(
         None, "--report", help="Write the per-position plot, report.json and index.html here."
     ),
@@ -437,7 +440,7 @@ def probe(
             raise InputError(
                 "--launch: give the serve command after --, e.g. -- vllm serve MODEL --speculative-config ..."
             )
-        rep = probe_launch(words, opts, startup_timeout, say)
+        rep = probe_launch(words, opts, startup_timeout, say, engine)
     else:
         if len(words) != 1:
             raise InputError("give one server URL (or --launch -- <serve command>)")

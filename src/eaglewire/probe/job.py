@@ -166,12 +166,16 @@ def _local_dir(path: str | None) -> Path | None:
 
 
 def probe_launch(
-    argv: list[str], opts: ProbeOptions, startup_timeout: float = 600.0, progress=None
+    argv: list[str],
+    opts: ProbeOptions,
+    startup_timeout: float = 600.0,
+    progress=None,
+    engine_name: str | None = None,
 ) -> ProbeReport:
     """Start the engine from `argv`, probe it, stop it (always). The drafter and target default to the local
-    folders the command names."""
+    folders the command names. `engine_name` names the engine of a wrapper script."""
     say = progress or (lambda *_: None)
-    engine = Engine(argv, startup_timeout=startup_timeout)
+    engine = Engine(argv, startup_timeout=startup_timeout, engine=engine_name)
     cmd = engine.command
     drafter = opts.drafter
     if drafter is None:

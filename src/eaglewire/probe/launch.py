@@ -75,10 +75,12 @@ def _script_python(script: str) -> str:
     return first[2:].strip().split()[0]
 
 
-def prepare(argv: list[str]) -> tuple[list[str], dict[str, str], LaunchCommand, int, list[str]]:
+def prepare(
+    argv: list[str], engine: str | None = None
+) -> tuple[list[str], dict[str, str], LaunchCommand, int, list[str]]:
     """(the argv to run, its environment additions, the parsed command, the port, notes). Adds --host 127.0.0.1
-    and a free --port where absent; refuses a non-local host."""
-    cmd = parse_launch(list(argv))
+    and a free --port where absent; refuses a non-local host. `engine` names the engine of a wrapper script."""
+    cmd = parse_launch(list(argv), engine)
     tokens = list(cmd.argv)
     while tokens and (tokens[0] in ("env", "nohup", "exec") or _ENV_ASSIGN.match(tokens[0])):
         tokens = tokens[1:]  # the wrappers and VAR=value words: the environment is passed on its own
@@ -160,8 +162,9 @@ class Engine:
         env: dict[str, str] | None = None,
         log_dir: Path | None = None,
         keep_log: bool = False,
+        engine: str | None = None,
     ):
-        self.argv, extra_env, self.command, self.port, self.notes = prepare(argv)
+        self.argv, extra_env, self.command, self.port, self.notes = prepare(argv, engine)
         self.env = {**os.environ, **extra_env, **(env or {})}
         self.startup_timeout = startup_timeout
         self.stop_timeout = stop_timeout

@@ -177,7 +177,9 @@ def measure(
         if progress:
             progress(f"request {i + 1}/{len(prompts)}")
         done = send(http, info.engine, info.model, prompt, max_tokens, timeout=left)
-        after = _settled(http, info, before, 1, wait=min(5.0, max(0.5, left)))
+        # SGLang's own per-request details need no counter to settle; vLLM records the last step just after
+        wait = 0.0 if done.spec is not None else min(5.0, max(0.5, left))
+        after = _settled(http, info, before, 1, wait=wait)
         delta = after - before
         if info.engine == "sglang" and done.spec is not None:
             own = done.spec
