@@ -445,3 +445,25 @@ def test_sglang_flags_from_its_own_launch_command(capsys, tmp_path):
     assert rc == 1 and out["diagnosis"] == "flags"
     assert out["measured"]["accept_length"] == pytest.approx(1 + 112 / 60)
     assert out["lint"]["effective"]["num_draft_tokens"] == 2
+
+
+# ---- doctor --server ----------------------------------------------------------------------------------------------
+
+
+def test_doctor_folds_in_the_live_server(tmp_path):
+    """`doctor --server`: the live measurement (SGLang's own per-request details, replayed) joins the report; with a
+    target that has no weights nothing predicts it, so it stays an unknown, named."""
+    from eaglewire.jobs.doctor import DoctorOptions, doctor
+
+    target = tmp_path / "target"
+    target.mkdir()
+    for name in ("config.json", "tokenizer.json", "tokenizer_config.json"):
+        (target / name).write_bytes((zoo.target_dir() / name).read_bytes())
+    with Replay(sglang_routes()) as srv:
+        opts = DoctorOptions(engine="sglang==0.5.23", data=zoo.held_out_samples, samples=2, server=srv.url)
+        rep = doctor(zoo.drafter_dir("default"), target, opts)
+    assert rep.live is not None and rep.live.measurement.accept_length == pytest.approx(1 + 56 / 30)
+    assert len(rep.live.measurement.requests) == 2
+    assert rep.verdict == "unverified" and any("live server" in u for u in rep.unknowns)
+    data = rep.to_dict()
+    assert data["live_server"]["diagnosis"] == "unverified"

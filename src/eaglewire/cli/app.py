@@ -333,6 +333,14 @@ def doctor(
     dump: Path | None = DUMP,
     dump_ids: str | None = DUMP_IDS,
     dump_config: Path | None = DUMP_CONFIG,
+    server: str | None = typer.Option(
+        None,
+        "--server",
+        help="A live server running this drafter (URL): its measured acceptance joins the report.",
+    ),
+    platform: str | None = typer.Option(
+        None, "--platform", help="Where that server runs: cpu or cuda (vLLM's runner depends on it)."
+    ),
     device: str = DEVICE,
     dtype: str = DTYPE_FP32,
     json_out: bool = JSON,
@@ -352,7 +360,7 @@ def doctor(
         engine=engine, launch=list(launch) if launch else None,
         data=None if dump is not None else samples_for(target, data), samples=samples, steps=steps,
         search=search_mode, dump=dump, dump_ids=parse_ids(dump_ids), dump_config=dump_config, device=device,
-        dtype=dtype,
+        dtype=dtype, server=server, platform=platform,
     )  # fmt: skip
     rep = run_doctor(drafter, target, opts, progress=None if json_out else render.say)
     if report_dir is not None:
@@ -422,13 +430,17 @@ def probe(
         raise InputError(f"--platform {platform!r}: use cpu or cuda")
     if dump is not None and target is None:
         raise InputError("--dump needs --target (the target's config and head tensors)")
-    if target is not None and dump is None and not any(target.glob("*.safetensors")):
-        raise InputError(
-            f"--target {target}: no weights there (the prediction runs the target; or give --dump)"
-        )
     from eaglewire.data import file_samples
+    from eaglewire.probe.job import launch_paths
 
-    loader = samples_for(target, data) if target is not None else (file_samples(data) if data else None)
+    prompts_from = target
+    if launch and prompts_from is None and words:
+        prompts_from = launch_paths(words, engine)[1]  # the target the serve command names, when local
+    loader = (
+        samples_for(prompts_from, data)
+        if prompts_from is not None
+        else (file_samples(data) if data else None)
+    )
     opts = ProbeOptions(
         drafter=drafter, target=target, dump=dump, dump_ids=parse_ids(dump_ids), data=loader, requests=requests,
         prompt_len=prompt_len, new_tokens=new_tokens, time_limit=time_limit, model=model, platform=platform,

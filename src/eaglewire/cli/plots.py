@@ -182,6 +182,21 @@ def doctor_report(rep, out: Path) -> list[Path]:
                 marked,
             )
         )
+    live = getattr(rep, "live", None)
+    if live is not None and live.measurement.per_position:
+        curves = {"measured on the live server": live.measurement.per_position}
+        for c in live.prediction.curves.values() if live.prediction is not None else []:
+            if c.per_position:
+                curves[f"predicted: {c.label} {c.wiring}"] = c.per_position
+        written.append(
+            acceptance_plot(
+                out / "live_per_position.png",
+                curves,
+                f"Live server {live.server.url}: per-position acceptance",
+                "acceptance (engine's counting)",
+                "draft position i",
+            )
+        )
     data = rep.to_dict()
     sections = [
         (

@@ -27,6 +27,11 @@ def _ci(ci) -> str:
 def render_measurement(m, out: Console) -> None:
     w = m.window
     scope = "the probe's requests" if m.scope == "workload" else "everything since the server started"
+    if m.accept_length is None:
+        out.print(
+            Text.assemble(("measured", "bold"), f" over {scope}: no speculative verify step counted yet")
+        )
+        return
     out.print(
         Text.assemble(
             ("measured", "bold"),
@@ -114,3 +119,16 @@ def render_probe(rep, out: Console) -> None:
     out.print(Text(d.summary))
     more = [c for c in d.causes if c != d.name]
     out.print(Text(f"DIAGNOSIS: {d.name}" + (f" (also: {', '.join(more)})" if more else ""), STYLE[d.name]))
+
+
+def render_live(rep, out: Console) -> None:
+    """The probe's part of the doctor's report: what the server measured, against what, and the cause."""
+    s = rep.server
+    out.print(f"{s.engine} {s.version or ''} serving {s.model}, {s.k} draft tokens per verify")
+    render_measurement(rep.measurement, out)
+    for c in rep.diagnosis.comparisons:
+        out.print(
+            f"  predicted under {c.label} {c.taps}: {c.predicted:.3f} ({'matches' if c.matches else 'differs'})"
+        )
+    d = rep.diagnosis
+    out.print(Text(f"live diagnosis: {d.name}: {d.summary}", STYLE[d.name]))

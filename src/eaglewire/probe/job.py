@@ -14,7 +14,7 @@ from pathlib import Path
 
 from eaglewire.data import SampleLoader
 from eaglewire.errors import InputError
-from eaglewire.flags import LintReport, lint
+from eaglewire.flags import LintReport, lint, parse_launch
 from eaglewire.jobs.evaluate import TreeSetting
 from eaglewire.probe.counters import row_for
 from eaglewire.probe.diagnose import Diagnosis, diagnose
@@ -143,7 +143,10 @@ def probe(url: str, opts: ProbeOptions, progress=None) -> ProbeReport:
     report_lint = _lint(opts.launch or info.launch_command, info, notes)
     k = info.k or (report_lint.effective.proposed_drafts_per_verify if report_lint is not None else None)
     pred = None
-    if opts.drafter is not None and (opts.target is not None):
+    weights = opts.target is not None and any(Path(opts.target).glob("*.safetensors"))
+    if opts.drafter is not None and opts.target is not None and not weights and opts.dump is None:
+        notes.append(f"{opts.target} holds no weights: no prediction (give the target's weights, or --dump)")
+    elif opts.drafter is not None and opts.target is not None:
         if not sent and opts.dump is None:
             notes.append("no prompts were sent (give --data): nothing to predict on")
         elif k is None:
@@ -165,6 +168,14 @@ def _local_dir(path: str | None) -> Path | None:
     return None
 
 
+def launch_paths(argv: list[str], engine_name: str | None = None) -> tuple[Path | None, Path | None]:
+    """(drafter, target): the local folders a serve command names (None where it names a hub id or nothing)."""
+    cmd = parse_launch(list(argv), engine_name)
+    spec = cmd.speculative_config or {}
+    drafter = spec.get("model") if cmd.engine == "vllm" else cmd.get("--speculative-draft-model-path")
+    return _local_dir(drafter), _local_dir(cmd.model)
+
+
 def probe_launch(
     argv: list[str],
     opts: ProbeOptions,
@@ -177,13 +188,9 @@ def probe_launch(
     say = progress or (lambda *_: None)
     engine = Engine(argv, startup_timeout=startup_timeout, engine=engine_name)
     cmd = engine.command
-    drafter = opts.drafter
-    if drafter is None:
-        spec = cmd.speculative_config or {}
-        drafter = _local_dir(
-            spec.get("model") if cmd.engine == "vllm" else cmd.get("--speculative-draft-model-path")
-        )
-    target = opts.target or (None if opts.dump else _local_dir(cmd.model))
+    named_drafter, named_target = launch_paths(argv, engine_name)
+    drafter = opts.drafter or named_drafter
+    target = opts.target or (None if opts.dump else named_target)
     platform = opts.platform or engine_platform(engine.argv)
     say(f"starting {cmd.engine}: {' '.join(engine.argv)}")
     with engine:
