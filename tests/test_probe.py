@@ -21,6 +21,7 @@ import pytest
 
 from eaglewire import zoo
 from eaglewire.cli import main
+from eaglewire.data import file_samples
 from eaglewire.errors import InputError
 from eaglewire.flags import lint
 from eaglewire.jobs.check import check
@@ -459,8 +460,10 @@ def test_doctor_folds_in_the_live_server(tmp_path):
     target.mkdir()
     for name in ("config.json", "tokenizer.json", "tokenizer_config.json"):
         (target / name).write_bytes((zoo.target_dir() / name).read_bytes())
+    text = tmp_path / "prompts.py"
+    text.write_text((zoo.zoo_dir() / "corpus.py").read_text())
     with Replay(sglang_routes()) as srv:
-        opts = DoctorOptions(engine="sglang==0.5.23", data=zoo.held_out_samples, samples=2, server=srv.url)
+        opts = DoctorOptions(engine="sglang==0.5.23", data=file_samples(text), samples=2, server=srv.url)
         rep = doctor(zoo.drafter_dir("default"), target, opts)
     assert rep.live is not None and rep.live.measurement.accept_length == pytest.approx(1 + 56 / 30)
     assert len(rep.live.measurement.requests) == 2

@@ -2,8 +2,9 @@
 
     .venv-engines/sglang-0.5.23/bin/python tests/probe_data/sglang_side.py TARGET_DIR DRAFTER_DIR OUT_DIR
 
-(the venv of `make test-engines`, plus prometheus-client 0.26.0, which SGLang requires and its argument-code list
-does not install). Runs inside SGLang's Python; imports SGLang, the standard library and eaglewire's engine-code
+(the venv of `make test-engines`, plus what SGLang requires and its argument-code list does not install:
+prometheus-client==0.26.0 fastapi==0.165.0 uvicorn==0.54.0 uvloop==0.23.0 pyzmq==27.3.0, for the metrics collector
+and the tokenizer manager). Runs inside SGLang's Python; imports SGLang, the standard library and eaglewire's engine-code
 probe script (which imports only the engine), never eaglewire itself.
 
 What is SGLang's own code and what is not:

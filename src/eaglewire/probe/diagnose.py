@@ -23,11 +23,12 @@ predictions are told apart only when they differ by more than both tolerances to
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from eaglewire.conventions import ConfigFix
 from eaglewire.errors import EXIT_OK, EXIT_PROBLEM, EXIT_UNVERIFIED
-from eaglewire.flags.values import Edit, LintReport
+from eaglewire.flags.values import Change, Edit, LintReport
 from eaglewire.probe.measure import Measurement
 from eaglewire.probe.predict import Curve, Prediction
 
@@ -193,6 +194,11 @@ def diagnose(
               and not pred.served[lab].same_set(pred.trained)}  # fmt: skip
     same = {lab: c for lab, c in served.items() if c is not None and lab not in differ}
     if trained is None:
+        if lint_problems:
+            d.name, d.causes = "flags", ["flags"]
+            d.summary = f"measured {tau:.2f}: the engine changes the speculative settings that were asked for"
+            d.notes.append("the drafter's training taps are unknown: the wiring is not checked")
+            return d
         d.summary = f"measured {tau:.2f}; the drafter's training taps are unknown, so served-as-trained is undecidable"
         d.needs.append(
             "the training taps: a checkpoint with eaglewire provenance or a trainer record (see check)"
@@ -251,8 +257,15 @@ def trained_curve(pred: Prediction) -> Curve | None:
 
 
 def _other_causes(
-    d: Diagnosis, pred: Prediction, curve: Curve | None, lint_problems, k, engine, tol, primary
-):
+    d: Diagnosis,
+    pred: Prediction,
+    curve: Curve | None,
+    lint_problems: list[Change],
+    k: int | None,
+    engine: str,
+    tol: Callable[[float], float],
+    primary: bool,
+) -> None:
     """Flags and drafter strength, once the wiring is settled. `primary`: they name the diagnosis."""
     causes: list[str] = []
     messages: list[str] = []
