@@ -1,7 +1,7 @@
 """The arrows of the architecture, enforced on the source (AST, no imports run):
 
 - only `cli/` prints (print, sys.stdout/sys.stderr) or imports rich;
-- `jobs/` never imports `cli/`, `bench/` or the zoo (the CLI picks the zoo's data and paths);
+- `jobs/` and `probe/` never import `cli/`, `bench/` or the zoo (the CLI picks the zoo's data and paths);
 - `formats/` never imports `jobs/`, `bench/` or `cli/`;
 - `conventions/` and `flags/` import no torch, transformers, safetensors or model code (drafter, targets' runner,
   capture, jobs): the static check and the lint run from configs alone;
@@ -85,10 +85,10 @@ def violations(root: Path) -> list[str]:
             bad = None
             if not in_cli and _under(name, "rich"):
                 bad = "imports rich (only cli/ renders)"
-            elif _under(module, "eaglewire.jobs") and any(
+            elif (_under(module, "eaglewire.jobs") or _under(module, "eaglewire.probe")) and any(
                 _under(name, p) for p in ("eaglewire.cli", "eaglewire.bench", "eaglewire.zoo")
             ):
-                bad = f"jobs/ imports {name}"
+                bad = f"{module.split('.')[1]}/ imports {name}"
             elif _under(module, "eaglewire.formats") and any(
                 _under(name, p) for p in ("eaglewire.jobs", "eaglewire.bench", "eaglewire.cli")
             ):
@@ -127,6 +127,8 @@ def test_the_check_catches_a_forbidden_import(tmp_path):
     )
     (root / "formats" / "convert.py").write_text("def f():\n    from eaglewire.jobs.check import check\n")
     (root / "flags" / "lint.py").write_text("import torch\n")
+    (root / "probe").mkdir()
+    (root / "probe" / "job.py").write_text("from eaglewire.bench.advise import advise\n")
     (root / "conventions").mkdir()
     (root / "conventions" / "model.py").write_text("from eaglewire.drafter import Eagle3Drafter\n")
     (root / "targets.py").write_text("import rich\nprint('hello')\n")
@@ -134,6 +136,7 @@ def test_the_check_catches_a_forbidden_import(tmp_path):
     assert any("jobs/ imports eaglewire.cli" in v for v in found), found
     assert any("jobs/ imports eaglewire.zoo" in v for v in found), found
     assert any("formats/ imports eaglewire.jobs" in v for v in found), found
+    assert any("probe/ imports eaglewire.bench.advise" in v for v in found), found
     assert any("imports model code torch" in v for v in found), found
     assert any(
         "conventions/model.py:1: eaglewire.conventions.model imports model code" in v for v in found

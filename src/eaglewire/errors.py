@@ -9,6 +9,7 @@ from __future__ import annotations
 EXIT_OK = 0
 EXIT_PROBLEM = 1
 EXIT_BAD_INPUT = 2
+EXIT_UNVERIFIED = 3  # nothing wrong found, but not every fact behind an `ok` is known
 
 
 class InputError(Exception):

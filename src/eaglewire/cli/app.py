@@ -340,6 +340,14 @@ def doctor(
     dump: Path | None = DUMP,
     dump_ids: str | None = DUMP_IDS,
     dump_config: Path | None = DUMP_CONFIG,
+    server: str | None = typer.Option(
+        None,
+        "--server",
+        help="A live server running this drafter (URL): its measured acceptance joins the report.",
+    ),
+    platform: str | None = typer.Option(
+        None, "--platform", help="Where that server runs: cpu or cuda (vLLM's runner depends on it)."
+    ),
     device: str = DEVICE,
     dtype: str = DTYPE_FP32,
     json_out: bool = JSON,
@@ -359,7 +367,7 @@ def doctor(
         engine=engine, launch=list(launch) if launch else None,
         data=None if dump is not None else samples_for(target, data), samples=samples, steps=steps,
         search=search_mode, dump=dump, dump_ids=parse_ids(dump_ids), dump_config=dump_config, device=device,
-        dtype=dtype,
+        dtype=dtype, server=server, platform=platform,
     )  # fmt: skip
     rep = run_doctor(drafter, target, opts, progress=None if json_out else render.say)
     if report_dir is not None:
@@ -368,6 +376,100 @@ def doctor(
     if report_dir is not None and not json_out:
         render.console().print(f"report: {report_dir / 'index.html'}")
     exit_with(rep.verdict != "ok")
+
+
+@app.command(context_settings={"allow_extra_args": True, "ignore_unknown_options": True})
+def probe(
+    args: list[str] = typer.Argument(
+        None, help="The server URL (http://127.0.0.1:8000); with --launch, the serve command after --."
+    ),
+    launch: bool = typer.Option(
+        False, "--launch", help="Start the engine from the serve command after --, probe it, stop it."
+    ),
+    drafter: Path | None = typer.Option(
+        None, "--drafter", help="The drafter the server runs (for predictions)."
+    ),
+    target: Path | None = typer.Option(
+        None,
+        "--target",
+        help="The target folder (weights and tokenizer): the predictions and token-id prompts.",
+    ),
+    dump: Path | None = DUMP,
+    dump_ids: str | None = DUMP_IDS,
+    data: Path | None = DATA,
+    requests: int = typer.Option(
+        8, "--requests", help="Prompts to send (one at a time; 0: read the counters only)."
+    ),
+    prompt_len: int = typer.Option(64, "--prompt-len", help="Prompt tokens per request."),
+    new_tokens: int = typer.Option(
+        96, "--new-tokens", help="Tokens generated per request (greedy, to the end)."
+    ),
+    time_limit: float = typer.Option(300.0, "--time-limit", help="Seconds the whole workload may take."),
+    model: str | None = typer.Option(
+        None, "--model", help="Served model name, when the server serves several."
+    ),
+    platform: str | None = typer.Option(
+        None,
+        "--platform",
+        help="Where the server runs: cpu or cuda (vLLM's runner depends on it; default: unknown).",
+    ),
+    startup_timeout: float = typer.Option(
+        600.0, "--startup-timeout", help="--launch: seconds to wait for health."
+    ),
+    engine: str | None = typer.Option(
+        None, "--engine", help="--launch with a wrapper script: the engine it starts (vllm or sglang)."
+    ),
+    report_dir: Path | None = typer.Option(
+        None, "--report", help="Write the per-position plot, report.json and index.html here."
+    ),
+    device: str = DEVICE,
+    json_out: bool = JSON,
+) -> None:
+    """A live server's own acceptance beside the prediction, and the cause: wiring, flags or the drafter."""
+    from eaglewire.cli.plots import probe_report
+    from eaglewire.cli.render_probe import render_probe
+    from eaglewire.jobs.evaluate import parse_ids
+    from eaglewire.probe import ProbeOptions, probe_launch
+    from eaglewire.probe import probe as run_probe
+
+    words = list(args or [])
+    if platform not in (None, "cpu", "cuda"):
+        raise InputError(f"--platform {platform!r}: use cpu or cuda")
+    if dump is not None and target is None:
+        raise InputError("--dump needs --target (the target's config and head tensors)")
+    from eaglewire.data import file_samples
+    from eaglewire.probe.job import launch_paths
+
+    prompts_from = target
+    if launch and prompts_from is None and words:
+        prompts_from = launch_paths(words, engine)[1]  # the target the serve command names, when local
+    loader = (
+        samples_for(prompts_from, data)
+        if prompts_from is not None
+        else (file_samples(data) if data else None)
+    )
+    opts = ProbeOptions(
+        drafter=drafter, target=target, dump=dump, dump_ids=parse_ids(dump_ids), data=loader, requests=requests,
+        prompt_len=prompt_len, new_tokens=new_tokens, time_limit=time_limit, model=model, platform=platform,
+        device=device,
+    )  # fmt: skip
+    say = None if json_out else render.say
+    if launch:
+        if not words:
+            raise InputError(
+                "--launch: give the serve command after --, e.g. -- vllm serve MODEL --speculative-config ..."
+            )
+        rep = probe_launch(words, opts, startup_timeout, say, engine)
+    else:
+        if len(words) != 1:
+            raise InputError("give one server URL (or --launch -- <serve command>)")
+        rep = run_probe(words[0], opts, say)
+    if report_dir is not None:
+        probe_report(rep, report_dir)
+    render.show(rep, json_out, render_probe)
+    if report_dir is not None and not json_out:
+        render.console().print(f"report: {report_dir / 'index.html'}")
+    raise typer.Exit(rep.exit_code)
 
 
 @app.command()

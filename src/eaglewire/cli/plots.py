@@ -186,6 +186,21 @@ def doctor_report(rep, out: Path) -> list[Path]:
                 marked,
             )
         )
+    live = getattr(rep, "live", None)
+    if live is not None and live.measurement.per_position:
+        curves = {"measured on the live server": live.measurement.per_position}
+        for c in live.prediction.curves.values() if live.prediction is not None else []:
+            if c.per_position:
+                curves[f"predicted: {c.label} {c.wiring}"] = c.per_position
+        written.append(
+            acceptance_plot(
+                out / "live_per_position.png",
+                curves,
+                f"Live server {live.server.url}: per-position acceptance",
+                "acceptance (engine's counting)",
+                "draft position i",
+            )
+        )
     data = rep.to_dict()
     sections = [
         (
@@ -203,6 +218,62 @@ def doctor_report(rep, out: Path) -> list[Path]:
     written.append(
         html_page(
             out / "index.html", f"eaglewire doctor: {rep.drafter}", sections, [p.name for p in written], data
+        )
+    )
+    (out / "report.json").write_text(json.dumps(data, indent=2, default=str))
+    return written
+
+
+def probe_report(rep, out: Path) -> list[Path]:
+    """The probe's page: per-position acceptance measured (with its interval) against each prediction, the
+    accept length by draft tokens, and the JSON report."""
+    out.mkdir(parents=True, exist_ok=True)
+    written = []
+    m, p, d = rep.measurement, rep.prediction, rep.diagnosis
+    if m.per_position:
+        curves = {"measured (server counters)": m.per_position}
+        if p is not None:
+            for c in p.curves.values():
+                if c.per_position:
+                    curves[f"predicted: {c.label} {c.wiring}"] = c.per_position
+        fig_path = out / "per_position.png"
+        acceptance_plot(
+            fig_path, curves, "Per-position acceptance: accepted at position i / drafts",
+            "acceptance (engine's counting)", "draft position i",
+        )  # fmt: skip
+        written.append(fig_path)
+    if p is not None and p.walk and m.accept_length is not None:
+        curves = {f"{c.label} {c.wiring}": c.tau for c in p.curves.values() if c.tau}
+        if curves:
+            steps = max(len(v) for v in curves.values())
+            path = out / "accept_length.png"
+            acceptance_plot(
+                path, curves, f"Accept length along the engine's walk; measured {m.accept_length:.2f} at K={p.k}",
+                "accept length (bonus included)", "draft tokens per verify K", x0=1, ylim=(1, steps + 1),
+            )  # fmt: skip
+            written.append(path)
+    data = rep.to_dict()
+    lines = [f"{d.name.upper()}: {d.summary}", *d.notes, *(f"to decide: {n}" for n in d.needs)]
+    if d.config_fix is not None and d.config_fix.expressible:
+        lines.append(f"fix for {d.fix_engine}: set {d.config_fix.key} = {d.config_fix.value} in config.json")
+    lines += [f"fix (flags): {f}" for f in d.flag_fixes]
+    measured = f"accept length {m.accept_length:.3f}" if m.accept_length is not None else "no verify step"
+    if m.accept_length_ci:
+        measured += f" (95% CI {m.accept_length_ci[0]:.3f}..{m.accept_length_ci[1]:.3f}; {m.ci_method})"
+    sections = [("Diagnosis", "\n".join(lines)), ("Measured", measured)]
+    if d.comparisons:
+        rows = [
+            f"{c.label} {c.taps}: {c.predicted:.3f} ({c.difference:+.3f} measured-predicted, tolerance {c.tolerance:.3f})"
+            for c in d.comparisons
+        ]
+        sections.append(("Predicted", "\n".join(rows)))
+    written.append(
+        html_page(
+            out / "index.html",
+            f"eaglewire probe: {rep.server.url}",
+            sections,
+            [x.name for x in written],
+            data,
         )
     )
     (out / "report.json").write_text(json.dumps(data, indent=2, default=str))

@@ -196,6 +196,11 @@ def render_doctor(rep, out: Console) -> None:
             render_evaluation(
                 rep.evals["served-on-dump"], out, f"served taps {rep.evals['served-on-dump'].wiring}"
             )
+    if rep.live is not None:
+        from eaglewire.cli.render_probe import render_live
+
+        out.print(Rule(f"live server {rep.live.server.url}", style="dim"))
+        render_live(rep.live, out)
     out.print(Rule("verdict", style="bold"))
     if rep.weights is not None:
         w = rep.weights

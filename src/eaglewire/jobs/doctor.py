@@ -11,6 +11,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from eaglewire import conventions as conv
 from eaglewire.conventions import ConfigFix
@@ -52,6 +53,8 @@ class DoctorOptions:
     dump_config: Path | None = None
     device: str = "cpu"
     dtype: str = "float32"
+    server: str | None = None  # a live server (URL) serving this drafter: its measurement joins the report
+    platform: str | None = None  # where that server runs (cpu | cuda), when known
 
 
 @dataclass(frozen=True)
@@ -119,6 +122,7 @@ class DoctorReport:
     problem_list: list[Problem] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
     unknowns: list[str] = field(default_factory=list)  # facts the static check could not establish, unsettled
+    live: Any = None  # `--server`: the probe's report (probe.ProbeReport) on the live server
 
     @property
     def verdict(self) -> str:
@@ -168,6 +172,7 @@ class DoctorReport:
             "static": self.static.to_dict(),
             "lint": self.lint.to_dict() if self.lint is not None else None,
             "weights": self.weights.to_dict() if self.weights is not None else None,
+            "live_server": self.live.to_dict() if self.live is not None else None,
             "notes": self.notes,
         }
 
@@ -219,16 +224,41 @@ def doctor(drafter: Path | str, target: Path | str, opts: DoctorOptions, progres
             if c.severity == "problem":
                 rep.add_problem(f"launch-flags:{c.rule}", f"launch flags: {c.message}")
     tdir = Path(target)
+    weights = tdir.is_dir() and any(tdir.glob("*.safetensors"))
     if opts.dump is not None:
         _weights_on_dump(rep, ckpt, tdir, opts, progress)
         _set_fix(rep, primary.row_key, trained, ckpt)
-        return rep
-    if not (tdir.is_dir() and any(tdir.glob("*.safetensors"))):
+    elif not weights:
         rep.notes.append("target folder has no weights: static check and lint only (no standalone test)")
         _set_fix(rep, primary.row_key, trained, ckpt)
-        return rep
-    _runtime(rep, ckpt, tdir, opts, primary.row_key, progress)
+    else:
+        _runtime(rep, ckpt, tdir, opts, primary.row_key, progress)
+    if opts.server:
+        _live(rep, Path(drafter), tdir, opts, progress)
     return rep
+
+
+def _live(rep: DoctorReport, drafter: Path, target: Path, opts: DoctorOptions, progress) -> None:
+    """`--server URL`: the live server's own counters on the doctor's prompts, beside the prediction on the same
+    prompts (`eaglewire probe`), folded into the report: its diagnosis is one more finding."""
+    from eaglewire.probe import ProbeOptions, probe
+
+    popts = ProbeOptions(
+        drafter=drafter, target=target, data=opts.data, requests=opts.samples, prompt_len=opts.prompt_len,
+        new_tokens=opts.new_tokens, launch=opts.launch, platform=opts.platform, device=opts.device,
+    )  # fmt: skip
+    rep.live = probe(opts.server, popts, progress)
+    d = rep.live.diagnosis
+    served_by = f"{rep.live.server.engine}=={rep.live.server.version}"
+    if not rep.engine.startswith(served_by):
+        rep.notes.append(f"the live server runs {served_by}; the static check assumed {rep.engine}")
+    where = f"live server {rep.live.server.url}"
+    if d.name == "unverified":
+        rep.unknowns.append(f"{where}: {d.summary} ({'; '.join(d.needs)})")
+    elif d.name == "served-as-trained":
+        rep.notes.append(f"{where}: {d.summary}")
+    else:
+        rep.add_problem(f"live:{d.name}", f"{where}: {d.name}: {d.summary}")
 
 
 def _weights_on_dump(

