@@ -34,6 +34,9 @@ class DecodeConfig:
     max_new_tokens: int = 128
     eos_token_id: int | None = None
     seed: int | None = None
+    # sampling: "sample" drafts from the drafter's distribution (Leviathan rejection); "greedy" drafts its argmax
+    # and verifies target-only (accept d with the target's p(d)), as vLLM does by default (draft_sample_method)
+    draft_sampling: str = "sample"
 
     @property
     def num_draft_tokens(self) -> int:
@@ -198,7 +201,7 @@ class SpeculativeDecoder:
         logits, hidden = state
         tokens, q = [], []
         for i in range(depth):
-            if cfg.temperature > 0:
+            if cfg.temperature > 0 and cfg.draft_sampling == "sample":
                 probs = self._draft_probs(logits, cfg)  # over target ids
                 tok = sample(probs, gen)
                 q.append(probs)
