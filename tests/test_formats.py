@@ -161,8 +161,9 @@ def test_eagle_output_serves_right_on_both_engines(tmp_path):
     assert cfg["eagle_config"]["eagle_aux_hidden_state_layer_ids"] == [-1, 2, 6]
     assert cfg["eagle_aux_hidden_state_layer_ids"] == [0, 3, 7]
     rep = check(tmp_path / "e", target, ["sglang==0.5.23", "vllm==0.33.0"])
-    assert [v.status for v in rep.verdicts] == ["ok", "ok", "ok"]
-    assert not rep.has_problem
+    assert [v.status for v in rep.verdicts] == ["ok", "ok"]
+    assert [a.status for v in rep.verdicts for a in v.alternatives] == ["ok"]  # vLLM's other runner
+    assert not rep.has_problem and not rep.assumptions
 
 
 def test_peer_reads_our_speculators_output(tmp_path):
@@ -214,13 +215,16 @@ def test_a_converted_copy_passes_check_wherever_the_source_did(tmp_path, family,
     src = eagle_drafter(tmp_path / "e", [1, 5, 8])
     taps = Wiring.parse("h2,h6,h9")
     res = convert_job(src, tmp_path / "out", to, target, taps)
-    assert not [n for n in res.notes if "converted copy" in n], res.notes
+    # SGLang reads no speculators format: the one place a copy cannot serve where its source did, and said so
+    unservable = {"sglang==0.5.23"} if to == "speculators" else set()
+    noted = [n for n in res.notes if "converted copy" in n]
+    assert len(noted) == len(unservable) and all("speculators-format" in n for n in noted), res.notes
     engines = ["sglang==0.5.23", "vllm==0.33.0", "vllm==0.28.0"]
     before = {v.engine: v.status for v in check(src, target, engines, trained_on=taps).verdicts}
     after = {v.engine: v.status for v in check(tmp_path / "out", target, engines).verdicts}
     for engine, status in before.items():
         if status == "ok":
-            assert after[engine] == "ok", (engine, after)
+            assert after[engine] == ("fails" if engine in unservable else "ok"), (engine, after)
     if to == "modelopt":  # vLLM reads the top-level list: modelopt copies carry it too
         assert "eagle_aux_hidden_state_layer_ids" in json.loads(
             (tmp_path / "out" / "config.json").read_text()
