@@ -140,7 +140,9 @@ def test_vllm_46788_deepseek_id_L_unreachable_before_0_25(tmp_path):
 
 def test_vllm_22152_eagle3_only_for_llama_on_0_10(tmp_path):
     t = sparse.target(tmp_path / "t", QWEN3_4B)
-    cfg = eagle_config(2560, 151936, architectures=["Eagle3LlamaForCausalLM"])  # routed by every vLLM >= 0.8.5
+    cfg = eagle_config(
+        2560, 151936, architectures=["Eagle3LlamaForCausalLM"]
+    )  # routed by every vLLM >= 0.8.5
     d = sparse.drafter(tmp_path / "d", cfg, target_hidden=2560)
     rep = check(d, t, ["vllm==0.10.0"], trained_on=_wiring("h2,h18,h33"))
     assert verdicts(rep) == {"vllm==0.10.0 v1": "fails"}

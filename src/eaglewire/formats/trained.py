@@ -294,7 +294,7 @@ def from_trainer(
         and ids
         and sorted(ids) == sorted(conv._default("1,L//2-1,L-4", L))
     ):
-        lifted = Wiring.of(v + 1 for v in ids)
+        lifted = _wiring((v + 1 for v in ids), L) or options[0].wiring
         options.append(TrainedOption(lifted.served(), ["converted from an output-of-layer trainer"]))
         undecided = (
             f"ids {ids} are the output-of-layer default of SpecForge/modelopt/AngelSlim ([1, L//2-1, L-4]), not "
@@ -307,8 +307,13 @@ def from_trainer(
                    undecided=undecided, **extra)  # fmt: skip
 
 
-def _valid(w: Wiring, L: int) -> bool:
-    return all(0 <= t.index <= L for t in w.taps) and len(set(w.taps)) == len(w.taps)
+def _wiring(indices, L: int) -> Wiring | None:
+    """The wiring of these indices, or None where none exists on an L-layer target (empty, out of range, or
+    a repeated tap): a reading that gives no wiring is no candidate."""
+    ids = [int(i) for i in indices]
+    if not ids or any(not 0 <= i <= L for i in ids) or len(set(ids)) != len(ids):
+        return None
+    return Wiring.of(ids)
 
 
 def _conversion(ckpt: DrafterCheckpoint, target: TargetInfo, cfg: dict, basis: str, row) -> TrainedTaps:
@@ -319,18 +324,20 @@ def _conversion(ckpt: DrafterCheckpoint, target: TargetInfo, cfg: dict, basis: s
     why = row.unsupported or "a conversion"
     if isinstance(ids, list) and ids and all(isinstance(v, int) and not isinstance(v, bool) for v in ids):
         readings = {
-            "ids as HF hidden-state indices (the engines' numbering)": Wiring.of(ids),
-            "ids in output-of-layer numbering (SpecForge, modelopt, AngelSlim)": Wiring.of(
-                v + 1 for v in ids
+            "ids as HF hidden-state indices (the engines' numbering)": _wiring(ids, L),
+            "ids in output-of-layer numbering (SpecForge, modelopt, AngelSlim)": _wiring(
+                (v + 1 for v in ids), L
             ),
         }
-        options = _group({k: w for k, w in readings.items() if _valid(w, L)})
+        options = _group({k: w for k, w in readings.items() if w is not None})
         undecided = (
             f"{why}; the source's numbering decides the taps ({_spread(options)}); {SETTLE}, or {MEASURE}"
         )
         return _result(options, f"{basis}: {why}", ids=list(ids), key="eagle_aux_hidden_state_layer_ids",
                        row=row.key, undecided=undecided)  # fmt: skip
-    default = Wiring.of(conv._default("2,L//2,L-3", L))
+    default = _wiring(conv._default("2,L//2,L-3", L), L)
+    if default is None:
+        return _result([], f"{basis}: {why}", row=row.key, undecided=f"{why}; {SETTLE}")
     fact = f"converted without ids from a drafter trained on the default taps {default} ({why})"
     return _result([TrainedOption(default, ["every trainer's default"])], f"{basis}: {why}", row=row.key,
                    assumptions=[Assumption(fact, "the source drafter was trained on other ids")])  # fmt: skip
@@ -377,9 +384,10 @@ def _writer_unknown(ckpt: DrafterCheckpoint, target: TargetInfo) -> TrainedTaps:
     )
     ok = {k: r.taps for k, r in results.items() if r.ok and r.taps is not None}
     assumptions: list[Assumption] = []
-    if not ok and nested and max(nested) == L and _valid(Wiring.of(nested), L):
+    raw = _wiring(nested, L) if nested and max(nested) == L else None
+    if not ok and raw is not None:
         # only HF-index numbering reaches id L (the last layer's output): SGLang reads gpt-oss lists this way
-        ok = {"ids as HF hidden-state indices (id L exists only in that numbering)": Wiring.of(nested)}
+        ok = {"ids as HF hidden-state indices (id L exists only in that numbering)": raw}
         assumptions.append(Assumption(
             f"ids {nested} are HF hidden-state indices: no trainer that writes eagle_config in SGLang's numbering "
             f"can reach id {L} = L (sglang PR #32334 reads such lists the same way)"))  # fmt: skip
@@ -412,13 +420,20 @@ def _top_only(ckpt: DrafterCheckpoint, target: TargetInfo, top) -> TrainedTaps:
     numbering lifted there (as nm-testing's conversions lifted SpecForge's)."""
     L = target.num_layers
     vllm = conv.resolve(conv.rows_for(conv.parse_spec("vllm"), target.family)[0].row, ckpt.config, L)
-    ids = [v for v in top if isinstance(v, int)]
+    ids = [v for v in top if isinstance(v, int) and not isinstance(v, bool)]
     readings = {
-        "ids written for vLLM's top-level key (HF indices)": Wiring.of(ids),
-        "SpecForge/modelopt numbering lifted to the top level": Wiring.of(v + 1 for v in ids),
+        "ids written for vLLM's top-level key (HF indices)": _wiring(ids, L),
+        "SpecForge/modelopt numbering lifted to the top level": _wiring((v + 1 for v in ids), L),
     }
-    options = _group({k: w for k, w in readings.items() if _valid(w, L)})
+    options = _group({k: w for k, w in readings.items() if w is not None})
     undecided = (f"no trainer recorded and only vLLM's top-level ids: their numbering is the writer's "
                  f"({_spread(options)}); {SETTLE}")  # fmt: skip
     basis = "top-level ids read the way vLLM (the only engine that reads them) reads them"
-    return _result(options, basis, best=vllm.taps, undecided=undecided, ids=list(top))
+    assumed = [
+        Assumption(
+            f"no trainer recorded: of the numberings of vLLM's top-level ids only {', '.join(options[0].who)} "
+            f"fits this target ({options[0].wiring})",
+            "the writer used a numbering eaglewire does not know",
+        )
+    ] if len(options) == 1 else []  # fmt: skip
+    return _result(options, basis, best=vllm.taps, undecided=undecided, ids=list(top), assumptions=assumed)
