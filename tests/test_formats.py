@@ -229,3 +229,39 @@ def test_a_converted_copy_passes_check_wherever_the_source_did(tmp_path, family,
         assert "eagle_aux_hidden_state_layer_ids" in json.loads(
             (tmp_path / "out" / "config.json").read_text()
         )
+
+
+def test_a_default_first_n_vocabulary_map_is_reported(tmp_path):
+    """A reduced draft vocabulary that is the first N target ids (t2d the first N, d2t all zeros) with nothing
+    recording how it was built is what training code that fell back to a default map leaves (verl-SpeCo before
+    PR #67, NeMo Automodel PR #2447): check and inspect report it. Counted maps, or a recorded basis, are not."""
+    from eaglewire.formats.checkpoint import Provenance
+    from eaglewire.formats.inspection import inspect_drafter
+    from eaglewire.jobs.check import check
+
+    target = target_config(tmp_path / "t", "llama", layers=12)
+    ckpt = read_drafter(eagle_drafter(tmp_path / "src", [1, 5, 8]))
+    first = torch.zeros(300, dtype=torch.bool)
+    first[:120] = True
+    ckpt.tensors["d2t"], ckpt.tensors["t2d"] = torch.zeros(120, dtype=torch.long), first
+    write_drafter(ckpt, tmp_path / "default", "eagle", [1, 5, 8])
+    write_drafter(ckpt, tmp_path / "modelopt", "modelopt", [1, 5, 8])  # d2t only: the map is all zeros
+    ckpt.provenance = Provenance(draft_vocab={"size": 120, "built_from": "the first 120 ids, on purpose"})
+    write_drafter(ckpt, tmp_path / "recorded", "eagle", [1, 5, 8])
+
+    def codes(path):
+        rep = check(path, target, ["sglang==0.5.23"], trained_on=None)
+        ins = inspect_drafter(path, target)
+        assert {f.code for f in ins.vocab.findings} == {f.code for f in rep.vocab.findings}
+        return {f.code for f in rep.findings if f.code in {v.code for v in rep.vocab.findings}}, rep
+
+    got, rep = codes(tmp_path / "default")
+    assert got == {"default-vocab-map"} and rep.vocab.ok  # a warning: right if training used this map too
+    message = next(f.message for f in rep.findings if f.code == "default-vocab-map")
+    assert "first 120 target ids" in message and "PR #2447" in message and "eaglewire test" in message
+    assert codes(tmp_path / "modelopt")[0] == {"all-zero-d2t"}
+    assert "nothing in the checkpoint records" in next(
+        f.message for f in codes(tmp_path / "modelopt")[1].findings if f.code == "all-zero-d2t"
+    )
+    assert codes(tmp_path / "recorded")[0] == set()
+    assert codes(tmp_path / "src")[0] == set()  # a map built from counts

@@ -306,11 +306,11 @@ def test_runner_assumption_is_said(built):
 
 
 def test_no_published_config_is_bad_input(built, capsys):
-    """`check` and `inspect` on every case exit with a verdict (0, 1 or 3), never 2 and never a traceback; two
+    """`check` and `inspect` on every case exit with a verdict (0, 1 or 3), never 2 and never a traceback; one
     through a real subprocess, the rest in-process."""
     for i, (name, (t, d)) in enumerate(built.items()):
         argv = ["check", str(d), "--target", str(t)]
-        if i < 2:
+        if i < 1:
             r = subprocess.run([sys.executable, "-m", "eaglewire.cli", *argv, "--json"], capture_output=True,
                                text=True, timeout=120)  # fmt: skip
             assert r.returncode in (0, 1, 3) and "Traceback" not in r.stderr, (name, r.stderr[-500:])
