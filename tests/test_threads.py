@@ -259,6 +259,32 @@ def test_specforge_nested_ids_on_vllm_runners(tmp_path, version):
         assert any("CUDA assumed" in a and "--platform" in a and "h1,h46,h90" in a for a in v.assumptions)
 
 
+def test_doctor_and_test_engine_pick_the_runner_check_picks(tmp_path):
+    """issue 15: on CPU vLLM runs V1 in every version. `doctor` and `test --engine` choose the row through the same
+    function as `check` (conventions.select_rows), so --platform cpu feeds V1's taps everywhere, and without it
+    the assumed CUDA runner is said."""
+    from eaglewire.formats import read_drafter
+    from eaglewire.jobs.doctor import DoctorOptions, doctor
+    from eaglewire.jobs.pair import feed_wiring
+    from eaglewire.partial import load_partial_target
+
+    t = sparse.target(tmp_path / "t", QWEN3_235B | {"hidden_size": 64, "vocab_size": 300})  # small: doctor reads it
+    cfg = eagle_config(64, 300, 100, eagle_config={"eagle_aux_hidden_state_layer_ids": [1, 46, 90]})
+    d = sparse.drafter(tmp_path / "d", cfg, target_hidden=64)
+    ckpt, partial = read_drafter(d, weights="lazy"), load_partial_target(t)
+    for platform, runner, taps in (("cpu", None, "h1,h46,h90"), (None, "v1", "h1,h46,h90"),
+                                   ("cuda", None, "h2,h47,h91"), (None, None, "h2,h47,h91")):  # fmt: skip
+        (v,) = check(d, t, ["vllm==0.33.0"], platform=platform, runner=runner).verdicts
+        rep = doctor(d, t, DoctorOptions(engine="vllm==0.33.0", platform=platform, runner=runner))
+        wiring, basis = feed_wiring(ckpt, partial, engine="vllm==0.33.0", platform=platform, runner=runner)
+        assert str(v.served.taps) == str(rep.served) == str(wiring) == taps, (platform, runner)
+        assert ("CUDA assumed" in basis) == (platform is None and runner is None), basis
+    rep = doctor(d, t, DoctorOptions(engine="vllm==0.33.0"))
+    assert any("CUDA assumed" in a for a in rep.assumptions) and rep.verdict == "ok"
+    strict = doctor(d, t, DoctorOptions(engine="vllm==0.33.0", strict=True))
+    assert strict.verdict == "unverified" and any("--strict" in u for u in strict.unknowns)
+
+
 def _wiring(text):
     from eaglewire.taps import Wiring
 
