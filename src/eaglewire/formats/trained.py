@@ -277,7 +277,8 @@ def from_trainer(
     assumptions, blocked = _trainer_assumptions(spec.framework, rows, has_ids, options[0].wiring)
     if blocked is not None:
         blocked = (
-            f"{blocked}: the training taps of a checkpoint of this shape are unknown; {SETTLE}, or {MEASURE}"
+            f"a known exception applies, {blocked}: the training taps are unknown; pass --trained-on "
+            f"h<a>,h<b>,... if you know them, or {MEASURE}"
         )
     if fingerprint:
         assumptions.insert(
@@ -404,9 +405,11 @@ def _writer_unknown(ckpt: DrafterCheckpoint, target: TargetInfo) -> TrainedTaps:
         fact = (f"no trainer recorded: every trainer that writes {what} ({', '.join(names)}) would have captured "
                 f"{options[0].wiring}" + ("" if has_ids else " (its default)"))  # fmt: skip
         assumptions.insert(0, Assumption(fact, caveats))
-    undecided = f"no trainer recorded: the ids' convention is the trainer's ({_spread(options)}); {SETTLE}"
+    undecided = f"no trainer recorded: the ids' convention is the trainer's ({_spread(options)}); {SETTLE}, or {MEASURE}"
     if not has_ids:
-        undecided = f"the checkpoint records no layer ids and no trainer ({_spread(options)}); {SETTLE}"
+        undecided = (
+            f"the checkpoint records no layer ids and no trainer ({_spread(options)}); {SETTLE}, or {MEASURE}"
+        )
     best = sglang.taps if has_ids else None
     return _result(options, basis, best=best, assumptions=assumptions, undecided=undecided, **extra)
 

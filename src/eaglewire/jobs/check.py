@@ -37,6 +37,10 @@ class Finding:
 
 
 SETTLE_RUNNER = "pass --platform cpu|cuda or --runner v1|mrv2"
+STRICT_SETTLE = (
+    "give the fact (--trained-on or --trained-with, --platform or --runner), or measure it with `eaglewire doctor` "
+    "on the target"
+)
 
 
 @dataclass
@@ -394,13 +398,16 @@ def _read_row(
             and not served.taps.same_set(trained.wiring)
         ):
             unknowns.append(
-                f"if those facts hold, {spec} feeds {served.taps} where training used {trained.wiring}"
+                f"if those facts hold, {label} feeds {served.taps} where training used {trained.wiring}"
             )
     elif engine_fails:
         status = "fails"  # whatever the drafter was trained on
         outcomes = {k: "fails" for k in outcomes}
     elif reported:
-        status, unknowns = "unverified", reported
+        status = "unverified"
+        unknowns = [
+            u if "doctor" in u else f"{u}; `eaglewire doctor` on the target measures it" for u in reported
+        ]
     elif trained.blocked or not outcomes:
         status = "unverified"
         unknowns.append(trained.unknown or f"training taps: {trained.basis}")
@@ -460,7 +467,7 @@ def _verdict(
         assumptions.insert(0, str(Assumption(fact, f"{others}; {SETTLE_RUNNER} settles it")))
     if strict and assumptions and status != "unverified":
         status = "unverified"
-        unknowns += [f"--strict: assumed {a}" for a in assumptions]
+        unknowns += [f"--strict: assumed {a}; {STRICT_SETTLE}" for a in assumptions]
         assumptions = []
     return EngineVerdict(
         _label(spec, m.row), m.row.key, m.exact, "config.json", main.served, status,
