@@ -163,7 +163,7 @@ class LintReport:
 
     @property
     def verdict(self) -> str:
-        """ "problem"; "unverified" when whether the server starts depends on a GPU not given; else "ok"."""
+        """The lint verdict: a problem; unverified when whether the server starts depends on a GPU not given; ok."""
         if self.has_problem:
             return "problem"
         return "unverified" if any("refused" in d for d in self.gpu_dependent) else "ok"

@@ -333,16 +333,9 @@ def standalone_test(
     partial (its layers are never loaded; only its lm_head, final norm and, if the drafter lacks one, embedding
     are read by name)."""
     pair = load_pair(
-        target,
-        drafter,
-        opts.taps,
-        opts.engine,
-        opts.dtype,
-        opts.device,
-        partial=opts.dump is not None,
-        platform=opts.platform,
-        runner=opts.runner,
-    )
+        target, drafter, opts.taps, opts.engine, opts.dtype, opts.device, partial=opts.dump is not None,
+        platform=opts.platform, runner=opts.runner,
+    )  # fmt: skip
     tgt, model, wiring = pair.target, pair.drafter, pair.wiring
     L = tgt.info.num_layers
     ckpt = pair.checkpoint
