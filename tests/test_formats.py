@@ -265,3 +265,20 @@ def test_a_default_first_n_vocabulary_map_is_reported(tmp_path):
     )
     assert codes(tmp_path / "recorded")[0] == set()
     assert codes(tmp_path / "src")[0] == set()  # a map built from counts
+
+
+def test_a_converted_copy_carries_what_its_taps_assumed(tmp_path):
+    """An id-less drafter with no trainer record is ok on the default taps under an assumption; its converted copy
+    records those taps as known and carries the assumption, so the copy's verdict still says it (and --strict
+    still refuses to call it ok)."""
+    from eaglewire.jobs.check import check
+
+    target = target_config(tmp_path / "t", "llama", layers=12)
+    src = eagle_drafter(tmp_path / "e", None)
+    before = check(src, target, ["vllm==0.33.0"])
+    assert before.verdict == "ok" and before.trained.assumptions
+    convert(src, tmp_path / "s", "speculators", target)
+    after = check(tmp_path / "s", target, ["vllm==0.33.0"])
+    assert str(after.trained.wiring) == "h2,h6,h9" and after.trained.basis.startswith("eaglewire provenance")
+    assert after.verdict == "ok" and after.assumptions == before.assumptions
+    assert check(tmp_path / "s", target, ["vllm==0.33.0"], strict=True).verdict == "unverified"

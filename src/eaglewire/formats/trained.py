@@ -206,7 +206,8 @@ def _from_provenance(prov, L: int) -> TrainedTaps:
         return _result(option, "eaglewire provenance (recorded by the trainer)", certain=True)
     if prov.taps_known is True:
         basis = f"eaglewire provenance ({writer}, from {prov.taps_basis or 'a known record'})"
-        return _result(option, basis)
+        carried = [Assumption(str(a)) for a in prov.taps_assumptions or [] if isinstance(a, str)]
+        return _result(option, basis, assumptions=carried)
     basis = f"eaglewire provenance ({writer}, from {prov.taps_basis or 'an unrecorded basis'})"
     return _result(option, basis, blocked=f"{writer} recorded inferred taps; {SETTLE}")
 

@@ -512,6 +512,11 @@ def write_fixed(ckpt: DrafterCheckpoint, report: CheckReport, out: Path) -> Path
                     "taps_basis": report.trained.basis,
                     "taps_known": report.trained.known,
                 }
+                | (
+                    {"taps_assumptions": [str(a) for a in report.trained.assumptions]}
+                    if report.trained.assumptions
+                    else {}
+                )
             },
         )
     extra = {k: v for k, v in ckpt.configs.items() if k != "config.json"}
