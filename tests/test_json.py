@@ -31,7 +31,9 @@ def run_json(*args) -> dict:
         text=True,
         timeout=600,
     )
-    assert r.returncode in (0, 1), r.stderr[-2000:]
+    assert r.returncode in (0, 1, 3), r.stderr[
+        -2000:
+    ]  # ok, a problem, unverified: a verdict, never bad input
     return strict_json(r.stdout)
 
 

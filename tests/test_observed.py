@@ -21,8 +21,10 @@ def test_record_replays_against_the_table(rec, tmp_path):
     wrong = []
     for row in rec["variants"]:
         v = Variant(row["variant"], row["format"], row["top_level_ids"], row["eagle_config_ids"])
-        verdicts = check(write_variant(v, tmp_path), zoo.target_dir(), [rec["engine"]]).verdicts
-        served = next(x.served for x in verdicts if x.served.row.runner == rec["runner"])
+        verdicts = check(
+            write_variant(v, tmp_path), zoo.target_dir(), [rec["engine"]], runner=rec["runner"]
+        ).verdicts
+        served = verdicts[0].served
         seen = row["engine"]
         if seen["stage"] is None:
             ok = served.failure is None and list(served.taps.indices) == seen["captured_taps"]

@@ -71,14 +71,37 @@ def test_sglang_32226_gpt_oss_boundary_ids_and_norm_before_fc(tmp_path):
     assert verdicts(new) == {"sglang==0.5.17": "ok"} and not new.has_problem
 
 
-def test_vllm_50170_no_ids_is_never_ok(tmp_path):
-    """nvidia/Llama-3.3-70B-Instruct-Eagle3 omits the id list; vLLM silently feeds (2, 40, 77), accept length 1.04."""
+MODELOPT_EAGLE_CONFIG = {"use_aux_hidden_state": True, "use_input_layernorm_in_first_layer": True,
+                         "use_last_layernorm": True, "use_mtp_layernorm": False, "next_layer_regular": True}  # fmt: skip
+
+
+def test_vllm_50170_modelopt_export_without_ids_is_never_ok(tmp_path):
+    """nvidia/Llama-3.3-70B-Instruct-Eagle3, a modelopt export, omits the id list; vLLM silently feeds (2, 40, 77)
+    and measured accept length 1.04. An id-less modelopt export is a known exception class: unverified on every
+    engine, naming what settles it, never ok."""
+    t = sparse.target(tmp_path / "t", LLAMA_70B)
+    cfg = eagle_config(8192, 128256, eagle_config=MODELOPT_EAGLE_CONFIG)
+    d = sparse.drafter(tmp_path / "d", cfg, target_hidden=8192, prefix="layers.0.")
+    rep = check(d, t, ["vllm==0.33.0", "sglang==0.5.23"])
+    assert rep.format == "modelopt"
+    assert set(verdicts(rep).values()) == {"unverified"} and rep.verdict == "unverified"
+    assert any("PR #50170" in u and "--trained-on" in u and "doctor" in u for u in rep.unknowns)
+    assert any("h2,h40,h77" in str(v.served.taps) for v in rep.verdicts)
+    assert not rep.trained.known and rep.trained.confidence == "low"
+
+
+def test_idless_eagle_format_is_ok_assuming_the_default(tmp_path):
+    """The same config without modelopt's fingerprint is what SpecForge writes for Llama-3.3-70B (no ids; served
+    at accept length 2.96 on SGLang): ok on the default taps, with the assumption and the known exception that
+    would break it named; --strict makes it unverified."""
     t = sparse.target(tmp_path / "t", LLAMA_70B)
     d = sparse.drafter(tmp_path / "d", eagle_config(8192, 128256), target_hidden=8192)
     rep = check(d, t, ["vllm==0.33.0", "sglang==0.5.23"])
-    assert set(verdicts(rep).values()) == {"unverified"} and rep.verdict == "unverified"
-    assert any("no layer ids" in u for u in rep.unknowns)
-    assert any("h2,h40,h77" in str(v.served.taps) for v in rep.verdicts)
+    assert set(verdicts(rep).values()) == {"ok"} and str(rep.trained.wiring) == "h2,h40,h77"
+    assert any("PR #50170" in a and "SpecForge" in a for a in rep.assumptions), rep.assumptions
+    strict = check(d, t, ["vllm==0.33.0", "sglang==0.5.23"], strict=True)
+    assert set(verdicts(strict).values()) == {"unverified"} and not strict.assumptions
+    assert any("--strict" in u for u in strict.unknowns)
 
 
 def test_speculators_1065_four_ids_on_vllm_0_28(tmp_path):
@@ -117,7 +140,10 @@ def test_vllm_46788_deepseek_id_L_unreachable_before_0_25(tmp_path):
 
 def test_vllm_22152_eagle3_only_for_llama_on_0_10(tmp_path):
     t = sparse.target(tmp_path / "t", QWEN3_4B)
-    d = sparse.drafter(tmp_path / "d", eagle_config(2560, 151936), target_hidden=2560)
+    cfg = eagle_config(
+        2560, 151936, architectures=["Eagle3LlamaForCausalLM"]
+    )  # routed by every vLLM >= 0.8.5
+    d = sparse.drafter(tmp_path / "d", cfg, target_hidden=2560)
     rep = check(d, t, ["vllm==0.10.0"], trained_on=_wiring("h2,h18,h33"))
     assert verdicts(rep) == {"vllm==0.10.0 v1": "fails"}
     assert "only supported for Llama" in rep.verdicts[0].served.failure
@@ -208,14 +234,57 @@ def test_verl_speco_67_arange_d2t(tmp_path):
 @pytest.mark.parametrize("version", ["0.33.0", "0.28.0"])
 def test_specforge_nested_ids_on_vllm_runners(tmp_path, version):
     """SpecForge's Qwen3-235B config: nested [1, 46, 90]. Trained on h2,h47,h91 (SpecForge 0.2 through SGLang +1).
-    vLLM's V1 runner reads them raw (off by one), the V2 runner ignores them (the default, right by chance)."""
+    vLLM's V1 runner reads them raw (off by one), the V2 runner ignores them (the default, right by chance). The
+    runner is a fact: --runner settles it, CPU means V1, and without either check assumes the CUDA default and
+    says what the other runner would feed."""
     t = sparse.target(tmp_path / "t", QWEN3_235B)
     cfg = eagle_config(4096, 151936, eagle_config={"eagle_aux_hidden_state_layer_ids": [1, 46, 90]})
     d = sparse.drafter(tmp_path / "d", cfg, target_hidden=4096)
-    rep = check(d, t, [f"vllm=={version}"], trained_with="specforge==0.2.0")
-    assert rep.trained.known and str(rep.trained.wiring) == "h2,h47,h91"
-    got = {v.served.row.runner: v.status for v in rep.verdicts}
-    assert got == {"v1": "mismatch", "mrv2": "ok"}
+    engine = [f"vllm=={version}"]
+    got = {
+        runner: check(d, t, engine, trained_with="specforge==0.2.0", runner=runner).verdicts
+        for runner in ("v1", "mrv2")
+    }
+    assert {r: [(v.served.row.runner, v.status) for v in vs] for r, vs in got.items()} == {
+        "v1": [("v1", "mismatch")], "mrv2": [("mrv2", "ok")]
+    }  # fmt: skip
+    cpu = check(d, t, engine, trained_with="specforge==0.2.0", platform="cpu")
+    assert [(v.served.row.runner, v.status) for v in cpu.verdicts] == [("v1", "mismatch")]
+    plain = check(d, t, engine, trained_with="specforge==0.2.0")
+    (v,) = plain.verdicts
+    default = "mrv2" if version == "0.33.0" else "v1"  # Qwen3-MoE stays on V1 on CUDA until 0.29
+    assert v.served.row.runner == default and v.status == {"mrv2": "ok", "v1": "mismatch"}[default]
+    assert [a.status for a in v.alternatives] == [{"mrv2": "mismatch", "v1": "ok"}[default]]
+    if default == "mrv2":
+        assert any("CUDA assumed" in a and "--platform" in a and "h1,h46,h90" in a for a in v.assumptions)
+
+
+def test_doctor_and_test_engine_pick_the_runner_check_picks(tmp_path):
+    """issue 15: on CPU vLLM runs V1 in every version. `doctor` and `test --engine` choose the row through the same
+    function as `check` (conventions.select_rows), so --platform cpu feeds V1's taps everywhere, and without it
+    the assumed CUDA runner is said."""
+    from eaglewire.formats import read_drafter
+    from eaglewire.jobs.doctor import DoctorOptions, doctor
+    from eaglewire.jobs.pair import feed_wiring
+    from eaglewire.partial import load_partial_target
+
+    t = sparse.target(
+        tmp_path / "t", QWEN3_235B | {"hidden_size": 64, "vocab_size": 300}
+    )  # small: doctor reads it
+    cfg = eagle_config(64, 300, 100, eagle_config={"eagle_aux_hidden_state_layer_ids": [1, 46, 90]})
+    d = sparse.drafter(tmp_path / "d", cfg, target_hidden=64)
+    ckpt, partial = read_drafter(d, weights="lazy"), load_partial_target(t)
+    for platform, runner, taps in (("cpu", None, "h1,h46,h90"), (None, "v1", "h1,h46,h90"),
+                                   ("cuda", None, "h2,h47,h91"), (None, None, "h2,h47,h91")):  # fmt: skip
+        (v,) = check(d, t, ["vllm==0.33.0"], platform=platform, runner=runner).verdicts
+        rep = doctor(d, t, DoctorOptions(engine="vllm==0.33.0", platform=platform, runner=runner))
+        wiring, basis = feed_wiring(ckpt, partial, engine="vllm==0.33.0", platform=platform, runner=runner)
+        assert str(v.served.taps) == str(rep.served) == str(wiring) == taps, (platform, runner)
+        assert ("CUDA assumed" in basis) == (platform is None and runner is None), basis
+    rep = doctor(d, t, DoctorOptions(engine="vllm==0.33.0"))
+    assert any("CUDA assumed" in a for a in rep.assumptions) and rep.verdict == "ok"
+    strict = doctor(d, t, DoctorOptions(engine="vllm==0.33.0", strict=True))
+    assert strict.verdict == "unverified" and any("--strict" in u for u in strict.unknowns)
 
 
 def _wiring(text):

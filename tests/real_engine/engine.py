@@ -30,7 +30,9 @@ def as_samples(ids: list[list[int]]) -> list[Sample]:
 def run_vllm(python: Path, cases: list[dict], workdir: Path, name: str) -> dict[str, dict]:
     """Run the cases in vLLM; results by case name. With EAGLEWIRE_REAL_ENGINE_CACHE set, a finished run of the
     same spec (same cases, same engine interpreter) is reused from that folder (for working on the tests)."""
-    text = json.dumps({"target": str(zoo.target_dir()), "cases": cases, "python": str(python)}, sort_keys=True)
+    text = json.dumps(
+        {"target": str(zoo.target_dir()), "cases": cases, "python": str(python)}, sort_keys=True
+    )
     cache = os.environ.get("EAGLEWIRE_REAL_ENGINE_CACHE")
     if cache:
         workdir = Path(cache)

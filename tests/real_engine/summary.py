@@ -1,6 +1,6 @@
 """docs/real-engine.md from the tier's JSON records (numbers computed by the tier, never typed).
 
-    python tests/real_engine/summary.py RESULTS_DIR > docs/real-engine.md
+python tests/real_engine/summary.py RESULTS_DIR > docs/real-engine.md
 """
 
 from __future__ import annotations
@@ -59,9 +59,7 @@ def render(accept: dict, ids: dict) -> str:
     ]
     for v in vs:
         e, w = v["engine"], v["eaglewire"]
-        got = (
-            f"{e['stage']}: {e['error']}" if e["stage"] else ",".join(f"h{t}" for t in e["captured_taps"])
-        )
+        got = f"{e['stage']}: {e['error']}" if e["stage"] else ",".join(f"h{t}" for t in e["captured_taps"])
         said = f"{w['failure_stage']}: {w['failure'][:90]}..." if w["failure"] else w["served_taps"]
         lines.append(f"| {v['variant']} | {v['top_level_ids']} | {v['eagle_config_ids']} | {got} | {said} |")
     return "\n".join(lines) + "\n"

@@ -1,5 +1,6 @@
-"""The `eaglewire` command: parse arguments, call one library function, render. Exit 0 = fine, 1 = problem found,
-2 = bad input (one line on stderr naming the file, key or flag)."""
+"""The `eaglewire` command: parse arguments, call one library function, render. Exit codes of every command:
+0 = ok, 1 = a problem found, 2 = bad input (one line on stderr naming the file, key or flag), 3 = unverified (the
+evidence does not decide; the report names what settles it)."""
 
 from __future__ import annotations
 
@@ -20,8 +21,12 @@ from eaglewire.cli.options import (
     DUMP_CONFIG,
     DUMP_IDS,
     ENGINE,
+    EXIT_HELP,
     JSON,
+    PLATFORM,
+    RUNNER,
     SERVED_BY,
+    STRICT,
     TAPS,
     TARGET_CONFIG,
     TARGET_DIR,
@@ -35,12 +40,12 @@ app = typer.Typer(
     add_completion=False,
     no_args_is_help=True,
     help="EAGLE-3 drafters, wired right: check which target hidden states (taps) each engine feeds a drafter, "
-    "lint launch flags, test drafters standalone, train, convert and benchmark them.",
+    "lint launch flags, test drafters standalone, train, convert and benchmark them. " + EXIT_HELP,
     pretty_exceptions_enable=False,
 )
 
 
-@app.command()
+@app.command(epilog=EXIT_HELP)
 def inspect(
     drafter: Path = DRAFTER,
     target: Path | None = typer.Option(
@@ -58,7 +63,7 @@ def inspect(
     exit_with(ins.vocab is not None and not ins.vocab.ok)
 
 
-@app.command()
+@app.command(epilog=EXIT_HELP)
 def check(
     drafter: Path = DRAFTER,
     target: Path | None = TARGET_CONFIG,
@@ -80,17 +85,25 @@ def check(
         "--fix-into",
         help="Write a copy of the drafter with the fixed config.json into this new folder.",
     ),
+    platform: str | None = PLATFORM,
+    runner: str | None = RUNNER,
+    strict: bool = STRICT,
     json_out: bool = JSON,
 ) -> None:
-    """Verdict: does each engine feed the taps the drafter was trained on? Prints the exact fix."""
+    """Verdict: does each engine feed the taps the drafter was trained on? Prints the exact fix.
+
+    The verdict is worked out under every candidate for what is not known (trainer and version, vLLM runner and
+    platform): ok, mismatch or fails when they agree, with an 'assumed:' line; unverified when they disagree,
+    naming what settles it."""
     from eaglewire.jobs.check import check_job
 
-    rep = check_job(drafter, target, engine or ["sglang", "vllm"], wiring(trained_on), trained_with, fix_into)
+    rep = check_job(drafter, target, engine or ["sglang", "vllm"], wiring(trained_on), trained_with, fix_into,
+                    platform=platform, runner=runner, strict=strict)  # fmt: skip
     render.show(rep, json_out, render_static.render_check)
-    exit_with(rep.verdict != "ok")
+    exit_with(rep.verdict)
 
 
-@app.command(context_settings={"allow_extra_args": True, "ignore_unknown_options": True})
+@app.command(context_settings={"allow_extra_args": True, "ignore_unknown_options": True}, epilog=EXIT_HELP)
 def lint(
     command: list[str] = typer.Argument(None, help="The launch command, after --."),
     engine: str | None = typer.Option(
@@ -137,10 +150,10 @@ def lint(
     disagrees = (
         rep.engine_code is not None and not rep.engine_code["agrees"] and not rep.engine_code["unavailable"]
     )
-    exit_with(rep.has_problem or disagrees)
+    exit_with("problem" if disagrees else rep.verdict)
 
 
-@app.command()
+@app.command(epilog=EXIT_HELP)
 def convert(
     src: Path = typer.Argument(..., help="Source drafter folder."),
     dst: Path = typer.Argument(..., help="New destination folder."),
@@ -158,7 +171,7 @@ def convert(
     render.show(res, json_out, render_static.render_convert)
 
 
-@app.command()
+@app.command(epilog=EXIT_HELP)
 def capture(
     target: Path = TARGET_DIR,
     data: Path = typer.Option(
@@ -188,7 +201,7 @@ def capture(
     render.show(res, json_out, render.render_capture)
 
 
-@app.command()
+@app.command(epilog=EXIT_HELP)
 def train(
     target: Path = TARGET_DIR,
     out: Path = typer.Option(
@@ -252,7 +265,7 @@ def train(
         render.show(res, json_out, render.render_train)
 
 
-@app.command("test")
+@app.command("test", epilog=EXIT_HELP)
 def test_cmd(
     drafter: Path = DRAFTER,
     target: Path = TARGET_DIR,
@@ -267,6 +280,8 @@ def test_cmd(
     speculators_ids: str | None = typer.Option(None, "--speculators-ids", help="Same as --dump-ids."),
     taps: str | None = TAPS,
     engine: str | None = SERVED_BY,
+    platform: str | None = PLATFORM,
+    runner: str | None = RUNNER,
     steps: int = typer.Option(5, "--steps", help="Draft steps K."),
     samples: int = typer.Option(12, "--samples", help="Prompts (chain mode) or samples (teacher mode)."),
     prompt_len: int = typer.Option(64, "--prompt-len"),
@@ -306,7 +321,8 @@ def test_cmd(
     )
 
     opts = StandaloneOptions(
-        taps=taps, engine=engine, steps=steps, samples=samples, prompt_len=prompt_len, new_tokens=new_tokens,
+        taps=taps, engine=engine, platform=platform, runner=runner, steps=steps, samples=samples,
+        prompt_len=prompt_len, new_tokens=new_tokens,
         trees=tuple(parse_tree(t) for t in tree) if tree else DEFAULT_TREES, teacher=teacher, search=run_search,
         dump=_one_dump(dump, captured=captured, speculators_samples=speculators_samples),
         dump_ids=parse_ids(dump_ids or speculators_ids), dump_config=dump_config, device=device, dtype=dtype,
@@ -316,7 +332,7 @@ def test_cmd(
     render.show(rep, json_out, render.render_standalone)
 
 
-@app.command()
+@app.command(epilog=EXIT_HELP)
 def doctor(
     drafter: Path = DRAFTER,
     target: Path = typer.Option(
@@ -345,9 +361,9 @@ def doctor(
         "--server",
         help="A live server running this drafter (URL): its measured acceptance joins the report.",
     ),
-    platform: str | None = typer.Option(
-        None, "--platform", help="Where that server runs: cpu or cuda (vLLM's runner depends on it)."
-    ),
+    platform: str | None = PLATFORM,
+    runner: str | None = RUNNER,
+    strict: bool = STRICT,
     device: str = DEVICE,
     dtype: str = DTYPE_FP32,
     json_out: bool = JSON,
@@ -367,7 +383,7 @@ def doctor(
         engine=engine, launch=list(launch) if launch else None,
         data=None if dump is not None else samples_for(target, data), samples=samples, steps=steps,
         search=search_mode, dump=dump, dump_ids=parse_ids(dump_ids), dump_config=dump_config, device=device,
-        dtype=dtype, server=server, platform=platform,
+        dtype=dtype, server=server, platform=platform, runner=runner, strict=strict,
     )  # fmt: skip
     rep = run_doctor(drafter, target, opts, progress=None if json_out else render.say)
     if report_dir is not None:
@@ -375,10 +391,10 @@ def doctor(
     render.show(rep, json_out, render.render_doctor)
     if report_dir is not None and not json_out:
         render.console().print(f"report: {report_dir / 'index.html'}")
-    exit_with(rep.verdict != "ok")
+    exit_with(rep.verdict)
 
 
-@app.command(context_settings={"allow_extra_args": True, "ignore_unknown_options": True})
+@app.command(context_settings={"allow_extra_args": True, "ignore_unknown_options": True}, epilog=EXIT_HELP)
 def probe(
     args: list[str] = typer.Argument(
         None, help="The server URL (http://127.0.0.1:8000); with --launch, the serve command after --."
@@ -472,7 +488,7 @@ def probe(
     raise typer.Exit(rep.exit_code)
 
 
-@app.command()
+@app.command(epilog=EXIT_HELP)
 def generate(
     target: Path = TARGET_DIR,
     drafter: Path = DRAFTER_OPT,
@@ -507,9 +523,9 @@ def generate(
     render.show(gen, json_out, render.render_generation)
 
 
-app.command()(bench_cmds.bench)
-app.command()(bench_cmds.advise)
-app.command("bench-all")(bench_cmds.bench_all)
+app.command(epilog=EXIT_HELP)(bench_cmds.bench)
+app.command(epilog=EXIT_HELP)(bench_cmds.advise)
+app.command("bench-all", epilog=EXIT_HELP)(bench_cmds.bench_all)
 app.add_typer(bench_cmds.zoo_app, name="zoo")
 
 

@@ -7,7 +7,17 @@ from pathlib import Path
 import typer
 
 from eaglewire.cli import render
-from eaglewire.cli.options import DATA, DEVICE, DRAFTER, DRAFTER_OPT, DTYPE, JSON, TARGET_DIR, samples_for
+from eaglewire.cli.options import (
+    DATA,
+    DEVICE,
+    DRAFTER,
+    DRAFTER_OPT,
+    DTYPE,
+    EXIT_HELP,
+    JSON,
+    TARGET_DIR,
+    samples_for,
+)
 from eaglewire.errors import InputError
 
 
@@ -98,7 +108,7 @@ zoo_app = typer.Typer(
 )
 
 
-@zoo_app.command("build")
+@zoo_app.command("build", epilog=EXIT_HELP)
 def zoo_build(
     stage: list[str] = typer.Option(
         None,

@@ -8,7 +8,7 @@ from pathlib import Path
 import typer
 
 from eaglewire.data import SampleLoader, file_samples
-from eaglewire.errors import EXIT_OK, EXIT_PROBLEM
+from eaglewire.errors import EXIT_CODES, EXIT_OK, EXIT_PROBLEM
 from eaglewire.taps import Wiring
 
 JSON = typer.Option(
@@ -23,6 +23,20 @@ DRAFTER_OPT = typer.Option(..., "--drafter", help="Drafter folder.")
 ENGINE = typer.Option("sglang==0.5.23", "--engine", help="Engine and version that will serve it.")
 SERVED_BY = typer.Option(None, "--engine", help="Feed the taps this engine would feed, e.g. sglang==0.5.23.")
 TAPS = typer.Option(None, "--taps", help="Feed these taps instead of the trained ones, e.g. h0,h3,h31.")
+PLATFORM = typer.Option(
+    None,
+    "--platform",
+    help="Where the engine runs: cuda or cpu. vLLM on CPU always runs its V1 model runner; on CUDA the version's "
+    "default runner. Not given: CUDA, said as an assumption where the runner changes the verdict.",
+)
+RUNNER = typer.Option(
+    None,
+    "--runner",
+    help="vLLM model runner: v1 or mrv2 (settles the runner whatever the platform; VLLM_USE_V2_MODEL_RUNNER=0 is v1).",
+)
+STRICT = typer.Option(
+    False, "--strict", help="Count every assumption as unverified (exit 3) instead of deciding under it."
+)
 
 
 def _device(value: str) -> str:
@@ -98,6 +112,16 @@ def samples_for(target: Path, data: Path | None) -> SampleLoader | None:
     return zoo.held_out_samples if zoo.is_zoo_target(read_target(target)) else None
 
 
-def exit_with(problem: bool) -> None:
-    """Exit 1 when a problem was found (CI gates on it), else 0."""
-    raise typer.Exit(EXIT_PROBLEM if problem else EXIT_OK)
+EXIT_HELP = (
+    "Exit codes: 0 ok; 1 a problem was found (mismatch, fails, bad flags, broken weights); 2 bad input (one line on "
+    "stderr naming the file, key or flag); 3 unverified (the evidence does not decide: the report names what "
+    "settles it)."
+)
+
+
+def exit_with(verdict: str | bool) -> None:
+    """Exit with the verdict's code: "ok" 0, "problem" 1, "unverified" 3 (CI gates on them); a bool is "a problem
+    was found" or not."""
+    if isinstance(verdict, bool):
+        raise typer.Exit(EXIT_PROBLEM if verdict else EXIT_OK)
+    raise typer.Exit(EXIT_CODES[verdict])

@@ -220,6 +220,8 @@ def render_doctor(rep, out: Console) -> None:
         out.print(Text(f"note: {n}", "dim"))
     for p in rep.problems:
         out.print(Text(f"problem: {p}", "bold red"))
+    for a in rep.assumptions:
+        out.print(Text(f"assumed: {a}", "cyan"))
     for u in rep.unknowns:
         out.print(Text(f"unknown: {u}", "yellow"))
     style = {"problem": "bold red", "unverified": "bold yellow", "ok": "bold green"}[rep.verdict]

@@ -8,7 +8,7 @@ from rich.table import Table
 from rich.text import Text
 
 STATUS_STYLE = {"ok": "bold green", "mismatch": "bold red", "fails": "bold red", "unverified": "bold yellow"}
-SEVERITY_STYLE = {"problem": "bold red", "warning": "yellow", "info": "dim"}
+SEVERITY_STYLE = {"problem": "bold red", "warning": "yellow", "info": "dim", "unverified": "yellow"}
 
 
 def ids_text(v) -> str:
@@ -35,23 +35,25 @@ def render_check(rep, out: Console) -> None:
     )
     tr = rep.trained
     taps = str(tr.wiring) if tr.wiring else "unknown"
-    human = f"  = {tr.wiring.human(t.num_layers)}" if tr.wiring else ""
+    human = f"  = {tr.wiring.human(t.num_layers)}" if tr.wiring and tr.known else ""
     out.print(
         f"[bold]trained on[/] {taps}{human}  [dim](from {escape(tr.basis)}; confidence: {tr.confidence})[/]"
     )
+    if len(tr.options) > 1:
+        for o in tr.options:
+            out.print(Text(f"  or {o}", "yellow"))
     table = Table(show_lines=False, header_style="bold")
     for col in ("engine", "reads", "ids", "served taps", "verdict"):
         table.add_column(col)
     for v in rep.verdicts:
-        s = v.served
-        served = Text(str(s.taps)) if s.taps else Text("fails (below)", style="red")
-        table.add_row(
-            Text(v.engine),
-            Text(s.source_key or "(default)"),
-            ids_text(s.ids),
-            served,
-            Text(v.status, STATUS_STYLE.get(v.status, "")),
-        )
+        for name, s, status, style in [
+            (v.engine, v.served, v.status, STATUS_STYLE.get(v.status, "")),
+            *((f"  {a.engine}", a.served, f"({a.status})", "dim") for a in v.alternatives),
+        ]:
+            served = Text(str(s.taps)) if s.taps else Text("fails (below)", style="red")
+            table.add_row(
+                Text(name), Text(s.source_key or "(default)"), ids_text(s.ids), served, Text(status, style)
+            )
     out.print(table)
     for v in rep.verdicts:
         if v.served.failure:
@@ -60,19 +62,31 @@ def render_check(rep, out: Console) -> None:
             out.print(fix_line(v.fix, f"for {v.engine}"))
             for n in v.fix.notes if v.fix.expressible else ():
                 out.print(Text(f"    {n}", "dim"))
+        for a in v.alternatives:
+            if a.served.failure:
+                out.print(Text(f"{a.engine} ({a.when}): {a.served.failure}", "dim"))
+            if a.fix is not None and a.fix.expressible:
+                out.print(fix_line(a.fix, f"for {a.engine} ({a.when})"))
         for f in v.findings:
-            out.print(Text(f"{f.severity}: [{v.engine}] {f.message}", SEVERITY_STYLE[f.severity]))
+            if f.severity != "unverified":  # those are the verdict's unknowns, printed below
+                out.print(Text(f"{f.severity}: [{v.engine}] {f.message}", SEVERITY_STYLE.get(f.severity, "")))
     for f in rep.findings:
-        out.print(Text(f"{f.severity}: {f.message}", SEVERITY_STYLE[f.severity]))
+        out.print(Text(f"{f.severity}: {f.message}", SEVERITY_STYLE.get(f.severity, "")))
+    for a in rep.assumptions:
+        out.print(Text(f"assumed: {a}", "cyan"))
     for u in rep.unknowns:
         out.print(Text(f"unknown: {u}", "yellow"))
     verdict = {
         "problem": ("PROBLEM: the engine will not feed this drafter what it was trained on", "bold red"),
         "unverified": (
-            "UNVERIFIED: not every fact behind the verdict is known (see 'unknown' above)",
+            "UNVERIFIED: the evidence does not decide the verdict (see 'unknown' above for what settles it)",
             "bold yellow",
         ),
-        "ok": ("OK: every engine feeds the trained taps", "bold green"),
+        "ok": (
+            "OK: every engine feeds the trained taps"
+            + (" (under the assumptions above)" if rep.assumptions else ""),
+            "bold green",
+        ),
     }[rep.verdict]
     out.print(Text(*verdict))
     if getattr(rep, "fixed_copy", None) is not None:
@@ -109,7 +123,7 @@ def render_inspection(ins, out: Console) -> None:
             f"  vocab map: {state} (d2t {'yes' if v.has_d2t else 'no'}, t2d {'yes' if v.has_t2d else 'no'})"
         )
         for f in v.findings:
-            out.print(Text(f"      {f.severity}: {f.message}", SEVERITY_STYLE[f.severity]))
+            out.print(Text(f"      {f.severity}: {f.message}", SEVERITY_STYLE.get(f.severity, "")))
     if ins.provenance:
         out.print(f"  provenance: taps {ins.provenance.get('taps')}, target {ins.provenance.get('target')}")
     for n in ins.notes:
@@ -200,7 +214,7 @@ def render_lint(rep, out: Console) -> None:
         if ok
         else "PROBLEM: the engine silently changes your speculative settings"
     )
-    if ok and any("refused" in d for d in rep.gpu_dependent):
+    if rep.verdict == "unverified":
         out.print(
             Text("UNVERIFIED: whether the server starts depends on the GPU (pass --gpu)", "bold yellow")
         )

@@ -25,10 +25,12 @@ from eaglewire.conventions.model import (
     rows_for,
 )
 from eaglewire.conventions.models import model_file
+from eaglewire.conventions.runners import PLATFORMS, RUNNERS, RowChoice, select_rows, serving_row
 from eaglewire.conventions.table import ENGINES, FRAMEWORKS, NEWEST, ROWS
 
 __all__ = [
-    "DFLASH", "ENGINES", "FRAMEWORKS", "NESTED", "NESTED_LAYER_IDS", "NEWEST", "ROWS", "TOP", "ConfigFix",
-    "Convention", "EngineSpec", "IdSource", "Resolution", "RowMatch", "Rule", "_default", "config_value_for",
-    "current_rows", "get_path", "model_file", "parse_spec", "resolve", "resolve_ids", "rows_for",
+    "DFLASH", "ENGINES", "FRAMEWORKS", "NESTED", "NESTED_LAYER_IDS", "NEWEST", "PLATFORMS", "ROWS", "RUNNERS",
+    "TOP", "ConfigFix", "Convention", "EngineSpec", "IdSource", "Resolution", "RowChoice", "RowMatch", "Rule",
+    "_default", "config_value_for", "current_rows", "get_path", "model_file", "parse_spec", "resolve",
+    "resolve_ids", "rows_for", "select_rows", "serving_row",
 ]  # fmt: skip

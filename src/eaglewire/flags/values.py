@@ -7,7 +7,7 @@ import shlex
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-from eaglewire.errors import EXIT_OK, EXIT_PROBLEM
+from eaglewire.errors import EXIT_CODES
 
 PROBLEM = "problem"  # changes what the user asked for, or fails at startup: lint exit code 1
 WARNING = "warning"  # a silent change worth knowing (e.g. max running requests 48)
@@ -162,8 +162,15 @@ class LintReport:
         return [c for c in self.changes if c.severity == WARNING]
 
     @property
+    def verdict(self) -> str:
+        """The lint verdict: a problem; unverified when whether the server starts depends on a GPU not given; ok."""
+        if self.has_problem:
+            return "problem"
+        return "unverified" if any("refused" in d for d in self.gpu_dependent) else "ok"
+
+    @property
     def exit_code(self) -> int:
-        return EXIT_PROBLEM if self.has_problem else EXIT_OK
+        return EXIT_CODES[self.verdict]
 
     @property
     def fixed_command(self) -> str | None:
@@ -174,6 +181,7 @@ class LintReport:
         for fix, data in zip(self.fixes, out["fixes"], strict=True):
             data["flags"] = fix.flags
         out["has_problem"] = self.has_problem
+        out["verdict"] = self.verdict
         out["starts_args"] = self.starts_args
         out["fixed_command"] = self.fixed_command
         return out

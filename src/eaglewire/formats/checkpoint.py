@@ -64,6 +64,7 @@ class Provenance:
     taps_known: bool | None = (
         None  # whether that basis was a known fact (None: written by the trainer itself)
     )
+    taps_assumptions: list[str] | None = None  # what knowing them assumed (carried to the copy's verdicts)
 
     @classmethod
     def from_config(cls, config: dict) -> Provenance | None:
@@ -71,7 +72,8 @@ class Provenance:
         if not isinstance(block, dict) or not isinstance(block.get("provenance"), dict):
             return None
         p = block["provenance"]
-        keys = ("taps", "target", "draft_vocab", "training", "written_by", "taps_basis", "taps_known")
+        keys = ("taps", "target", "draft_vocab", "training", "written_by", "taps_basis", "taps_known",
+                "taps_assumptions")  # fmt: skip
         known = {k: p.get(k) for k in keys}
         return cls(**known)
 

@@ -64,6 +64,7 @@ def convert(
     prov = out.provenance or Provenance()
     if not prov.taps or trained_on is not None:  # a recorded basis travels with the taps unchanged
         prov.taps_basis, prov.taps_known = trained.basis, trained.known
+        prov.taps_assumptions = [str(a) for a in trained.assumptions] or None
     prov.taps = str(taps)
     prov.target = prov.target or tinfo.identity()
     prov.written_by = prov.written_by or f"eaglewire convert from {ckpt.format}"

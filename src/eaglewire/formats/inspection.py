@@ -9,7 +9,7 @@ from eaglewire import conventions as conv
 from eaglewire.errors import InputError
 from eaglewire.formats import declared_ids, read_drafter, tensor_summary
 from eaglewire.formats.trained import TrainedTaps, trained_taps
-from eaglewire.formats.vocab import VocabReport, vocab_report
+from eaglewire.formats.vocab import VocabReport, checkpoint_vocab_report
 from eaglewire.targets import TargetInfo, read_target
 
 
@@ -90,9 +90,7 @@ def inspect_drafter(path: Path | str, target: Path | str | None = None) -> Inspe
     ckpt = read_drafter(path, weights="lazy")
     vrep = None
     if ckpt.arch is not None and ckpt.has_weights:
-        vrep = vocab_report(
-            ckpt.tensors.get("d2t"), ckpt.tensors.get("t2d"), ckpt.arch.vocab_size, ckpt.arch.draft_vocab_size
-        )
+        vrep = checkpoint_vocab_report(ckpt)
     ins = Inspection(
         path=str(ckpt.path),
         format=ckpt.format,

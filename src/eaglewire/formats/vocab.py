@@ -87,10 +87,34 @@ def check_vocab_tensors(ckpt: DrafterCheckpoint) -> None:
         )
 
 
+DEFAULT_MAP = (
+    "the draft vocabulary is the first {n} target ids ({how}) and nothing in the checkpoint records how it was "
+    "built: the signature of training code that fell back to a default map instead of token counts (verl-SpeCo "
+    "llama_eagle.py:1497-1501 before PR #67 set t2d[:N] = True; NeMo Automodel PR #2447: the frequency maps lived "
+    "in a side file and vLLM served the first N ids, acceptance collapsed). Right only if training used this map "
+    "too: `eaglewire test` on the target, or the trainer's vocabulary-mapping file, settles it"
+)
+
+
+def checkpoint_vocab_report(ckpt: DrafterCheckpoint) -> VocabReport:
+    """`vocab_report` for a checkpoint with its arch and weights, with how its map was built when recorded."""
+    arch = ckpt.arch
+    assert arch is not None
+    prov = ckpt.provenance.draft_vocab if ckpt.provenance else None
+    built = prov.get("built_from") if isinstance(prov, dict) else None
+    return vocab_report(ckpt.tensors.get("d2t"), ckpt.tensors.get("t2d"), arch.vocab_size, arch.draft_vocab_size,
+                        built_from=built if isinstance(built, str) else None)  # fmt: skip
+
+
 def vocab_report(
-    d2t: torch.Tensor | None, t2d: torch.Tensor | None, vocab_size: int, draft_vocab_size: int
+    d2t: torch.Tensor | None,
+    t2d: torch.Tensor | None,
+    vocab_size: int,
+    draft_vocab_size: int,
+    built_from: str | None = None,
 ) -> VocabReport:
-    """Health of the draft-vocab maps, naming known bugs."""
+    """Health of the draft-vocab maps, naming known bugs. `built_from`: how the map was built, when a record says
+    (eaglewire provenance); a reduced map that is the first N ids with no such record is reported."""
     rep = VocabReport(vocab_size, draft_vocab_size, d2t is not None, t2d is not None)
     add = rep.findings.append
     reduced = draft_vocab_size < vocab_size
@@ -167,13 +191,14 @@ def vocab_report(
             )
         )
     if t2d is None:
-        if reduced and not bool(d2t.any()):
+        if reduced and not bool(d2t.any()) and built_from is None:
             add(
                 VocabFinding(
                     "all-zero-d2t",
                     "warning",
                     f"d2t is all zeros with a reduced vocab: draft ids map to the first {draft_vocab_size} target ids; "
-                    "right only if the drafter was trained that way (SafeAILab/EAGLE#222)",
+                    "right only if the drafter was trained that way (SafeAILab/EAGLE#222); "
+                    + DEFAULT_MAP.format(n=draft_vocab_size, how="d2t all zeros, no t2d"),
                 )
             )
         return rep
@@ -203,6 +228,9 @@ def vocab_report(
                 "t2d marks other target ids than draft + d2t: the two maps disagree",
             )
         )
+    elif reduced and built_from is None and not bool(d2t.any()) and not (out_of_range or unsorted):
+        how = f"d2t all zeros, t2d the first {draft_vocab_size} ids"
+        add(VocabFinding("default-vocab-map", "warning", DEFAULT_MAP.format(n=draft_vocab_size, how=how)))
     return rep
 
 

@@ -1,10 +1,14 @@
 """The static wiring check: which taps each engine will feed a drafter, against the taps it was trained on.
 
-Configs only, no weights needed beyond the drafter's own (shapes are checked when present). For every engine
-row the verdict is one of: "ok" (every fact behind it known: the engine version read at source, the target
-family in the engine's table, the training taps recorded or given), "mismatch" (fed other taps than trained),
-"fails" (the engine crashes or drops a state), or "unverified" (a fact is missing: the report names it and the
-flag that supplies it), with the exact config value that fixes a mismatch or the reason no value can.
+Configs only, no weights needed beyond the drafter's own (shapes are checked when present). The verdict per
+engine is worked out under every candidate for what is not known: the trainer and its version
+(`formats/trained.py`), and for vLLM the model runner, which the platform picks (`conventions/runners.py`).
+When every candidate gives the same verdict it is decided: "ok", "mismatch" (fed other taps than trained) or
+"fails" (the engine crashes, drops a state, or mis-loads the checkpoint), with `assumptions` naming what was
+assumed and the known exception that would break it. "unverified" only where the candidates disagree, a known
+exception class applies, or a fact has no candidates (an engine version nobody read, a family not in the
+table): the report says what settles it. `strict` turns every assumption into "unverified". A mismatch comes
+with the exact config value that fixes it, or the reason no value can.
 """
 
 from __future__ import annotations
@@ -14,11 +18,12 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 from eaglewire import conventions as conv
+from eaglewire.conventions.runners import check_choice
 from eaglewire.errors import InputError
 from eaglewire.formats import DrafterCheckpoint, read_drafter, write_drafter
 from eaglewire.formats.checkpoint import PROVENANCE_KEY
-from eaglewire.formats.trained import TrainedTaps, target_from_provenance, trained_taps
-from eaglewire.formats.vocab import VocabReport, vocab_report
+from eaglewire.formats.trained import Assumption, TrainedTaps, target_from_provenance, trained_taps
+from eaglewire.formats.vocab import VocabReport, checkpoint_vocab_report
 from eaglewire.jobs.structure import findings_for
 from eaglewire.taps import Wiring
 from eaglewire.targets import TargetInfo, read_target
@@ -32,9 +37,30 @@ class Finding:
     engine: str | None = None
 
 
+SETTLE_RUNNER = "pass --platform cpu|cuda or --runner v1|mrv2"
+STRICT_SETTLE = (
+    "give the fact (--trained-on or --trained-with, --platform or --runner), or measure it with `eaglewire doctor` "
+    "on the target"
+)
+
+
+@dataclass
+class Alternative:
+    """Another row the same engine version runs the target with (vLLM's other model runner): when it does, what
+    it feeds, and the verdict there."""
+
+    engine: str  # e.g. "vllm==0.33.0 v1"
+    row_key: str
+    when: str
+    served: conv.Resolution
+    status: str
+    findings: list[Finding] = field(default_factory=list)
+    fix: conv.ConfigFix | None = None
+
+
 @dataclass
 class EngineVerdict:
-    engine: str  # row label
+    engine: str  # label: framework==version, and the runner of the row (vLLM)
     row_key: str
     exact_version: bool
     reads: str  # the config file the engine reads
@@ -44,10 +70,58 @@ class EngineVerdict:
     findings: list[Finding] = field(default_factory=list)
     unknowns: list[str] = field(default_factory=list)  # what is not known, each with what would settle it
     verified_version: bool = True  # the engine version lies where the row was read at source
+    assumptions: list[str] = field(default_factory=list)  # what a decided verdict assumed, and what breaks it
+    runner: str | None = None  # which runner, and why (vLLM)
+    alternatives: list[Alternative] = field(default_factory=list)
+    outcomes: dict[str, str] = field(
+        default_factory=dict
+    )  # each training-taps option -> the verdict under it
 
     @property
     def problem(self) -> bool:
         return self.status in ("mismatch", "fails") or any(f.severity == "problem" for f in self.findings)
+
+    def to_dict(self) -> dict:
+        s = self.served
+        return {
+            "engine": self.engine,
+            "row": self.row_key,
+            "exact_version_row": self.exact_version,
+            "reads": self.reads,
+            "source_key": s.source_key or "(default)",
+            "ids": list(s.ids) if s.ids is not None else None,
+            "served_taps": str(s.taps) if s.taps else None,
+            "failure": s.failure,
+            "failure_stage": s.stage,
+            "status": self.status,
+            "fix": _fix_dict(self.fix),
+            "findings": [asdict(f) for f in self.findings],
+            "unknowns": self.unknowns,
+            "assumptions": self.assumptions,
+            "runner": self.runner,
+            "outcomes": self.outcomes,
+            "alternatives": [
+                {
+                    "engine": a.engine,
+                    "row": a.row_key,
+                    "when": a.when,
+                    "served_taps": str(a.served.taps) if a.served.taps else None,
+                    "failure": a.served.failure,
+                    "status": a.status,
+                    "fix": _fix_dict(a.fix),
+                }
+                for a in self.alternatives
+            ],
+            "verified_version": self.verified_version,
+            "source": self.served.row.source,
+        }
+
+
+def _fix_dict(fix: conv.ConfigFix | None) -> dict | None:
+    if fix is None:
+        return None
+    return {"key": fix.key, "value": fix.value, "expressible": fix.expressible, "reason": fix.reason,
+            "notes": fix.notes}  # fmt: skip
 
 
 @dataclass
@@ -61,6 +135,7 @@ class CheckReport:
     vocab: VocabReport | None
     config_files: dict[str, str]  # file -> who reads it
     fixed_copy: Path | None = None  # where `--fix-into` wrote the fixed drafter
+    strict: bool = False  # every assumption counted as unverified
 
     @property
     def has_problem(self) -> bool:
@@ -77,53 +152,27 @@ class CheckReport:
 
     @property
     def unknowns(self) -> list[str]:
-        seen = [u for v in self.verdicts for u in v.unknowns]
-        return list(dict.fromkeys(([self.trained.unknown] if self.trained.unknown else []) + seen))
+        """What keeps a verdict `unverified`, each with what settles it."""
+        return list(dict.fromkeys(u for v in self.verdicts for u in v.unknowns))
+
+    @property
+    def assumptions(self) -> list[str]:
+        """What the decided verdicts assumed, each with the known exception that would break it (the training
+        assumptions once, an engine's own with its name)."""
+        common = {str(a) for a in self.trained.assumptions}
+        return list(
+            dict.fromkeys(
+                a if a in common else f"[{v.engine}] {a}" for v in self.verdicts for a in v.assumptions
+            )
+        )
 
     def to_dict(self) -> dict:
-        def verdict(v: EngineVerdict) -> dict:
-            s = v.served
-            return {
-                "engine": v.engine,
-                "row": v.row_key,
-                "exact_version_row": v.exact_version,
-                "reads": v.reads,
-                "source_key": s.source_key or "(default)",
-                "ids": list(s.ids) if s.ids is not None else None,
-                "served_taps": str(s.taps) if s.taps else None,
-                "failure": s.failure,
-                "failure_stage": s.stage,
-                "status": v.status,
-                "fix": None
-                if v.fix is None
-                else {
-                    "key": v.fix.key,
-                    "value": v.fix.value,
-                    "expressible": v.fix.expressible,
-                    "reason": v.fix.reason,
-                    "notes": v.fix.notes,
-                },
-                "findings": [asdict(f) for f in v.findings],
-                "unknowns": v.unknowns,
-                "verified_version": v.verified_version,
-                "source": v.served.row.source,
-            }
-
         return {
             "drafter": self.drafter,
             "format": self.format,
             "target": self.target.identity() | {"source": self.target.source},
-            "trained": {
-                "taps": str(self.trained.wiring) if self.trained.wiring else None,
-                "basis": self.trained.basis,
-                "confidence": self.trained.confidence,
-                "ids": self.trained.ids,
-                "key": self.trained.key,
-                "known": self.trained.known,
-                "unknown": self.trained.unknown,
-                "candidates": self.trained.candidates,
-            },
-            "engines": [verdict(v) for v in self.verdicts],
+            "trained": self.trained.to_dict(),
+            "engines": [v.to_dict() for v in self.verdicts],
             "findings": [asdict(f) for f in self.findings],
             "vocab": None
             if self.vocab is None
@@ -131,6 +180,8 @@ class CheckReport:
             "config_files": self.config_files,
             "status": self.verdict,
             "unknowns": self.unknowns,
+            "assumptions": self.assumptions,
+            "strict": self.strict,
         } | ({"fixed_copy": str(self.fixed_copy)} if self.fixed_copy is not None else {})
 
 
@@ -239,7 +290,12 @@ def check(
     engines: list[str],
     trained_on: Wiring | None = None,
     trained_with: str | None = None,
+    *,
+    platform: str | None = None,
+    runner: str | None = None,
+    strict: bool = False,
 ) -> CheckReport:
+    """The verdict per engine (`--engine` specs), worked out under every candidate fact (module docstring)."""
     ckpt = drafter if isinstance(drafter, DrafterCheckpoint) else read_drafter(drafter, weights="lazy")
     if isinstance(target, TargetInfo):
         tinfo = target
@@ -249,20 +305,21 @@ def check(
         tinfo = target_from_provenance(ckpt)
         if tinfo is None:
             raise InputError(f"{ckpt.where()}: no provenance names the target; pass --target CONFIG_OR_DIR")
+    check_choice(platform, runner)
     trained = trained_taps(ckpt, tinfo, trained_on, trained_with)
     verdicts: list[EngineVerdict] = []
     for text in engines:
         spec = conv.parse_spec(text)
-        matches = [m for m in conv.rows_for(spec, tinfo.family) if m.row.role == "serve"]
-        if not matches:
+        if spec.framework not in conv.ENGINES:
             raise InputError(f"--engine {text}: not a serving engine (use sglang==X or vllm==X)")
-        for m in matches:
-            verdicts.append(_verdict(ckpt, tinfo, spec, m, trained))
+        choices = conv.select_rows(spec, tinfo.family, platform, runner if spec.framework == "vllm" else None)
+        if not choices:
+            raise InputError(f"--engine {text}: no convention row for a {tinfo.family} target")
+        for choice in choices:
+            verdicts.append(_verdict(ckpt, tinfo, spec, choice, trained, strict))
     vrep = None
     if ckpt.arch is not None and ckpt.has_weights:
-        vrep = vocab_report(
-            ckpt.tensors.get("d2t"), ckpt.tensors.get("t2d"), ckpt.arch.vocab_size, ckpt.arch.draft_vocab_size
-        )
+        vrep = checkpoint_vocab_report(ckpt)
     findings = general_findings(ckpt, tinfo)
     if vrep is not None:
         findings += [Finding(f.severity, f.code, f.message) for f in vrep.findings]
@@ -271,7 +328,7 @@ def check(
         if name != "config.json":
             files[name] = "no engine reads this file (a training record)"
     return CheckReport(
-        str(ckpt.path or drafter), ckpt.format, tinfo, trained, verdicts, findings, vrep, files
+        str(ckpt.path or drafter), ckpt.format, tinfo, trained, verdicts, findings, vrep, files, strict=strict
     )
 
 
@@ -297,16 +354,30 @@ def _row_unknowns(spec: conv.EngineSpec, m: conv.RowMatch, target: TargetInfo) -
     return out
 
 
-def _verdict(
+@dataclass
+class _Reading:
+    """One row's answer: what it feeds, what else it does, and the verdict under each training-taps option."""
+
+    served: conv.Resolution
+    findings: list[Finding]
+    status: str
+    unknowns: list[str]
+    assumptions: list[str]
+    outcomes: dict[str, str]
+
+
+def _taps_status(served: conv.Resolution, wiring: Wiring) -> str:
+    return "ok" if served.taps is not None and served.taps.same_set(wiring) else "mismatch"
+
+
+def _read_row(
     ckpt: DrafterCheckpoint, tinfo: TargetInfo, spec: conv.EngineSpec, m: conv.RowMatch, trained: TrainedTaps
-) -> EngineVerdict:
+) -> _Reading:
+    """The verdict of one row under every training-taps option (before runner and --strict)."""
     L = tinfo.num_layers
     served = conv.resolve(m.row, ckpt.config, L)
     findings = engine_findings(ckpt, tinfo, spec, m.row, served)
     unknowns = _row_unknowns(spec, m, tinfo)
-    if not trained.known:
-        unknowns.append(trained.unknown or f"training taps: {trained.basis}")
-    row_known = not m.assumed
     ec = ckpt.config.get("eagle_config")
     if isinstance(ec, dict) and ec.get("use_aux_hidden_state") is False and not ckpt.tensors.get("fc.weight"):
         # an EAGLE-1-style head: no taps to compare, only whether this engine version honours the flag
@@ -314,37 +385,100 @@ def _verdict(
             m.row, L, None, None, None, notes=["no aux hidden states: fed the final state"]
         )
         problem = any(f.severity == "problem" for f in findings)
-        status = "fails" if problem else "ok" if row_known else "unverified"
-        version = spec.version or conv.NEWEST.get(spec.framework)
-        name = f"{spec.framework}=={version}" + (f" {m.row.runner}" if m.row.runner else "")
-        return EngineVerdict(name, m.row.key, m.exact, "config.json", served, status, None, findings,
-                             _row_unknowns(spec, m, tinfo), m.verified)  # fmt: skip
+        status = "unverified" if unknowns else "fails" if problem else "ok"
+        return _Reading(served, findings, status, unknowns, [], {})
     width = next((f for f in findings if f.code == "fc-width" and f.severity == "problem"), None)
     if width is not None and not served.failure:  # fed the taps, but not as many as the fc takes: it crashes
         served = dataclasses.replace(served, failure=width.message, stage=m.row.width_stage)
-    if served.failure:
-        status = "fails" if row_known else "unverified"
-    elif trained.wiring is None:
-        status = "unverified"
-    else:
-        same = served.taps is not None and served.taps.same_set(trained.wiring)
-        status = ("ok" if same else "mismatch") if (row_known and trained.known) else "unverified"
-        if status == "unverified" and not same:
-            unknowns.append(
-                f"if those facts hold, {spec} feeds {served.taps} where training used {trained.wiring}"
-            )
+    label = _label(spec, m.row)
+    outcomes = {str(o.wiring): _taps_status(served, o.wiring) for o in trained.options}
+    engine_fails = served.failure is not None or any(f.severity == "problem" for f in findings)
     reported = [f.message for f in findings if f.severity == "unverified"]
-    if reported and status == "ok":
+    assumptions: list[str] = []
+    if unknowns:
         status = "unverified"
-        unknowns += reported
-    fix = None
-    if status in ("mismatch", "fails") and trained.wiring is not None:
-        fix = conv.config_value_for(m.row, trained.wiring, L)
+        if (
+            trained.wiring is not None
+            and served.taps is not None
+            and not served.taps.same_set(trained.wiring)
+        ):
+            unknowns.append(
+                f"if those facts hold, {label} feeds {served.taps} where training used {trained.wiring}"
+            )
+    elif engine_fails:
+        status = "fails"  # whatever the drafter was trained on
+        outcomes = {k: "fails" for k in outcomes}
+    elif reported:
+        status = "unverified"
+        unknowns = [
+            u if "doctor" in u else f"{u}; `eaglewire doctor` on the target measures it" for u in reported
+        ]
+    elif trained.blocked or not outcomes:
+        status = "unverified"
+        unknowns.append(trained.unknown or f"training taps: {trained.basis}")
+        unknowns += [f"if trained on {w}, {label} gives {st}" for w, st in outcomes.items()]
+    elif len(set(outcomes.values())) == 1:
+        status = next(iter(outcomes.values()))
+        assumptions = [str(a) for a in trained.assumptions]
+    else:
+        status = "unverified"
+        spread = "; ".join(f"trained on {w}: {st}" for w, st in outcomes.items())
+        unknowns += [trained.unknown or "", f"on {label} the candidates give different verdicts ({spread})"]
+    return _Reading(served, findings, status, unknowns, assumptions, outcomes)
+
+
+def _fix(row: conv.Convention, reading: _Reading, trained: TrainedTaps, L: int) -> conv.ConfigFix | None:
+    """The config value that makes this row feed the training taps, where it feeds others (or fails)."""
+    served, w = reading.served, trained.wiring
+    if reading.status not in ("mismatch", "fails") or not trained.known or w is None:
+        return None
+    if served.failure is None and served.taps is not None and served.taps.same_set(w):
+        return None  # the taps are right: what fails is elsewhere (the findings say what)
+    return conv.config_value_for(row, w, L)
+
+
+def _label(spec: conv.EngineSpec, row: conv.Convention) -> str:
     version = spec.version or conv.NEWEST.get(spec.framework)
-    name = f"{spec.framework}=={version}" + (f" {m.row.runner}" if m.row.runner else "")
+    return f"{spec.framework}=={version}" + (f" {row.runner}" if row.runner else "")
+
+
+def _verdict(
+    ckpt: DrafterCheckpoint,
+    tinfo: TargetInfo,
+    spec: conv.EngineSpec,
+    choice: conv.RowChoice,
+    trained: TrainedTaps,
+    strict: bool = False,
+) -> EngineVerdict:
+    L = tinfo.num_layers
+    m = choice.match
+    main = _read_row(ckpt, tinfo, spec, m, trained)
+    status, unknowns, assumptions = main.status, list(main.unknowns), list(main.assumptions)
+    alternatives = []
+    for alt in choice.alternatives:
+        r = _read_row(ckpt, tinfo, spec, alt.match, trained)
+        fix = _fix(alt.match.row, r, trained, L)
+        alternatives.append(Alternative(_label(spec, alt.match.row), alt.match.row.key, alt.when, r.served,
+                                        r.status, r.findings, fix))  # fmt: skip
+    differ = [a for a in alternatives if a.status != status]
+    if differ and status != "unverified":
+        others = " or ".join(
+            f"{a.when}: vLLM then runs {(a.served.row.runner or '').upper()}, which "
+            + (f"feeds {a.served.taps}" if a.served.taps else "fails")
+            + f" ({a.status})"
+            for a in differ
+        )
+        fact = f"vLLM runs {choice.why}" + (f" ({choice.assumed})" if choice.assumed else "")
+        assumptions.insert(0, str(Assumption(fact, f"{others}; {SETTLE_RUNNER} settles it")))
+    if strict and assumptions and status != "unverified":
+        status = "unverified"
+        unknowns += [f"--strict: assumed {a}; {STRICT_SETTLE}" for a in assumptions]
+        assumptions = []
     return EngineVerdict(
-        name, m.row.key, m.exact, "config.json", served, status, fix, findings, unknowns, m.verified
-    )
+        _label(spec, m.row), m.row.key, m.exact, "config.json", main.served, status,
+        _fix(m.row, main, trained, L), main.findings,
+        unknowns, m.verified, assumptions, choice.why or None, alternatives, main.outcomes,
+    )  # fmt: skip
 
 
 def with_key(config: dict, key: str, value) -> dict:
@@ -364,9 +498,9 @@ def fixed_config(report: CheckReport, config: dict) -> dict:
     """config.json with every expressible fix applied (SGLang's key and vLLM's key can live side by side)."""
     out = config
     for v in report.verdicts:
-        f = v.fix
-        if f is not None and f.expressible and f.key is not None:
-            out = with_key(out, f.key, list(f.value or []))
+        for f in (v.fix, *(a.fix for a in v.alternatives)):
+            if f is not None and f.expressible and f.key is not None:
+                out = with_key(out, f.key, list(f.value or []))
     return dict(out)
 
 
@@ -383,6 +517,11 @@ def write_fixed(ckpt: DrafterCheckpoint, report: CheckReport, out: Path) -> Path
                     "taps_basis": report.trained.basis,
                     "taps_known": report.trained.known,
                 }
+                | (
+                    {"taps_assumptions": [str(a) for a in report.trained.assumptions]}
+                    if report.trained.assumptions
+                    else {}
+                )
             },
         )
     extra = {k: v for k, v in ckpt.configs.items() if k != "config.json"}
@@ -396,12 +535,18 @@ def check_job(
     trained_on: Wiring | None = None,
     trained_with: str | None = None,
     fix_into: Path | None = None,
+    *,
+    platform: str | None = None,
+    runner: str | None = None,
+    strict: bool = False,
 ) -> CheckReport:
     """`eaglewire check`: the verdict per engine and, with `fix_into`, a fixed copy of the drafter."""
     if trained_on and trained_with:
         raise InputError("--trained-on and --trained-with are alternatives: give one")
     ckpt = read_drafter(drafter, weights="lazy" if fix_into is None else True)
-    rep = check(ckpt, target, engines, trained_on, trained_with)
+    rep = check(
+        ckpt, target, engines, trained_on, trained_with, platform=platform, runner=runner, strict=strict
+    )
     if fix_into is not None:
         rep.fixed_copy = write_fixed(ckpt, rep, fix_into)
     return rep
@@ -426,8 +571,13 @@ def convert_job(
     after = check(dst, tinfo, engines, trained_on)
     res.notes += [
         f"the converted copy is {v.status} for {v.engine} where the source was ok"
-        + (f" ({v.served.failure})" if v.served.failure else "")
+        + (f" ({_why(v)})" if _why(v) else "")
         for v in after.verdicts
         if before.get(v.engine) == "ok" and v.status != "ok"
     ]
     return res
+
+
+def _why(v: EngineVerdict) -> str | None:
+    """The engine's failure, or the first problem it has with the checkpoint."""
+    return v.served.failure or next((f.message for f in v.findings if f.severity == "problem"), None)

@@ -54,7 +54,9 @@ class DoctorOptions:
     device: str = "cpu"
     dtype: str = "float32"
     server: str | None = None  # a live server (URL) serving this drafter: its measurement joins the report
-    platform: str | None = None  # where that server runs (cpu | cuda), when known
+    platform: str | None = None  # cuda | cpu: picks vLLM's model runner (conventions.select_rows)
+    runner: str | None = None  # v1 | mrv2: settles it directly
+    strict: bool = False  # every assumption of the static check counts as unverified
 
 
 @dataclass(frozen=True)
@@ -123,6 +125,9 @@ class DoctorReport:
     notes: list[str] = field(default_factory=list)
     unknowns: list[str] = field(default_factory=list)  # facts the static check could not establish, unsettled
     live: Any = None  # `--server`: the probe's report (probe.ProbeReport) on the live server
+    assumptions: list[str] = field(
+        default_factory=list
+    )  # what the static verdict assumed (and what breaks it)
 
     @property
     def verdict(self) -> str:
@@ -160,6 +165,7 @@ class DoctorReport:
             "engine": self.engine,
             "verdict": self.verdict,
             "unknowns": self.unknowns,
+            "assumptions": self.assumptions,
             "problems": self.problems,
             "served_taps": str(self.served) if self.served else None,
             "trained_taps": str(self.trained) if self.trained else None,
@@ -177,21 +183,11 @@ class DoctorReport:
         }
 
 
-def _primary(report: CheckReport):
-    """The verdict row a plain launch uses (vLLM: the default runner)."""
-    rows = report.verdicts
-    for v in rows:
-        row = next(r for r in conv.ROWS if r.key == v.row_key)
-        if row.default_runner:
-            return v
-    return rows[0]
-
-
 def doctor(drafter: Path | str, target: Path | str, opts: DoctorOptions, progress=None) -> DoctorReport:
     ckpt: DrafterCheckpoint = read_drafter(drafter)
     tinfo = read_target(target)
-    static = check(ckpt, tinfo, [opts.engine])
-    primary = _primary(static)
+    static = check(ckpt, tinfo, [opts.engine], platform=opts.platform, runner=opts.runner, strict=opts.strict)
+    primary = static.verdicts[0]  # the row a launch uses on the platform given (conventions.select_rows)
     served = primary.served.taps
     trained = static.trained.wiring
     rep = DoctorReport(
@@ -205,6 +201,7 @@ def doctor(drafter: Path | str, target: Path | str, opts: DoctorOptions, progres
     )
     rep.recorded = (ckpt.provenance.training or {}).get("held_out") if ckpt.provenance else None
     rep.unknowns = list(static.unknowns)
+    rep.assumptions = list(static.assumptions)
     if primary.served.failure:
         rep.add_problem("engine-fails", f"{primary.engine}: {primary.served.failure}")
     elif primary.status == "mismatch":

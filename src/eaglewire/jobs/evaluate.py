@@ -354,6 +354,8 @@ def chain_data(
 class StandaloneOptions:
     taps: str | None = None  # feed these taps (default: the trained ones)
     engine: str | None = None  # or the taps this engine serves, e.g. sglang==0.5.23
+    platform: str | None = None  # with engine: cuda | cpu (picks vLLM's runner, conventions.select_rows)
+    runner: str | None = None  # with engine: v1 | mrv2
     steps: int = 5
     samples: int = 12
     prompt_len: int = 64
@@ -415,8 +417,9 @@ def standalone_test(
     partial (its layers are never loaded; only its lm_head, final norm and, if the drafter lacks one, embedding
     are read by name)."""
     pair = load_pair(
-        target, drafter, opts.taps, opts.engine, opts.dtype, opts.device, partial=opts.dump is not None
-    )
+        target, drafter, opts.taps, opts.engine, opts.dtype, opts.device, partial=opts.dump is not None,
+        platform=opts.platform, runner=opts.runner,
+    )  # fmt: skip
     tgt, model, wiring = pair.target, pair.drafter, pair.wiring
     L = tgt.info.num_layers
     ckpt = pair.checkpoint

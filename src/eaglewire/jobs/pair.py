@@ -46,20 +46,26 @@ def feed_wiring(
     target: LoadedTarget | PartialTarget,
     taps: str | None = None,
     engine: str | None = None,
+    platform: str | None = None,
+    runner: str | None = None,
 ) -> tuple[Wiring, str]:
-    """The taps to feed: `taps` as given, what `engine` would serve, or the training taps (refused if unknown)."""
+    """The taps to feed: `taps` as given, what `engine` would serve (on `platform`, with `runner`: the row
+    `conventions.serving_row` picks, as `check` and `doctor` do), or the training taps (refused if unknown)."""
     L = target.info.num_layers
     if taps and engine:
         raise InputError("--taps and --engine are alternatives: give one")
     if taps:
         return Wiring.parse(taps).validate(L), "--taps"
     if engine:
-        from eaglewire.jobs.check import check
+        from eaglewire import conventions as conv
 
-        served = check(ckpt, target.info, [engine]).verdicts[0].served
+        choice = conv.serving_row(conv.parse_spec(engine), target.info.family, platform, runner)
+        served = conv.resolve(choice.match.row, ckpt.config, L)
         if served.taps is None:
             raise InputError(f"--engine {engine}: {served.failure}")
-        return served.taps, f"served by {engine}"
+        runner_note = f", {choice.why}" if choice.runner else ""
+        assumed = f"; {choice.assumed}" if choice.assumed else ""
+        return served.taps, f"served by {engine}{runner_note}{assumed}"
     tr = trained_taps(ckpt, target.info)
     if tr.wiring is None:
         raise InputError(f"{ckpt.where()}: cannot tell its training taps ({tr.basis}); pass --taps")
@@ -74,6 +80,8 @@ def load_pair(
     dtype: str = "float32",
     device: str = "cpu",
     partial: bool = False,
+    platform: str | None = None,
+    runner: str | None = None,
 ) -> Pair:
     """Target and drafter, both in `dtype` (`auto`: as the target is stored, as engines serve it), on `device`.
     `partial`: the target without its layers (a job on a dump): config and the tensors asked for, by name."""
@@ -83,5 +91,5 @@ def load_pair(
     else:
         tgt = load_target(target, dtype=run_dtype, device=device)
     ckpt = read_drafter(drafter)
-    wiring, basis = feed_wiring(ckpt, tgt, taps, engine)
+    wiring, basis = feed_wiring(ckpt, tgt, taps, engine, platform, runner)
     return Pair(tgt, ckpt, drafter_for(ckpt, tgt, run_dtype), wiring, basis)

@@ -311,6 +311,32 @@ def _vllm_31(c: Context) -> str | None:
     return _unhonoured(c, "fc_norm", c.version >= since) or _unhonoured(c, "norm_output", c.version >= since)
 
 
+NORM_OUTPUT_MEANING = (
+    "norm_output is true in an EAGLE-format config: the trainer's meaning decides what must be fed back. SpecForge "
+    "(whose eagle3.1 configs set it) trains with the pre-norm state fed back and uses it only for the final norm "
+    "before lm_head; {engine} feeds the post-norm state back. Trained by SpecForge, the drafter gets other "
+    "inputs than in training; `eaglewire doctor` on the target measures which"
+)
+
+
+def _norm_output_meaning(c: Context, engine: str, honoured: bool) -> str | None:
+    """SpecForge's norm_output differs from the engines' (docs/conventions.md (c) 2, inferred from source)."""
+    if not honoured or c.speculators or c.ckpt.provenance is not None or not c.flag("norm_output"):
+        return None
+    return NORM_OUTPUT_MEANING.format(engine=engine)
+
+
+@rule("norm-output-meaning", "sglang", ">=0.5.12", "unverified", "sglang llama_eagle3.py:263-269 @0.5.23; SpecForge llama3_eagle.py:1690, 1772-1777 @a6b6b02; docs/conventions.md (c) 2")  # fmt: skip
+def _sgl_norm_output(c: Context) -> str | None:
+    since = Version("0.5.13") if c.architecture in SGL_MLA else Version("0.5.12")
+    return _norm_output_meaning(c, "SGLang", c.version >= since)
+
+
+@rule("norm-output-meaning", "vllm", ">=0.22.0", "unverified", "vllm llama_eagle3.py:283-288 @0.33.0; SpecForge llama3_eagle.py:1690, 1772-1777 @a6b6b02; docs/conventions.md (c) 2")  # fmt: skip
+def _vllm_norm_output(c: Context) -> str | None:
+    return _norm_output_meaning(c, "vLLM", True)
+
+
 # ---- vocabulary, embeddings, lm_head -----------------------------------------------------------------------
 
 

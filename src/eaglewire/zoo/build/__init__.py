@@ -287,12 +287,15 @@ def write_drafter_card(dest: Path, card: dict, chain: dict | None = None) -> Non
             "The accept length is walked as an engine walks (K drafts after each verify; bonus token included: "
             "vLLM 1 + accepted/drafts); acc and alpha are per step over every position:",
             "",
-            "| K (draft tokens) / step k+1 | " + " | ".join(str(i + 1) for i in range(len(chain["predicted_tau"])))
+            "| K (draft tokens) / step k+1 | "
+            + " | ".join(str(i + 1) for i in range(len(chain["predicted_tau"])))
             + " |",
             "|---|" + "---|" * len(chain["predicted_tau"]),
             "| acc, every position | " + " | ".join(f"{a:.3f}" for a in chain["acc"]) + " |",
             "| alpha, every position | " + " | ".join(f"{a:.3f}" for a in chain["cond_acc"]) + " |",
-            "| accept length, engine's walk | " + " | ".join(f"{a:.2f}" for a in chain["predicted_tau"]) + " |",
+            "| accept length, engine's walk | "
+            + " | ".join(f"{a:.2f}" for a in chain["predicted_tau"])
+            + " |",
             "",
         ]
         lines += [
