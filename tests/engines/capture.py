@@ -28,8 +28,8 @@ from pathlib import Path
 
 from hypothesis import strategies as st
 
-from eaglewire.conventions import parse_spec, resolve, rows_for
-from eaglewire.targets import FAMILIES, _family_of
+from eaglewire.conventions import parse_spec, registries, resolve, rows_for
+from eaglewire.targets import FAMILIES, GENERIC, _family_of
 from engines.generate import draw_commands
 
 PROBE = Path(__file__).with_name("capture_probe.py")
@@ -97,16 +97,41 @@ LOOPS: dict[str, dict[str, Loop]] = {
 }  # fmt: skip
 
 
-def archs() -> list[tuple[str, str]]:
-    """(architecture, family) for every architecture `targets.FAMILIES` names: the family picks the table's rows.
-    (kimi_k2 names no architecture of its own: its checkpoints are DeepseekV3ForCausalLM.)"""
+def archs(engine: str | None = None, version: str | None = None) -> list[tuple[str, str]]:
+    """(architecture, family) for every architecture `targets.FAMILIES` names, and every target architecture the
+    engine's own registry serves with EAGLE-3 at `version` (conventions/engine_registries; family `generic` for the
+    ones eaglewire's table does not list): the family picks the table's rows. (kimi_k2 names no architecture of its
+    own: its checkpoints are DeepseekV3ForCausalLM.)"""
     out = []
     for fam in FAMILIES.values():
         for arch in fam.architectures:
             family = _family_of([arch], "")
             assert family in FAMILIES, f"{arch}: not in targets.FAMILIES"
             out.append((arch, family))
+    named = {a for a, _ in out}
+    if engine is not None:
+        out += [(a, GENERIC) for a in registries.targets(engine, version) or () if a not in named]
     return sorted(out)
+
+
+def registry_module(engine: str, version: str, arch: str) -> str | None:
+    """The engine module that defines an architecture's class (from the registry data), for the probe."""
+    rel = registries.data(engine)["releases"].get(version)
+    entry = (rel or {}).get("eagle3", {}).get(arch)
+    return None if entry is None else entry["file"].split(":")[0].removesuffix(".py").replace("/", ".")
+
+
+def engine_version(python: str, engine: str) -> str:
+    out = subprocess.run([python, "-c", f"import importlib.metadata as m; print(m.version('{engine}'))"],
+                         capture_output=True, text=True, timeout=120)  # fmt: skip
+    return out.stdout.strip()
+
+
+def mixin_loop(engine: str, version: str, arch: str) -> bool:
+    """vLLM: the registry scan found the shared EagleModelMixin capture for this architecture (the protocol's own
+    setter, the decoder calling `_maybe_add_hidden_state` at `self.start_layer` and `idx + 1`)."""
+    rel = registries.data(engine)["releases"].get(version) or {}
+    return (rel.get("eagle3", {}).get(arch) or {}).get("capture") == "mixin"
 
 
 def num_layers(family: str) -> int:
@@ -152,6 +177,8 @@ def engine_taps(engine: str, entry: dict, num_layers: int) -> tuple[list[int] | 
     if "error" in entry:
         return None, entry["error"]
     loop = LOOPS[engine].get(entry["inner"])
+    if loop is None and entry.get("mixin"):  # the shared EagleModelMixin loop (registry scan)
+        loop = Loop(f"{entry['inner']}.forward; {MIXIN}", highest="L")
     if loop is None:
         return None, f"no forward loop read for {entry['inner']} (add it to engines/capture.py LOOPS)"
     indices = read_indices(engine, entry)
@@ -185,19 +212,22 @@ def run_probe(python: str, engine: str, cases: list[dict]) -> dict:
 def compare_capture(engine: str, python: str) -> dict:
     """Every (architecture, id list, config shape[, runner]): the engine's taps beside the table's."""
     cases, meta = [], []
-    for arch, family in archs():
+    wanted = engine_version(python, engine)
+    for arch, family in archs(engine, wanted):
         n = num_layers(family)
+        module = registry_module(engine, wanted, arch)
         for ids in id_lists(n):
             for shape, config in configs(engine, ids):
-                cases.append({"arch": arch, "num_layers": n, "config": config})
+                cases.append({"arch": arch, "num_layers": n, "config": config, "module": module})
                 meta.append((arch, family, n, ids, shape, config))
     data = run_probe(python, engine, cases)
     version = data["version"]
     out = []
     for (arch, family, n, ids, shape, config), result in zip(meta, data["results"], strict=True):
         runs = [("", result)] if engine == "sglang" else list(result.items())
-        rows = {m.row.runner or "": m.row for m in rows_for(parse_spec(f"{engine}=={version}"), family)}
+        rows = {m.row.runner or "": m.row for m in rows_for(parse_spec(f"{engine}=={version}"), family, arch)}
         for runner, entry in runs:
+            entry = {**entry, "mixin": family == GENERIC and mixin_loop(engine, version, arch)}
             row = rows.get(runner)
             e_taps, e_why = engine_taps(engine, entry, n)
             record = {"arch": arch, "num_layers": n, "ids": ids, "config_key": shape, "runner": runner or None,

@@ -135,6 +135,26 @@ def _check_builds(inner: type, *owners: type) -> None:
     assert inner.__name__ in text, f"{inner.__name__} is not built by {[o.__name__ for o in owners]}"
 
 
+def _found_inner(cls: type) -> type | None:
+    """An architecture outside the tables above (the registry's other EAGLE-3 targets): the decoder its own code
+    builds as `self.model = X(...)`, looked up in the module of the class that builds it; None for a wrapper."""
+    import re
+
+    for k in cls.__mro__:
+        if not k.__module__.startswith(("sglang", "vllm")):
+            continue
+        try:
+            text = inspect.getsource(k)
+        except (OSError, TypeError):
+            continue
+        found = re.search(r"self\.model\s*(?::\s*[\w\[\]., ]+)?=\s*(\w+)\(", text)
+        if found:
+            inner = getattr(sys.modules[k.__module__], found.group(1), None)
+            if isinstance(inner, type):
+                return inner
+    return None
+
+
 def _qualname(cls: type, package: str) -> str:
     return cls.__module__.removeprefix(package + ".") + "." + cls.__name__
 
@@ -150,7 +170,7 @@ def _sglang_config(arch: str, num_layers: int):
 
     key = (arch, num_layers)
     if key not in _SGLANG_CONFIGS:
-        model_type, wrapped = _MODEL_TYPES[arch]
+        model_type, wrapped = _MODEL_TYPES.get(arch, ("llama", False))  # a registry target: a plain decoder
         cfg: dict[str, Any] = {"architectures": [arch], "model_type": model_type}
         if wrapped:
             cfg["text_config"] = {"num_hidden_layers": num_layers}
@@ -185,8 +205,16 @@ def _sglang_case(case: dict) -> dict:
     from sglang.srt.runtime_context import get_parallel
 
     arch, num_layers, config = case["arch"], case["num_layers"], case["config"]
-    module_name, inner_path, text_path, keeps = SGLANG[arch]
     package = "sglang.srt.models"
+    if arch in SGLANG:
+        module_name, inner_path, text_path, keeps = SGLANG[arch]
+    else:  # from the registry data: the module; the decoder its code builds
+        module_name, text_path, keeps = case["module"].removeprefix(package + "."), None, "top"
+        try:
+            inner = _found_inner(getattr(importlib.import_module(f"{package}.{module_name}"), arch))
+        except Exception as exc:
+            return {"ids": None, "inner": None, "error": f"{type(exc).__name__}: {exc}"}
+        inner_path = None if inner is None else _qualname(inner, package)
     module = importlib.import_module(f"{package}.{module_name}")
     cls = getattr(module, arch)
     entries = module.EntryClass if isinstance(module.EntryClass, list) else [module.EntryClass]
@@ -197,6 +225,11 @@ def _sglang_case(case: dict) -> dict:
         ids = None
     out: dict[str, Any] = {"ids": ids, "inner": None}
     last = SimpleNamespace(is_last_rank=True, is_first_rank=True, world_size=1)
+    if inner_path is None and arch not in SGLANG:
+        out["error"] = (
+            f"no `self.model = ...` decoder found in {arch}'s code (add it to capture_probe.SGLANG)"
+        )
+        return out
     try:
         loaded = _sglang_config(arch, num_layers)
         text_config = getattr(loaded, "text_config", loaded)
@@ -245,7 +278,15 @@ def _vllm_class(arch: str) -> type:
 def _vllm_model(arch: str, num_layers: int):
     package = "vllm.model_executor.models"
     cls = _vllm_class(arch)
-    inner_path, text_path = VLLM[arch]
+    if arch in VLLM:
+        inner_path, text_path = VLLM[arch]
+    else:  # a registry target outside the table: the decoder its code builds
+        inner = _found_inner(cls)
+        if inner is None:
+            raise LookupError(
+                f"no `self.model = ...` decoder found in {arch}'s code (add it to capture_probe.VLLM)"
+            )
+        inner_path, text_path = _qualname(inner, package), None
     model = _bare(cls)
     if inner_path is None:
         return model, None, None

@@ -13,6 +13,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 from eaglewire import conventions as conv
+from eaglewire.conventions import registries
 from eaglewire.errors import InputError
 from eaglewire.formats import DrafterCheckpoint, read_drafter, write_drafter
 from eaglewire.formats.checkpoint import PROVENANCE_KEY
@@ -251,11 +252,24 @@ def check(
     verdicts: list[EngineVerdict] = []
     for text in engines:
         spec = conv.parse_spec(text)
-        matches = [m for m in conv.rows_for(spec, tinfo.family) if m.row.role == "serve"]
+        matches = [
+            m
+            for m in conv.rows_for(spec, tinfo.family, tinfo.architecture, tinfo.model_type)
+            if m.row.role == "serve"
+        ]
         if not matches:
             raise InputError(f"--engine {text}: not a serving engine (use sglang==X or vllm==X)")
+        refused = registries.refusal(spec.framework, spec.version, tinfo.architecture, tinfo.model_type)
         for m in matches:
-            verdicts.append(_verdict(ckpt, tinfo, spec, m, trained))
+            v = (
+                _verdict(ckpt, tinfo, spec, m, trained)
+                if refused is None
+                else _refused(spec, m, tinfo, refused)
+            )
+            # an architecture the table does not list, served by capture code whose taps are known
+            if m.basis and m.model_known:
+                v.findings.append(Finding("info", "engine-registry", m.basis, spec.framework))
+            verdicts.append(v)
     vrep = None
     if ckpt.arch is not None and ckpt.has_weights:
         vrep = vocab_report(
@@ -273,6 +287,17 @@ def check(
     )
 
 
+def _refused(
+    spec: conv.EngineSpec, m: conv.RowMatch, tinfo: TargetInfo, refused: registries.Served
+) -> EngineVerdict:
+    """The engine's own registry refuses EAGLE-3 for this architecture at this release: `fails`, whatever the
+    drafter says (the release was read; the message names its supported list and the wheel's source)."""
+    served = conv.Resolution(m.row, tinfo.num_layers, None, None, None, failure=refused.reason)
+    finding = Finding("problem", "engine-refuses", f"{refused.reason} [{refused.source}]", spec.framework)
+    name = f"{spec.framework}=={refused.version}" + (f" {m.row.runner}" if m.row.runner else "")
+    return EngineVerdict(name, m.row.key, m.exact, "config.json", served, "fails", None, [finding], [], True)
+
+
 def _row_unknowns(spec: conv.EngineSpec, m: conv.RowMatch, target: TargetInfo) -> list[str]:
     """What is not known about how this engine version serves this target."""
     out = []
@@ -288,9 +313,10 @@ def _row_unknowns(spec: conv.EngineSpec, m: conv.RowMatch, target: TargetInfo) -
             f"table, or `eaglewire test --engine {spec}` on the target, settles it"
         )
     if not m.model_known:
+        said = f" ({m.basis})" if m.basis else ""
         out.append(
-            f"target architecture {target.architecture} is not in eaglewire's table for {spec.framework}: its "
-            f"generic capture ({m.model}) is assumed; `eaglewire test --search` on the target settles it"
+            f"target architecture {target.architecture} is not in eaglewire's table for {spec.framework}{said}: "
+            f"its generic capture ({m.model}) is assumed; `eaglewire test --search` on the target settles it"
         )
     return out
 
