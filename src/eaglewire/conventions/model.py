@@ -245,6 +245,12 @@ def rows_for(
     if version is None:
         return [RowMatch(r, True, True, model, known, basis) for r in cands]
     exact = [r for r in cands if r.covers(version)]
+    if exact and known and architecture and all(r.rule is Rule.UNSUPPORTED for r in exact):
+        # the family's rows refuse it, the release's registry serves this architecture (e.g. a text-only class
+        # beside the wrapper the rows were read for): the table's refusal is not this architecture's
+        served = registries.lookup(spec.framework, version, architecture, model_type)
+        if served is not None and served.serves:
+            known, basis = False, f"{served.reason} [{served.source}], where eaglewire's {family} rows refuse it"
     if exact:
         return [RowMatch(r, True, r.verified(version), model, known, basis) for r in exact]
     best = min(r.distance(version) for r in cands)

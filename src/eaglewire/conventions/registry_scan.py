@@ -379,10 +379,34 @@ def vllm_gate(tree: Tree) -> dict | None:
     return None
 
 
+def _mixin_calls(fn: ast.AST) -> tuple[int | None, int | None, list[str]]:
+    """In one forward: the line of `_maybe_add_hidden_state(.., self.start_layer, ..)`, of `(.., idx + 1, ..)`,
+    and any other index expression it is called with."""
+    start = after = None
+    other: list[str] = []
+    for call in ast.walk(fn):
+        if not (
+            isinstance(call, ast.Call)
+            and isinstance(call.func, ast.Attribute)
+            and call.func.attr == "_maybe_add_hidden_state"
+            and len(call.args) >= 2
+        ):
+            continue
+        arg = ast.unparse(call.args[1]).replace(" ", "")
+        if arg == "self.start_layer":
+            start = call.lineno
+        elif arg.endswith("+1"):
+            after = call.lineno
+        else:
+            other.append(arg)
+    return start, after, other
+
+
 def _vllm_capture(tree: Tree, cls: ClassRef, interfaces: bool) -> tuple[str, str | None]:
-    """("mixin", where) when the class keeps SupportsEagle3's own setter (it asserts EagleModelMixin on the
-    decoder) and a decoder in its module (or a base's) calls `_maybe_add_hidden_state` at `self.start_layer` and at
-    `idx + 1`; else ("own", where the setter is)."""
+    """("mixin", where) when the class keeps SupportsEagle3's own setter (which asserts EagleModelMixin on the
+    decoder) and every EagleModelMixin decoder defined beside it (its module, its bases' modules) runs a forward
+    that calls `_maybe_add_hidden_state` at `self.start_layer` and at `idx + 1` and nowhere else; else ("own",
+    where the setter is)."""
     found = tree.member(cls, "set_aux_hidden_state_layers")
     if found is None:
         return "own", None
@@ -390,24 +414,26 @@ def _vllm_capture(tree: Tree, cls: ClassRef, interfaces: bool) -> tuple[str, str
     where = f"{defined.path}:{node.lineno}"
     if not interfaces or defined.path != VLLM_INTERFACES:
         return "own", where
-    paths = [c.path for c in tree.mro(cls) if isinstance(c, ClassRef) and c.path != VLLM_INTERFACES]
-    for path in dict.fromkeys(paths):
-        start = after = None
-        for call in ast.walk(tree.module(path)):
-            if not (
-                isinstance(call, ast.Call)
-                and isinstance(call.func, ast.Attribute)
-                and call.func.attr == "_maybe_add_hidden_state"
-                and len(call.args) >= 2
-            ):
+    paths = dict.fromkeys(c.path for c in tree.mro(cls) if isinstance(c, ClassRef) and c.path != VLLM_INTERFACES)
+    standard: list[str] = []
+    for path in paths:
+        for s in tree.module(path).body:
+            if not isinstance(s, ast.ClassDef):
                 continue
-            arg = ast.unparse(call.args[1])
-            if arg == "self.start_layer":
-                start = call.lineno
-            elif arg.replace(" ", "").endswith("+1"):
-                after = call.lineno
-        if start and after:
-            return "mixin", f"{path}:{start},{after}; {VLLM_INTERFACES} EagleModelMixin"
+            ref = ClassRef(path, s)
+            if not tree.inherits(ref, VLLM_INTERFACES, "EagleModelMixin"):
+                continue
+            fwd = tree.member(ref, "forward")
+            if fwd is None:
+                continue
+            start, after, other = _mixin_calls(fwd[1])
+            if not (start or after or other):
+                continue
+            if other or not (start and after):
+                return "own", f"{fwd[0].path}:{fwd[1].lineno} ({s.name}.forward)"
+            standard.append(f"{fwd[0].path}:{start},{after} ({s.name})")
+    if standard:
+        return "mixin", f"{'; '.join(dict.fromkeys(standard))}; {VLLM_INTERFACES} EagleModelMixin"
     return "own", where
 
 
