@@ -28,15 +28,17 @@ from eaglewire.conventions import registry_scan  # noqa: E402
 PACKAGE = {"sglang": "sglang", "vllm": "vllm"}
 
 
-def wheel_sources(engine: str, version: str, cache: Path | None) -> dict[str, str]:
-    """Every .py file of the release's package (path inside the wheel -> text); from `cache` when kept there."""
+def wheel_sources(engine: str, version: str, cache: Path | None) -> tuple[str, dict[str, str]]:
+    """The wheel's name and every .py file of the release's package (path inside the wheel -> text); from
+    `cache` when kept there (its `.complete` file holds the wheel's name)."""
     if cache is not None:
         kept = cache / f"{engine}-{version}"
         if (kept / ".complete").is_file():
-            return {
+            files = {
                 str(p.relative_to(kept)): p.read_text(encoding="utf-8", errors="replace")
                 for p in kept.rglob("*.py")
             }
+            return (kept / ".complete").read_text().strip(), files
     with tempfile.TemporaryDirectory() as tmp:
         cmd = [sys.executable, "-m", "pip", "download", f"{engine}=={version}", "--no-deps", "--no-cache-dir",
                "--only-binary=:all:", "-d", tmp, "-q"]  # fmt: skip
@@ -45,6 +47,7 @@ def wheel_sources(engine: str, version: str, cache: Path | None) -> dict[str, st
         if not wheels:
             raise SystemExit(f"pip download {engine}=={version} gave no wheel: {proc.stderr.strip()[-400:]}")
         out: dict[str, str] = {}
+        wheel = wheels[0].name
         with zipfile.ZipFile(wheels[0]) as zf:
             for info in zf.infolist():
                 name = info.filename
@@ -58,8 +61,8 @@ def wheel_sources(engine: str, version: str, cache: Path | None) -> dict[str, st
             path = kept / name
             path.parent.mkdir(parents=True, exist_ok=True)
             path.write_text(text, encoding="utf-8")
-        (kept / ".complete").write_text("")
-    return out
+        (kept / ".complete").write_text(wheel)
+    return wheel, out
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -78,11 +81,11 @@ def main(argv: list[str] | None = None) -> int:
         for version in releases:
             if version in data["releases"] and not (args.rescan or args.release) and not args.fetch_only:
                 continue
-            files = wheel_sources(engine, version, args.sources)
+            wheel, files = wheel_sources(engine, version, args.sources)
             if args.fetch_only:
                 print(f"{engine} {version}: {len(files)} files", flush=True)
                 continue
-            data["releases"][version] = registry_scan.scan(engine, version, files)
+            data["releases"][version] = registry_scan.scan(engine, version, files, wheel)
             summary = data["releases"][version]
             print(f"{engine} {version}: {len(summary['eagle3'])} EAGLE-3 architectures", flush=True)
         if not args.fetch_only:

@@ -250,7 +250,10 @@ def rows_for(
         # beside the wrapper the rows were read for): the table's refusal is not this architecture's
         served = registries.lookup(spec.framework, version, architecture, model_type)
         if served is not None and served.serves:
-            known, basis = False, f"{served.reason} [{served.source}], where eaglewire's {family} rows refuse it"
+            known, basis = (
+                False,
+                f"{served.reason} [{served.source}], where eaglewire's {family} rows refuse it",
+            )
     if exact:
         return [RowMatch(r, True, r.verified(version), model, known, basis) for r in exact]
     best = min(r.distance(version) for r in cands)

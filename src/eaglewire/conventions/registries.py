@@ -64,13 +64,25 @@ def targets(engine: str, version: Version | str | None) -> tuple[str, ...] | Non
     return tuple(sorted(a for a in rel["eagle3"] if not DRAFT.search(a)))
 
 
-def shortened(names: tuple[str, ...], near: str = "") -> str:
-    """A list for a one-line message: the names sharing the asked architecture's prefix first, then the rest."""
+@functools.cache
+def _first_served(engine: str) -> dict[str, Version]:
+    """The first release read that serves each architecture (the long-served ones are the common targets)."""
+    out: dict[str, Version] = {}
+    for version, rel in data(engine)["releases"].items():
+        for arch in rel["eagle3"]:
+            out.setdefault(arch, Version(version))
+    return out
+
+
+def shortened(names: tuple[str, ...], near: str = "", engine: str = "") -> str:
+    """A list for a one-line message: the names sharing the asked architecture's prefix first, then the ones the
+    engine has served longest."""
     if not names:
         return "none"
     stem = re.split(r"(?<=[a-z0-9])(?=[A-Z])", near)[0] if near else ""
-    first = [n for n in names if stem and n.startswith(stem)]
-    rest = [n for n in names if n not in first]
+    first = sorted(n for n in names if stem and n.startswith(stem))
+    since = _first_served(engine) if engine in ENGINES else {}
+    rest = sorted((n for n in names if n not in first), key=lambda n: (since.get(n, Version("9999")), n))
     ordered = first + rest
     shown = ", ".join(ordered[:SHOWN])
     return shown + (f" ... and {len(ordered) - SHOWN} more" if len(ordered) > SHOWN else "")
@@ -102,7 +114,7 @@ def lookup(
     version = rel["version"]
     name = f"{'SGLang' if engine == 'sglang' else 'vLLM'} {version}"
     listed = targets(engine, version) or ()
-    listing = f"its EAGLE-3 targets: {shortened(listed, architecture)}"
+    listing = f"its EAGLE-3 targets: {shortened(listed, architecture, engine)}"
     registry = rel["registry"]["source"]
     entry = rel["eagle3"].get(architecture)
     if entry is None:

@@ -22,6 +22,7 @@ left to right, which agrees with the MRO for the single-inheritance chains model
 from __future__ import annotations
 
 import ast
+import functools
 import json
 import os
 from dataclasses import dataclass, field
@@ -258,8 +259,14 @@ def sglang_nextn(tree: Tree) -> dict:
         for node in ast.walk(tree.module(path)):
             if not isinstance(node, ast.If) or not isinstance(node.test, ast.Compare):
                 continue
-            test = node.test
-            archs = _strings(test.comparators[0]) if isinstance(test.ops[0], ast.In) else None
+            test, right = node.test, node.test.comparators[0]
+            archs = _strings(right) if isinstance(test.ops[0], ast.In) else None
+            if (
+                isinstance(test.ops[0], ast.Eq)
+                and isinstance(right, ast.Constant)
+                and isinstance(right.value, str)
+            ):
+                archs = [right.value]  # `model_arch == "DeepseekV3ForCausalLM"` before 0.4.10
             if not archs or "DeepseekV3ForCausalLM" not in archs:
                 continue
             body = ast.unparse(node)
@@ -349,8 +356,8 @@ def vllm_runner_check(tree: Tree) -> dict:
 def vllm_gate(tree: Tree) -> dict | None:
     """The eagle3 target model_type gate (`raise ValueError("Eagle3 is only supported for ... models")`): the
     strings it looks for in `hf_text_config.model_type` (a substring test in every release read), in
-    config/speculative.py (config.py before 0.10.1)."""
-    for path in ("vllm/config/speculative.py", "vllm/config.py"):
+    config/speculative.py (config/__init__.py in 0.10.1-0.10.2, config.py before)."""
+    for path in ("vllm/config/speculative.py", "vllm/config/__init__.py", "vllm/config.py"):
         if path not in tree.files:
             continue
         mod = tree.module(path)
@@ -414,7 +421,9 @@ def _vllm_capture(tree: Tree, cls: ClassRef, interfaces: bool) -> tuple[str, str
     where = f"{defined.path}:{node.lineno}"
     if not interfaces or defined.path != VLLM_INTERFACES:
         return "own", where
-    paths = dict.fromkeys(c.path for c in tree.mro(cls) if isinstance(c, ClassRef) and c.path != VLLM_INTERFACES)
+    paths = dict.fromkeys(
+        c.path for c in tree.mro(cls) if isinstance(c, ClassRef) and c.path != VLLM_INTERFACES
+    )
     standard: list[str] = []
     for path in paths:
         for s in tree.module(path).body:
@@ -495,10 +504,11 @@ def scan_vllm(tree: Tree) -> dict:
 # ---- the data files -------------------------------------------------------------------------------------------
 
 
-def scan(engine: str, version: str, files: dict[str, str]) -> dict:
+def scan(engine: str, version: str, files: dict[str, str], wheel: str = "") -> dict:
+    """One release's facts, from its wheel's Python files (path inside the wheel -> text)."""
     tree = Tree(files)
     out = scan_sglang(tree) if engine == "sglang" else scan_vllm(tree)
-    return {"version": version, **out}
+    return {"version": version, "wheel": wheel, **out}
 
 
 def releases_read(engine: str) -> tuple[str, ...]:
@@ -520,6 +530,22 @@ def write_raw(engine: str, data: dict) -> Path:
     data["releases"] = dict(sorted(data["releases"].items(), key=lambda kv: Version(kv[0])))
     path = DATA / f"{engine}.json"
     tmp = path.with_suffix(".json.tmp")
-    tmp.write_text(json.dumps(data, indent=1, sort_keys=False) + "\n")
+    tmp.write_text(_compact(data))
     os.replace(tmp, path)
     return path
+
+
+def _compact(data: dict) -> str:
+    """One line per release fact and per architecture: small, and a new release diffs as its own lines."""
+    dump = functools.partial(json.dumps, separators=(",", ":"))
+    head = {k: v for k, v in data.items() if k != "releases"}
+    lines = ["{" + dump(head)[1:-1] + ',"releases":{']
+    for i, (version, rel) in enumerate(data["releases"].items()):
+        lines.append(f"{dump(version)}:{{")
+        facts = [f"{dump(k)}:{dump(v)}" for k, v in rel.items() if k != "eagle3"]
+        archs = [f" {dump(a)}:{dump(e)}" for a, e in rel["eagle3"].items()]
+        lines.append(",\n".join(facts) + ',\n"eagle3":{')
+        lines.append(",\n".join(archs))
+        lines.append("}}" + ("," if i + 1 < len(data["releases"]) else ""))
+    lines.append("}}")
+    return "\n".join(lines) + "\n"
