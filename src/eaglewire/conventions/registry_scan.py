@@ -387,7 +387,7 @@ def vllm_gate(tree: Tree) -> dict | None:
 
 
 def _mixin_calls(fn: ast.AST) -> tuple[int | None, int | None, list[str]]:
-    """In one forward: the line of `_maybe_add_hidden_state(.., self.start_layer, ..)`, of `(.., idx + 1, ..)`,
+    """In one forward: the line of `_maybe_add_hidden_state(.., self.start_layer or 0, ..)`, of `(.., idx + 1, ..)`,
     and any other index expression it is called with."""
     start = after = None
     other: list[str] = []
@@ -400,7 +400,7 @@ def _mixin_calls(fn: ast.AST) -> tuple[int | None, int | None, list[str]]:
         ):
             continue
         arg = ast.unparse(call.args[1]).replace(" ", "")
-        if arg == "self.start_layer":
+        if arg in ("self.start_layer", "0"):  # the embeddings (`0`, stage-relative, until 0.29)
             start = call.lineno
         elif arg.endswith("+1"):
             after = call.lineno
