@@ -8,6 +8,7 @@ failure), so a table edit that contradicts the engine's code fails here, in make
 
 from __future__ import annotations
 
+import functools
 import json
 from pathlib import Path
 
@@ -54,14 +55,18 @@ def test_the_record_covers_every_eagle3_target_of_the_engines_registry(engine):
         assert listed <= recorded, f"not in the record (make test-engines): {sorted(listed - recorded)}"
 
 
+@functools.cache
+def _matches(engine: str, version: str, arch: str):
+    return rows_for(parse_spec(f"{engine}=={version}"), _family_of([arch], "") or GENERIC, arch)
+
+
 @pytest.mark.parametrize("engine", ["sglang", "vllm"])
 def test_the_table_gives_the_engines_answer(engine):
     wrong = []
     for eng, version, c in cases():
         if eng != engine:
             continue
-        family = _family_of([c["arch"]], "") or GENERIC
-        matches = rows_for(parse_spec(f"{eng}=={version}"), family, c["arch"])
+        matches = _matches(eng, version, c["arch"])
         if not all(m.model_known for m in matches):
             continue  # a registry target whose capture code nobody read: the table claims nothing for it
         rows = {m.row.runner or "": m.row for m in matches}

@@ -259,7 +259,11 @@ def check(
         ]
         if not matches:
             raise InputError(f"--engine {text}: not a serving engine (use sglang==X or vllm==X)")
-        refused = registries.refusal(spec.framework, spec.version, tinfo.architecture, tinfo.model_type)
+        refused = (
+            None
+            if _eagle1_head(ckpt)
+            else registries.refusal(spec.framework, spec.version, tinfo.architecture, tinfo.model_type)
+        )
         for m in matches:
             v = (
                 _verdict(ckpt, tinfo, spec, m, trained)
@@ -284,6 +288,14 @@ def check(
             files[name] = "no engine reads this file (a training record)"
     return CheckReport(
         str(ckpt.path or drafter), ckpt.format, tinfo, trained, verdicts, findings, vrep, files
+    )
+
+
+def _eagle1_head(ckpt: DrafterCheckpoint) -> bool:
+    """An EAGLE-1-style head (no aux hidden states): the engine's EAGLE-3 interface does not apply to it."""
+    ec = ckpt.config.get("eagle_config")
+    return (
+        isinstance(ec, dict) and ec.get("use_aux_hidden_state") is False and not ckpt.tensors.get("fc.weight")
     )
 
 
