@@ -137,21 +137,33 @@ def _check_builds(inner: type, *owners: type) -> None:
 
 def _found_inner(cls: type) -> type | None:
     """An architecture outside the tables above (the registry's other EAGLE-3 targets): the decoder its own code
-    builds as `self.model = X(...)`, looked up in the module of the class that builds it; None for a wrapper."""
+    builds as `self.model = X(...)` (or `self.model = self._init_model(...)`, whose `return X(...)` names it), looked
+    up in the module of the class whose code names it; None for a wrapper."""
     import re
 
-    for k in cls.__mro__:
-        if not k.__module__.startswith(("sglang", "vllm")):
-            continue
+    def source(k: type) -> str:
         try:
-            text = inspect.getsource(k)
+            return inspect.getsource(k) if k.__module__.startswith(("sglang", "vllm")) else ""
         except (OSError, TypeError):
+            return ""
+
+    def named(k: type, name: str) -> type | None:
+        found = getattr(sys.modules[k.__module__], name, None)
+        return found if isinstance(found, type) else None
+
+    for k in cls.__mro__:
+        built = re.search(r"self\.model\s*(?::[^=\n]+)?=\s*([\w.]+)\(", source(k))
+        if not built:
             continue
-        found = re.search(r"self\.model\s*(?::\s*[\w\[\]., ]+)?=\s*(\w+)\(", text)
-        if found:
-            inner = getattr(sys.modules[k.__module__], found.group(1), None)
-            if isinstance(inner, type):
-                return inner
+        if not built.group(1).startswith("self."):
+            return named(k, built.group(1))
+        method = built.group(1).removeprefix("self.")
+        for m in cls.__mro__:
+            body = re.search(rf"def {method}\(.*?\n(.*?)(?=\n    def |\Z)", source(m), re.S)
+            if body:
+                ret = re.search(r"return\s+(\w+)\(", body.group(1))
+                return named(m, ret.group(1)) if ret else None
+        return None
     return None
 
 
