@@ -115,6 +115,9 @@ def lookup(
     name = f"{'SGLang' if engine == 'sglang' else 'vLLM'} {version}"
     listed = targets(engine, version) or ()
     listing = f"its EAGLE-3 targets: {shortened(listed, architecture, engine)}"
+    gate = rel.get("gate")
+    if gate:
+        listing += f" (each only with a model_type containing {' or '.join(repr(t) for t in gate['model_types'])})"
     registry = rel["registry"]["source"]
     entry = rel["eagle3"].get(architecture)
     if entry is None:
@@ -128,7 +131,6 @@ def lookup(
         return Served(engine, version, architecture, False,
                       f"{name} does not serve {architecture} with EAGLE-3 (not in its model registry, or its class "
                       f"has no EAGLE-3 interface); {listing}", registry)  # fmt: skip
-    gate = rel.get("gate")
     if gate and model_type and not any(t in model_type for t in gate["model_types"]):
         allowed = ", ".join(repr(t) for t in gate["model_types"])
         return Served(engine, version, architecture, False,

@@ -9,7 +9,7 @@ flag that supplies it), with the exact config value that fixes a mismatch or the
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 
 from eaglewire import conventions as conv
@@ -304,10 +304,13 @@ def _refused(
 ) -> EngineVerdict:
     """The engine's own registry refuses EAGLE-3 for this architecture at this release: `fails`, whatever the
     drafter says (the release was read; the message names its supported list and the wheel's source)."""
-    served = conv.Resolution(m.row, tinfo.num_layers, None, None, None, failure=refused.reason)
-    finding = Finding("problem", "engine-refuses", f"{refused.reason} [{refused.source}]", spec.framework)
+    failure = f"{refused.reason} [{refused.source}]"
+    row = replace(
+        m.row, source=f"{spec.framework} {refused.version} {refused.source}"
+    )  # the fact's own source
+    served = conv.Resolution(row, tinfo.num_layers, None, None, None, failure=failure)
     name = f"{spec.framework}=={refused.version}" + (f" {m.row.runner}" if m.row.runner else "")
-    return EngineVerdict(name, m.row.key, m.exact, "config.json", served, "fails", None, [finding], [], True)
+    return EngineVerdict(name, m.row.key, m.exact, "config.json", served, "fails", None, [], [], True)
 
 
 def _row_unknowns(spec: conv.EngineSpec, m: conv.RowMatch, target: TargetInfo) -> list[str]:
