@@ -69,6 +69,8 @@ def test_the_table_gives_the_engines_answer(engine):
         matches = _matches(eng, version, c["arch"])
         if not all(m.model_known for m in matches):
             continue  # a registry target whose capture code nobody read: the table claims nothing for it
+        if (c["engine_failure"] or "").startswith("probe could not build the model"):
+            continue  # the probe could not stand the model in: no answer from the engine to compare
         rows = {m.row.runner or "": m.row for m in matches}
         row = rows[c["runner"] or ""]
         config = dict(configs(eng, c["ids"]))[c["config_key"]]

@@ -262,7 +262,8 @@ VL_TREE = {
         "        self._maybe_add_hidden_state(aux, self.start_layer, h, r)\n"
         "        for idx, layer in enumerate(self.layers):\n"
         "            self._maybe_add_hidden_state(aux, idx + 1, h, r)\n"
-        "class LlamaForCausalLM(SupportsEagle3):\n    pass\nclass Plain:\n    pass\n"
+        "class LlamaForCausalLM(SupportsEagle3):\n    def __init__(self):\n        self.model = LlamaModel()\n"
+        "class Plain:\n    pass\n"
     ),
     "vllm/models/ds/__init__.py": (
         "from vllm.platforms import current_platform\nif current_platform.is_cuda():\n"
@@ -302,6 +303,16 @@ def test_the_vllm_scanner_reads_the_protocol_the_gate_and_the_cuda_branch():
     assert set(out["eagle3"]) == {"LlamaForCausalLM", "DsForCausalLM"}
     assert out["eagle3"]["LlamaForCausalLM"]["capture"] == "mixin"
     assert out["eagle3"]["DsForCausalLM"]["capture"] == "own"
+    # the decoder it builds decides: one that is no EagleModelMixin (or that cannot be told) is not claimed
+    tree = dict(VL_TREE)
+    tree["vllm/model_executor/models/llama.py"] += (
+        "class Other:\n    pass\nclass Wrapped(LlamaForCausalLM):\n"
+        "    def __init__(self):\n        self.model = Other()\n"
+    )
+    tree["vllm/model_executor/models/registry.py"] = tree["vllm/model_executor/models/registry.py"].replace(
+        "}\n_VLLM", " 'WrappedForCausalLM': ('llama', 'Wrapped'),\n}\n_VLLM"
+    )
+    assert registry_scan.scan("vllm", "9.9", tree)["eagle3"]["WrappedForCausalLM"]["capture"] == "own"
     assert out["eagle3"]["DsForCausalLM"]["file"] == "vllm/models/ds/nvidia.py:2"
     assert out["gate"]["model_types"] == ["llama", "qwen"]
     assert out["runner"]["check"] == "protocol"

@@ -167,6 +167,13 @@ def _found_inner(cls: type) -> type | None:
     return None
 
 
+class ProbeError(Exception):
+    """The probe could not build the model tree (not the engine's answer): recorded, never compared."""
+
+
+PROBE_FAILED = "probe could not build the model"
+
+
 def _qualname(cls: type, package: str) -> str:
     return cls.__module__.removeprefix(package + ".") + "." + cls.__name__
 
@@ -239,7 +246,7 @@ def _sglang_case(case: dict) -> dict:
     last = SimpleNamespace(is_last_rank=True, is_first_rank=True, world_size=1)
     if inner_path is None and arch not in SGLANG:
         out["error"] = (
-            f"no `self.model = ...` decoder found in {arch}'s code (add it to capture_probe.SGLANG)"
+            f"{PROBE_FAILED}: no `self.model = ...` decoder in {arch}'s code (add it to capture_probe.SGLANG)"
         )
         return out
     try:
@@ -295,11 +302,14 @@ def _vllm_model(arch: str, num_layers: int):
     else:  # a registry target outside the table: the decoder its code builds
         inner = _found_inner(cls)
         if inner is None:
-            raise LookupError(
+            raise ProbeError(
                 f"no `self.model = ...` decoder found in {arch}'s code (add it to capture_probe.VLLM)"
             )
         inner_path, text_path = _qualname(inner, package), None
-    model = _bare(cls)
+    try:
+        model = _bare(cls)
+    except TypeError as exc:  # a class whose __new__ wants its config (embedding wrappers)
+        raise ProbeError(str(exc)) from exc
     if inner_path is None:
         return model, None, None
     inner_cls = _class(inner_path, package)
@@ -350,7 +360,9 @@ def _vllm_case(case: dict) -> dict:
             entry["from_config"] = None if read is None else list(read)
             entry["captured"] = list(inner.aux_hidden_state_layers)
         except Exception as exc:
-            entry["error"] = f"{type(exc).__name__}: {exc}"
+            entry["error"] = (
+                f"{PROBE_FAILED}: {exc}" if isinstance(exc, ProbeError) else f"{type(exc).__name__}: {exc}"
+            )
         out[runner] = entry
     return out
 

@@ -441,9 +441,42 @@ def _vllm_capture(tree: Tree, cls: ClassRef, interfaces: bool) -> tuple[str, str
             if other or not (start and after):
                 return "own", f"{fwd[0].path}:{fwd[1].lineno} ({s.name}.forward)"
             standard.append(f"{fwd[0].path}:{start},{after} ({s.name})")
-    if standard:
-        return "mixin", f"{'; '.join(dict.fromkeys(standard))}; {VLLM_INTERFACES} EagleModelMixin"
+    built = _built_decoder(tree, cls)
+    if standard and built is not None and tree.inherits(built, VLLM_INTERFACES, "EagleModelMixin"):
+        fwd = tree.member(built, "forward")
+        start, after, other = _mixin_calls(fwd[1]) if fwd else (None, None, [])
+        if start and after and not other:
+            return "mixin", f"{built.node.name} ({built.where}); {fwd[0].path}:{start},{after}; {VLLM_INTERFACES} EagleModelMixin"  # type: ignore[index]  # fmt: skip
     return "own", where
+
+
+def _built_decoder(tree: Tree, cls: ClassRef) -> ClassRef | None:
+    """The decoder the class builds: `self.model = X(...)` in its (or a base's) code, or
+    `self.model = self._init_model(...)` whose `return X(...)` names it; None when it cannot be told (a wrapper
+    that builds its language model elsewhere): then its capture is not claimed."""
+    for c in tree.mro(cls):
+        if not isinstance(c, ClassRef):
+            continue
+        for node in ast.walk(c.node):
+            if not (isinstance(node, ast.Assign) and isinstance(node.value, ast.Call)):
+                continue
+            if not any(ast.unparse(t) == "self.model" for t in node.targets):
+                continue
+            func = node.value.func
+            if isinstance(func, ast.Name):
+                ref = tree.resolve(c.path, func.id)
+                return ref if isinstance(ref, ClassRef) else None
+            if isinstance(func, ast.Attribute) and ast.unparse(func.value) == "self":
+                found = tree.member(cls, func.attr)
+                if found is None:
+                    return None
+                for ret in ast.walk(found[1]):
+                    if isinstance(ret, ast.Return) and isinstance(ret.value, ast.Call):
+                        if isinstance(ret.value.func, ast.Name):
+                            ref = tree.resolve(found[0].path, ret.value.func.id)
+                            return ref if isinstance(ref, ClassRef) else None
+            return None
+    return None
 
 
 def vllm_mtp_types(tree: Tree) -> dict:
