@@ -117,7 +117,9 @@ def lookup(
     listing = f"its EAGLE-3 targets: {shortened(listed, architecture, engine)}"
     gate = rel.get("gate")
     if gate:
-        listing += f" (each only with a model_type containing {' or '.join(repr(t) for t in gate['model_types'])})"
+        listing += (
+            f" (each only with a model_type containing {' or '.join(repr(t) for t in gate['model_types'])})"
+        )
     registry = rel["registry"]["source"]
     entry = rel["eagle3"].get(architecture)
     if entry is None:
