@@ -148,14 +148,23 @@ def test_versions_nobody_read_are_never_ok(tmp_path_factory, version, engine):
 
 
 def test_an_architecture_not_in_the_table_is_unverified(tmp_path):
-    (tmp_path / "t").mkdir()
-    (tmp_path / "t" / "config.json").write_text(json.dumps(
-        {"architectures": ["SomeNewForCausalLM"], "model_type": "some_new", "num_hidden_layers": 32,
-         "hidden_size": 64, "vocab_size": 300}))  # fmt: skip
-    (tmp_path / "d").mkdir()
-    (tmp_path / "d" / "config.json").write_text(json.dumps(drafter_config([1, 15, 28], "both")))
+    """Served by SGLang's own registry (InternLM3, a llama.py class) with capture code the table does not list:
+    unverified. Not in the registry at all: SGLang refuses it, a decided `fails` (conventions/engine_registries)."""
     from eaglewire.taps import Wiring
 
-    rep = check(tmp_path / "d", tmp_path / "t", ["sglang==0.5.23"], trained_on=Wiring.parse("h2,h16,h29"))
-    assert rep.target.family == "generic" and rep.verdict == "unverified"
-    assert any("not in eaglewire's table" in u for u in rep.unknowns)
+    (tmp_path / "d").mkdir()
+    (tmp_path / "d" / "config.json").write_text(json.dumps(drafter_config([1, 15, 28], "both")))
+    for arch, verdict in (("InternLM3ForCausalLM", "unverified"), ("SomeNewForCausalLM", "problem")):
+        (tmp_path / arch).mkdir()
+        (tmp_path / arch / "config.json").write_text(json.dumps(
+            {"architectures": [arch], "model_type": "some_new", "num_hidden_layers": 32, "hidden_size": 64,
+             "vocab_size": 300}))  # fmt: skip
+        rep = check(
+            tmp_path / "d", tmp_path / arch, ["sglang==0.5.23"], trained_on=Wiring.parse("h2,h16,h29")
+        )
+        assert rep.target.family == "generic" and rep.verdict == verdict, arch
+    assert "SGLang 0.5.23 does not serve SomeNewForCausalLM" in rep.verdicts[0].served.failure
+    rep = check(
+        tmp_path / "d", tmp_path / "InternLM3ForCausalLM", ["sglang==0.5.23"], Wiring.parse("h2,h16,h29")
+    )
+    assert any("not in eaglewire's table" in u and "capture code of its own" in u for u in rep.unknowns)

@@ -28,8 +28,8 @@ from pathlib import Path
 
 from hypothesis import strategies as st
 
-from eaglewire.conventions import parse_spec, resolve, rows_for
-from eaglewire.targets import FAMILIES, _family_of
+from eaglewire.conventions import parse_spec, registries, resolve, rows_for
+from eaglewire.targets import FAMILIES, GENERIC, _family_of
 from engines.generate import draw_commands
 
 PROBE = Path(__file__).with_name("capture_probe.py")
@@ -97,20 +97,48 @@ LOOPS: dict[str, dict[str, Loop]] = {
 }  # fmt: skip
 
 
-def archs() -> list[tuple[str, str]]:
-    """(architecture, family) for every architecture `targets.FAMILIES` names: the family picks the table's rows.
-    (kimi_k2 names no architecture of its own: its checkpoints are DeepseekV3ForCausalLM.)"""
+def archs(engine: str | None = None, version: str | None = None) -> list[tuple[str, str]]:
+    """(architecture, family) for every architecture `targets.FAMILIES` names, and every target architecture the
+    engine's own registry serves with EAGLE-3 at `version` (conventions/engine_registries; family `generic` for the
+    ones eaglewire's table does not list): the family picks the table's rows. (kimi_k2 names no architecture of its
+    own: its checkpoints are DeepseekV3ForCausalLM.)"""
     out = []
     for fam in FAMILIES.values():
         for arch in fam.architectures:
             family = _family_of([arch], "")
             assert family in FAMILIES, f"{arch}: not in targets.FAMILIES"
             out.append((arch, family))
+    named = {a for a, _ in out}
+    if engine is not None:
+        out += [(a, GENERIC) for a in registries.targets(engine, version) or () if a not in named]
     return sorted(out)
+
+
+def registry_module(engine: str, version: str, arch: str) -> str | None:
+    """The engine module that defines an architecture's class (from the registry data), for the probe."""
+    rel = registries.data(engine)["releases"].get(version)
+    entry = (rel or {}).get("eagle3", {}).get(arch)
+    return None if entry is None else entry["file"].split(":")[0].removesuffix(".py").replace("/", ".")
+
+
+def engine_version(python: str, engine: str) -> str:
+    out = subprocess.run([python, "-c", f"import importlib.metadata as m; print(m.version('{engine}'))"],
+                         capture_output=True, text=True, timeout=120)  # fmt: skip
+    return out.stdout.strip()
+
+
+def mixin_loop(engine: str, version: str, arch: str) -> bool:
+    """vLLM: the registry scan found the shared EagleModelMixin capture for this architecture (the protocol's own
+    setter, the decoder calling `_maybe_add_hidden_state` at `self.start_layer` and `idx + 1`)."""
+    rel = registries.data(engine)["releases"].get(version) or {}
+    return (rel.get("eagle3", {}).get(arch) or {}).get("capture") == "mixin"
 
 
 def num_layers(family: str) -> int:
     return 61 if family.startswith(("deepseek", "kimi")) else 32
+
+
+FIXED = 16  # the hand-picked id lists at the head of `id_lists`
 
 
 def id_lists(num_layers: int) -> list[list[int] | None]:
@@ -119,6 +147,7 @@ def id_lists(num_layers: int) -> list[list[int] | None]:
         None, [], [n], [n - 1], [-1], [0], [1], [2, n // 2, n - 3], [1, n // 2 - 1, n - 4], [n // 2, 2, n - 3],
         [n - 4, n // 2 - 1, 1], [3, 3, 5], [0, n // 2, n], [0, 3, n - 1], [-1, 2, n - 2], [1, 2, 3, 4],
     ]  # fmt: skip
+    assert len(fixed) == FIXED
     drawn = draw_commands(st.lists(st.integers(-1, n + 1), min_size=1, max_size=4), 24)
     return [*fixed, *[d for d in drawn if d not in fixed]]
 
@@ -152,6 +181,8 @@ def engine_taps(engine: str, entry: dict, num_layers: int) -> tuple[list[int] | 
     if "error" in entry:
         return None, entry["error"]
     loop = LOOPS[engine].get(entry["inner"])
+    if loop is None and entry.get("mixin"):  # the shared EagleModelMixin loop (registry scan)
+        loop = Loop(f"{entry['inner']}.forward; {MIXIN}", highest="L")
     if loop is None:
         return None, f"no forward loop read for {entry['inner']} (add it to engines/capture.py LOOPS)"
     indices = read_indices(engine, entry)
@@ -170,12 +201,21 @@ def engine_taps(engine: str, entry: dict, num_layers: int) -> tuple[list[int] | 
     return sorted(set(indices)), ""
 
 
+CHUNK = 1500  # cases per probe process (each pays the engine's import once)
+
+
 def run_probe(python: str, engine: str, cases: list[dict]) -> dict:
+    """The probe over `cases`, in chunks (one engine process each)."""
+    parts = [_probe(python, engine, cases[i : i + CHUNK]) for i in range(0, len(cases), CHUNK)]
+    return {**parts[0], "results": [r for p in parts for r in p["results"]]}
+
+
+def _probe(python: str, engine: str, cases: list[dict]) -> dict:
     with tempfile.TemporaryDirectory() as tmp:
         req, res = Path(tmp) / "req.json", Path(tmp) / "res.json"
         req.write_text(json.dumps({"engine": engine, "cases": cases}))
         proc = subprocess.run(
-            [python, str(PROBE), str(req), str(res)], capture_output=True, text=True, timeout=1800
+            [python, str(PROBE), str(req), str(res)], capture_output=True, text=True, timeout=3600
         )
         if not res.is_file():
             raise RuntimeError(f"capture probe failed: {proc.stderr.strip().splitlines()[-1:]}")
@@ -185,19 +225,29 @@ def run_probe(python: str, engine: str, cases: list[dict]) -> dict:
 def compare_capture(engine: str, python: str) -> dict:
     """Every (architecture, id list, config shape[, runner]): the engine's taps beside the table's."""
     cases, meta = [], []
-    for arch, family in archs():
+    wanted = engine_version(python, engine)
+    for arch, family in archs(engine, wanted):
         n = num_layers(family)
-        for ids in id_lists(n):
+        module = registry_module(engine, wanted, arch)
+        # registry targets: the fixed lists where the table claims their capture (vLLM's EagleModelMixin), else
+        # the default and one explicit list (the engine's setter runs; what its loop captures nobody read)
+        lists = id_lists(n)
+        if family == GENERIC:
+            lists = lists[:FIXED] if mixin_loop(engine, wanted, arch) else [None, [2, n // 2, n - 3]]
+        for ids in lists:
             for shape, config in configs(engine, ids):
-                cases.append({"arch": arch, "num_layers": n, "config": config})
+                cases.append({"arch": arch, "num_layers": n, "config": config, "module": module})
                 meta.append((arch, family, n, ids, shape, config))
     data = run_probe(python, engine, cases)
     version = data["version"]
     out = []
     for (arch, family, n, ids, shape, config), result in zip(meta, data["results"], strict=True):
         runs = [("", result)] if engine == "sglang" else list(result.items())
-        rows = {m.row.runner or "": m.row for m in rows_for(parse_spec(f"{engine}=={version}"), family)}
+        matches = rows_for(parse_spec(f"{engine}=={version}"), family, arch)
+        rows = {m.row.runner or "": m.row for m in matches}
+        claims = all(m.model_known for m in matches)  # a registry target whose capture nobody read: no claim
         for runner, entry in runs:
+            entry = {**entry, "mixin": family == GENERIC and mixin_loop(engine, version, arch)}
             row = rows.get(runner)
             e_taps, e_why = engine_taps(engine, entry, n)
             record = {"arch": arch, "num_layers": n, "ids": ids, "config_key": shape, "runner": runner or None,
@@ -210,6 +260,8 @@ def compare_capture(engine: str, python: str) -> dict:
                 t_taps = list(res.taps.indices) if res.taps is not None else None
                 record.update(table_row=row.key, table_taps=t_taps, table_failure=res.failure)
                 record["agree"] = t_taps == e_taps if (t_taps is not None or e_taps is not None) else True
+                if not claims:
+                    record["agree"] = None  # recorded, not compared: the table claims nothing for it
             out.append(record)
     return {"engine": engine, "version": version, "cases": out}
 
@@ -219,7 +271,7 @@ def summary(results: list[dict]) -> list[str]:
     lines = []
     for run in results:
         for c in run["cases"]:
-            if c["agree"]:
+            if c["agree"] or c["agree"] is None:
                 continue
             engine = c["engine_taps"] if c["engine_taps"] is not None else f"fails: {c['engine_failure']}"
             table = (

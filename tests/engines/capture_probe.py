@@ -135,6 +135,45 @@ def _check_builds(inner: type, *owners: type) -> None:
     assert inner.__name__ in text, f"{inner.__name__} is not built by {[o.__name__ for o in owners]}"
 
 
+def _found_inner(cls: type) -> type | None:
+    """An architecture outside the tables above (the registry's other EAGLE-3 targets): the decoder its own code
+    builds as `self.model = X(...)` (or `self.model = self._init_model(...)`, whose `return X(...)` names it), looked
+    up in the module of the class whose code names it; None for a wrapper."""
+    import re
+
+    def source(k: type) -> str:
+        try:
+            return inspect.getsource(k) if k.__module__.startswith(("sglang", "vllm")) else ""
+        except (OSError, TypeError):
+            return ""
+
+    def named(k: type, name: str) -> type | None:
+        found = getattr(sys.modules[k.__module__], name, None)
+        return found if isinstance(found, type) else None
+
+    for k in cls.__mro__:
+        built = re.search(r"self\.model\s*(?::[^=\n]+)?=\s*([\w.]+)\(", source(k))
+        if not built:
+            continue
+        if not built.group(1).startswith("self."):
+            return named(k, built.group(1))
+        method = built.group(1).removeprefix("self.")
+        for m in cls.__mro__:
+            body = re.search(rf"def {method}\(.*?\n(.*?)(?=\n    def |\Z)", source(m), re.S)
+            if body:
+                ret = re.search(r"return\s+(\w+)\(", body.group(1))
+                return named(m, ret.group(1)) if ret else None
+        return None
+    return None
+
+
+class ProbeError(Exception):
+    """The probe could not build the model tree (not the engine's answer): recorded, never compared."""
+
+
+PROBE_FAILED = "probe could not build the model"
+
+
 def _qualname(cls: type, package: str) -> str:
     return cls.__module__.removeprefix(package + ".") + "." + cls.__name__
 
@@ -150,7 +189,7 @@ def _sglang_config(arch: str, num_layers: int):
 
     key = (arch, num_layers)
     if key not in _SGLANG_CONFIGS:
-        model_type, wrapped = _MODEL_TYPES[arch]
+        model_type, wrapped = _MODEL_TYPES.get(arch, ("llama", False))  # a registry target: a plain decoder
         cfg: dict[str, Any] = {"architectures": [arch], "model_type": model_type}
         if wrapped:
             cfg["text_config"] = {"num_hidden_layers": num_layers}
@@ -185,8 +224,16 @@ def _sglang_case(case: dict) -> dict:
     from sglang.srt.runtime_context import get_parallel
 
     arch, num_layers, config = case["arch"], case["num_layers"], case["config"]
-    module_name, inner_path, text_path, keeps = SGLANG[arch]
     package = "sglang.srt.models"
+    if arch in SGLANG:
+        module_name, inner_path, text_path, keeps = SGLANG[arch]
+    else:  # from the registry data: the module; the decoder its code builds
+        module_name, text_path, keeps = case["module"].removeprefix(package + "."), None, "top"
+        try:
+            inner = _found_inner(getattr(importlib.import_module(f"{package}.{module_name}"), arch))
+        except Exception as exc:
+            return {"ids": None, "inner": None, "error": f"{type(exc).__name__}: {exc}"}
+        inner_path = None if inner is None else _qualname(inner, package)
     module = importlib.import_module(f"{package}.{module_name}")
     cls = getattr(module, arch)
     entries = module.EntryClass if isinstance(module.EntryClass, list) else [module.EntryClass]
@@ -197,6 +244,11 @@ def _sglang_case(case: dict) -> dict:
         ids = None
     out: dict[str, Any] = {"ids": ids, "inner": None}
     last = SimpleNamespace(is_last_rank=True, is_first_rank=True, world_size=1)
+    if inner_path is None and arch not in SGLANG:
+        out["error"] = (
+            f"{PROBE_FAILED}: no `self.model = ...` decoder in {arch}'s code (add it to capture_probe.SGLANG)"
+        )
+        return out
     try:
         loaded = _sglang_config(arch, num_layers)
         text_config = getattr(loaded, "text_config", loaded)
@@ -245,8 +297,19 @@ def _vllm_class(arch: str) -> type:
 def _vllm_model(arch: str, num_layers: int):
     package = "vllm.model_executor.models"
     cls = _vllm_class(arch)
-    inner_path, text_path = VLLM[arch]
-    model = _bare(cls)
+    if arch in VLLM:
+        inner_path, text_path = VLLM[arch]
+    else:  # a registry target outside the table: the decoder its code builds
+        inner = _found_inner(cls)
+        if inner is None:
+            raise ProbeError(
+                f"no `self.model = ...` decoder found in {arch}'s code (add it to capture_probe.VLLM)"
+            )
+        inner_path, text_path = _qualname(inner, package), None
+    try:
+        model = _bare(cls)
+    except TypeError as exc:  # a class whose __new__ wants its config (embedding wrappers)
+        raise ProbeError(str(exc)) from exc
     if inner_path is None:
         return model, None, None
     inner_cls = _class(inner_path, package)
@@ -297,7 +360,9 @@ def _vllm_case(case: dict) -> dict:
             entry["from_config"] = None if read is None else list(read)
             entry["captured"] = list(inner.aux_hidden_state_layers)
         except Exception as exc:
-            entry["error"] = f"{type(exc).__name__}: {exc}"
+            entry["error"] = (
+                f"{PROBE_FAILED}: {exc}" if isinstance(exc, ProbeError) else f"{type(exc).__name__}: {exc}"
+            )
         out[runner] = entry
     return out
 

@@ -214,31 +214,53 @@ class RowMatch:
     verified: bool = True  # the version lies where the row was read at source
     model: str = "*"  # the engine model file the target maps to
     model_known: bool = True  # False: the target family is not in the engine's model table (generic rule)
+    basis: str | None = None  # what the engine's own registry says of an architecture the table does not list
 
     @property
     def assumed(self) -> bool:
         return not (self.exact and self.verified and self.model_known)
 
 
-def rows_for(spec: EngineSpec, family: str) -> list[RowMatch]:
+def rows_for(
+    spec: EngineSpec, family: str, architecture: str | None = None, model_type: str = ""
+) -> list[RowMatch]:
     """The rows for a framework at a version and a target family (vLLM: both runners). No version given: the
     newest version read. No row covering the version: the nearest rows, marked not exact. A family the
-    engine's model table does not list: its generic rows, marked `model_known=False`."""
-    from eaglewire.conventions.models import model_file
+    engine's model table does not list: its generic rows, marked `model_known=False`, unless the engine's own
+    registry (given the target's `architecture`) serves it through capture code whose taps are known
+    (`models.REGISTRY_CAPTURE`); either way `basis` says what the registry says."""
+    from eaglewire.conventions import registries
+    from eaglewire.conventions.models import REGISTRY_CAPTURE, model_file
     from eaglewire.conventions.table import NEWEST, ROWS
 
     model, known = model_file(spec.framework, family)
+    basis = None
+    if not known and architecture:
+        served = registries.lookup(spec.framework, spec.version, architecture, model_type)
+        if served is not None and served.serves:
+            basis = f"{served.reason} [{served.source}]"
+            if (spec.framework, served.capture) in REGISTRY_CAPTURE:
+                model, known = REGISTRY_CAPTURE[(spec.framework, served.capture)], True
     cands = [r for r in ROWS if r.framework == spec.framework and r.covers_model(model)]
     if not cands:
         return []
     version = spec.version or (Version(NEWEST[spec.framework]) if spec.framework in NEWEST else None)
     if version is None:
-        return [RowMatch(r, True, True, model, known) for r in cands]
+        return [RowMatch(r, True, True, model, known, basis) for r in cands]
     exact = [r for r in cands if r.covers(version)]
+    if exact and known and architecture and all(r.rule is Rule.UNSUPPORTED for r in exact):
+        # the family's rows refuse it, the release's registry serves this architecture (e.g. a text-only class
+        # beside the wrapper the rows were read for): the table's refusal is not this architecture's
+        served = registries.lookup(spec.framework, version, architecture, model_type)
+        if served is not None and served.serves:
+            known, basis = (
+                False,
+                f"{served.reason} [{served.source}], where eaglewire's {family} rows refuse it",
+            )
     if exact:
-        return [RowMatch(r, True, r.verified(version), model, known) for r in exact]
+        return [RowMatch(r, True, r.verified(version), model, known, basis) for r in exact]
     best = min(r.distance(version) for r in cands)
-    return [RowMatch(r, False, False, model, known) for r in cands if r.distance(version) == best]
+    return [RowMatch(r, False, False, model, known, basis) for r in cands if r.distance(version) == best]
 
 
 def current_rows(framework: str, family: str) -> list[RowMatch]:

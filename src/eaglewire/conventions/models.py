@@ -69,6 +69,10 @@ MODEL_FILES["trtllm"] = {
 }
 MODEL_FILES["specforge"] = MODEL_FILES["sglang"]  # SpecForge captures through SGLang's model files
 GENERIC = {"sglang": "llama", "vllm": "llama", "specforge": "llama", "trtllm": "llama"}
+# An architecture the table does not list but the engine's registry serves through capture code whose taps are
+# known (registries.py): (framework, capture) -> the model file whose rows are exactly that code (vllm.py: the
+# "mixin" group, the EagleModelMixin from 0.17.0).
+REGISTRY_CAPTURE = {("vllm", "mixin"): "eagle_model_mixin"}
 # Short names older callers use for a model class.
 ALIASES = {"deepseek": "deepseek_v3"}
 

@@ -66,14 +66,20 @@ def check_choice(platform: str | None, runner: str | None) -> None:
 
 
 def select_rows(
-    spec: EngineSpec, family: str, platform: str | None = None, runner: str | None = None
+    spec: EngineSpec,
+    family: str,
+    platform: str | None = None,
+    runner: str | None = None,
+    *,
+    architecture: str | None = None,
+    model_type: str = "",
 ) -> list[RowChoice]:
     """The serving rows an engine launch uses for a target family: one `RowChoice` per engine model file (one,
     for every framework and family today). For vLLM the runner is picked by `runner` if given, else by the
     platform (CPU: V1; CUDA or not given: the version's default, with the platform assumption stated when not
     given), and the other runner is listed as an alternative with the conditions under which vLLM uses it."""
     check_choice(platform, runner)
-    matches = [m for m in rows_for(spec, family) if m.row.role == "serve"]
+    matches = [m for m in rows_for(spec, family, architecture, model_type) if m.row.role == "serve"]
     plain = [RowChoice(m, "", None) for m in matches if not m.row.runner]
     runs = [m for m in matches if m.row.runner]
     if not runs:
@@ -115,10 +121,16 @@ def select_rows(
 
 
 def serving_row(
-    spec: EngineSpec, family: str, platform: str | None = None, runner: str | None = None
+    spec: EngineSpec,
+    family: str,
+    platform: str | None = None,
+    runner: str | None = None,
+    *,
+    architecture: str | None = None,
+    model_type: str = "",
 ) -> RowChoice:
     """The one row a launch uses (`select_rows`, first model file): what `doctor` and `test --engine` feed."""
-    choices = select_rows(spec, family, platform, runner)
+    choices = select_rows(spec, family, platform, runner, architecture=architecture, model_type=model_type)
     if not choices:
         raise InputError(f"--engine {spec}: not a serving engine (use sglang==X or vllm==X)")
     return choices[0]

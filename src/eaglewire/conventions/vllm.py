@@ -3,7 +3,7 @@
 Read at source in every vLLM wheel from 0.8.3 to 0.33.0. vLLM's F(v) is always v (an id is an HF hidden-state
 index); what changes by version is where the ids are read (never before 0.11.1; V1 top-level only 0.11.1-0.21;
 V1 also nested from 0.22; the V2 model runner never reads the nested `eagle_config` list), which taps a model
-class can capture (h0 and h_L), when a family gets EAGLE-3 at all (a model_type gate until 0.16), and which runner
+class can capture (h0 and h_L), when a family gets EAGLE-3 at all (a model_type gate until 0.21: engine_registries/vllm.json), and which runner
 is the default (MRV2 for Qwen3 from 0.22, Llama/Mistral 0.23, DeepSeek-V2 0.24, dense models 0.25, all 0.29).
 The rows up to 0.32 are generated from those facts (`_generated`); 0.33 keeps its hand-read rows.
 """
@@ -27,7 +27,7 @@ from eaglewire.conventions.model import (
 
 # Model classes with vLLM's EagleModelMixin capture (index 0 before the layers, id idx+1 after layer idx).
 VLLM_MIXIN_MODELS = ("llama", "mistral", "llama4", "qwen2", "qwen2_5_vl", "qwen3", "qwen3_vl", "qwen3_moe",
-                     "gpt_oss", "minimax_m2", "qwen3_next", "mistral3")  # fmt: skip
+                     "gpt_oss", "minimax_m2", "qwen3_next", "mistral3", "eagle_model_mixin")  # fmt: skip
 VLLM_DEEPSEEK = ("deepseek_v2", "deepseek_v3", "kimi_k25")
 READ = tuple(
     ["0.8.3", "0.8.4", "0.8.5", "0.9.0", "0.9.1", "0.9.2", "0.10.0", "0.10.1", "0.10.1.1", "0.10.2", "0.11.0",
@@ -109,7 +109,7 @@ WIDTH_SEEN = (
 )
 WIDTH_READ = "fewer aux states reach the drafter than its fc takes: a shape error in the drafter's fc"
 OBSERVED = ("0.32.0",)  # releases whose V1 runner was observed running (tests/real_engine, CPU build)
-GATE = "config/speculative.py (config.py before 0.10.1) eagle3 target model_type gate"
+GATE = "config/speculative.py (config.py before 0.10.1) eagle3 target model_type gate (until 0.21)"
 DFLASH_RAW = IdSource("dflash_config.target_layer_ids")  # 0.20-0.21: read without the +1
 
 
@@ -146,6 +146,10 @@ DEEPSEEK = (
     Capture("0.25.0", 1, "L", "models/deepseek_v2.py:1489 @0.25.0 (end-layer capture, vllm PR #46973)"),
 )
 NOT_LLAMA = "refused by the eagle3 model_type gate ('Eagle3 is only supported for Llama models', vllm#22152)"
+GATED = (
+    "refused by the eagle3 model_type gate, which never lists it (config/speculative.py:778 @0.17.0 "
+    "aux_hidden_states_supported, :991 @0.21.0; gone in 0.22.0; engine_registries/vllm.json)"
+)
 GROUPS: tuple[Group, ...] = (
     Group("llama", ("llama",), "0.8.5", "vLLM < 0.8.5 has no EAGLE-3", LLAMA_MODEL, "0.23.0"),
     Group("qwen3", ("qwen3",), "0.10.1", f"vLLM < 0.10.1: {NOT_LLAMA}", LLAMA_MODEL, "0.22.0"),
@@ -157,12 +161,15 @@ GROUPS: tuple[Group, ...] = (
           LLAMA_MODEL, "0.25.0"),
     Group("qwen3_vl", ("qwen3_vl",), "0.12.0", "vLLM < 0.12.0: Qwen3-VL has no EAGLE-3 interface", LLAMA_MODEL,
           "0.25.0"),
-    Group("mistral", ("mistral",), "0.17.0", f"vLLM < 0.17.0: model_type 'mistral' {NOT_LLAMA}", LLAMA_MODEL,
+    Group("mistral", ("mistral",), "0.22.0", f"vLLM < 0.22.0: model_type 'mistral' {GATED}", LLAMA_MODEL,
           "0.23.0"),
     Group("gpt_oss", ("gpt_oss",), "0.11.0", f"vLLM < 0.11.0: {NOT_LLAMA}", MOE_EARLY, "0.29.0"),
     Group("qwen3_moe", ("qwen3_moe",), "0.11.1", "vLLM < 0.11.1: Qwen3MoeForCausalLM has no set_aux_hidden_state_layers "
           "(gate passes from 0.10.1: AttributeError at load, inferred)", MOE_EARLY, "0.29.0"),
-    Group("mistral3", ("mistral3",), "0.17.0", f"vLLM < 0.17.0: model_type 'mistral3' {NOT_LLAMA}", MIXIN, "0.25.0"),
+    Group("mistral3", ("mistral3",), "0.22.0", f"vLLM < 0.22.0: text model_type 'mistral' {GATED}", MIXIN, "0.25.0"),
+    # An architecture the table does not list, which the release's registry serves through the EagleModelMixin
+    # (registries.py; models.REGISTRY_CAPTURE); the registry also answers the gate, so no refusal is modelled here.
+    Group("mixin", ("eagle_model_mixin",), "0.17.0", "vLLM < 0.17.0 has no EagleModelMixin", MIXIN, "0.29.0"),
     Group("minimax_m2", ("minimax_m2",), "0.20.0", "vLLM < 0.20.0: MiniMaxM2ForCausalLM has no EAGLE-3 interface "
           "('Model does not support EAGLE3 interface')", MIXIN, "0.29.0"),
     Group("qwen3_next", ("qwen3_next",), "0.24.0", "vLLM < 0.24.0: Qwen3NextForCausalLM has no EAGLE-3 interface",

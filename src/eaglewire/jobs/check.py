@@ -13,11 +13,11 @@ with the exact config value that fixes it, or the reason no value can.
 
 from __future__ import annotations
 
-import dataclasses
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 
 from eaglewire import conventions as conv
+from eaglewire.conventions import registries
 from eaglewire.conventions.runners import check_choice
 from eaglewire.errors import InputError
 from eaglewire.formats import DrafterCheckpoint, read_drafter, write_drafter
@@ -312,11 +312,28 @@ def check(
         spec = conv.parse_spec(text)
         if spec.framework not in conv.ENGINES:
             raise InputError(f"--engine {text}: not a serving engine (use sglang==X or vllm==X)")
-        choices = conv.select_rows(spec, tinfo.family, platform, runner if spec.framework == "vllm" else None)
+        choices = conv.select_rows(
+            spec, tinfo.family, platform, runner if spec.framework == "vllm" else None,
+            architecture=tinfo.architecture, model_type=tinfo.model_type,
+        )  # fmt: skip
         if not choices:
             raise InputError(f"--engine {text}: no convention row for a {tinfo.family} target")
+        refused = (
+            None
+            if _eagle1_head(ckpt)
+            else registries.refusal(spec.framework, spec.version, tinfo.architecture, tinfo.model_type)
+        )
         for choice in choices:
-            verdicts.append(_verdict(ckpt, tinfo, spec, choice, trained, strict))
+            m = choice.match
+            v = (
+                _verdict(ckpt, tinfo, spec, choice, trained, strict)
+                if refused is None
+                else _refused(spec, m, tinfo, refused)
+            )
+            # an architecture the table does not list, served by capture code whose taps are known
+            if m.basis and m.model_known:
+                v.findings.append(Finding("info", "engine-registry", m.basis, spec.framework))
+            verdicts.append(v)
     vrep = None
     if ckpt.arch is not None and ckpt.has_weights:
         vrep = checkpoint_vocab_report(ckpt)
@@ -330,6 +347,28 @@ def check(
     return CheckReport(
         str(ckpt.path or drafter), ckpt.format, tinfo, trained, verdicts, findings, vrep, files, strict=strict
     )
+
+
+def _eagle1_head(ckpt: DrafterCheckpoint) -> bool:
+    """An EAGLE-1-style head (no aux hidden states): the engine's EAGLE-3 interface does not apply to it."""
+    ec = ckpt.config.get("eagle_config")
+    return (
+        isinstance(ec, dict) and ec.get("use_aux_hidden_state") is False and not ckpt.tensors.get("fc.weight")
+    )
+
+
+def _refused(
+    spec: conv.EngineSpec, m: conv.RowMatch, tinfo: TargetInfo, refused: registries.Served
+) -> EngineVerdict:
+    """The engine's own registry refuses EAGLE-3 for this architecture at this release: `fails`, whatever the
+    drafter says (the release was read; the message names its supported list and the wheel's source)."""
+    failure = f"{refused.reason} [{refused.source}]"
+    row = replace(
+        m.row, source=f"{spec.framework} {refused.version} {refused.source}"
+    )  # the fact's own source
+    served = conv.Resolution(row, tinfo.num_layers, None, None, None, failure=failure)
+    name = f"{spec.framework}=={refused.version}" + (f" {m.row.runner}" if m.row.runner else "")
+    return EngineVerdict(name, m.row.key, m.exact, "config.json", served, "fails", None, [], [], True)
 
 
 def _row_unknowns(spec: conv.EngineSpec, m: conv.RowMatch, target: TargetInfo) -> list[str]:
@@ -347,9 +386,10 @@ def _row_unknowns(spec: conv.EngineSpec, m: conv.RowMatch, target: TargetInfo) -
             f"table, or `eaglewire test --engine {spec}` on the target, settles it"
         )
     if not m.model_known:
+        said = f" ({m.basis})" if m.basis else ""
         out.append(
-            f"target architecture {target.architecture} is not in eaglewire's table for {spec.framework}: its "
-            f"generic capture ({m.model}) is assumed; `eaglewire test --search` on the target settles it"
+            f"target architecture {target.architecture} is not in eaglewire's table for {spec.framework}{said}: "
+            f"its generic capture ({m.model}) is assumed; `eaglewire test --search` on the target settles it"
         )
     return out
 
@@ -389,7 +429,7 @@ def _read_row(
         return _Reading(served, findings, status, unknowns, [], {})
     width = next((f for f in findings if f.code == "fc-width" and f.severity == "problem"), None)
     if width is not None and not served.failure:  # fed the taps, but not as many as the fc takes: it crashes
-        served = dataclasses.replace(served, failure=width.message, stage=m.row.width_stage)
+        served = replace(served, failure=width.message, stage=m.row.width_stage)
     label = _label(spec, m.row)
     outcomes = {str(o.wiring): _taps_status(served, o.wiring) for o in trained.options}
     engine_fails = served.failure is not None or any(f.severity == "problem" for f in findings)

@@ -59,7 +59,9 @@ def feed_wiring(
     if engine:
         from eaglewire import conventions as conv
 
-        choice = conv.serving_row(conv.parse_spec(engine), target.info.family, platform, runner)
+        info = target.info
+        choice = conv.serving_row(conv.parse_spec(engine), info.family, platform, runner,
+                                  architecture=info.architecture, model_type=info.model_type)  # fmt: skip
         served = conv.resolve(choice.match.row, ckpt.config, L)
         if served.taps is None:
             raise InputError(f"--engine {engine}: {served.failure}")

@@ -1,0 +1,319 @@
+"""The engines' own registries (conventions/engine_registries/*.json, generated from the wheels by
+scripts/engine_registries.py): the data against facts the convention table recorded by hand, `check` decided on
+every family x release read, and the scanner itself on small engine-shaped trees."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from packaging.version import Version
+
+from eaglewire.conventions import registries, registry_scan, rows_for, sglang, vllm
+from eaglewire.conventions.model import EngineSpec, Rule
+from eaglewire.formats import read_drafter
+from eaglewire.jobs.check import check
+from eaglewire.taps import Wiring
+from eaglewire.targets import FAMILIES, TargetInfo
+
+from fixtures import llama_fields
+
+ENGINES = ("sglang", "vllm")
+READ = {"sglang": sglang.ALL, "vllm": vllm.READ}
+FAMILY_ARCHS = sorted(
+    (arch, family, sorted(fam.model_types)[0])
+    for family, fam in FAMILIES.items()
+    for arch in fam.architectures
+)
+
+
+def served(engine: str, version: str, arch: str, model_type: str = "") -> bool:
+    answer = registries.lookup(engine, version, arch, model_type)
+    assert answer is not None, f"{engine} {version} not read"
+    return answer.serves
+
+
+# ---- the data: generated from every release read -----------------------------------------------------------
+
+
+@pytest.mark.parametrize("engine", ENGINES)
+def test_every_release_read_is_in_the_data_with_its_sources(engine):
+    assert registries.releases(engine) == READ[engine]
+    for version, rel in registries.data(engine)["releases"].items():
+        assert rel["version"] == version
+        assert rel["registry"]["size"] > 50, f"{engine} {version}: registry not read"
+        for arch, entry in rel["eagle3"].items():
+            assert entry["file"].startswith(f"{engine}/") and ":" in entry["file"], (arch, entry)
+            assert entry["eagle3"].startswith(f"{engine}/"), (arch, entry)
+
+
+def test_vllm_has_no_eagle3_before_0_8_5_and_a_model_type_gate_until_0_22():
+    """The gate ('Eagle3 is only supported for ... models'): config.py from 0.8.5, config/speculative.py later,
+    renamed aux_hidden_states_supported at 0.17 (the table read it as gone there), gone at 0.22."""
+    for version in READ["vllm"]:
+        rel = registries.data("vllm")["releases"][version]
+        if Version(version) < Version("0.8.5"):
+            assert registries.targets("vllm", version) == ()
+            continue
+        assert "LlamaForCausalLM" in rel["eagle3"]
+        gate = rel["gate"]
+        if Version(version) < Version("0.22.0"):
+            assert gate is not None and "llama" in gate["model_types"], version
+            assert ("qwen" in gate["model_types"]) == (Version(version) >= Version("0.10.1")), version
+            assert ("deepseek_v3" in gate["model_types"]) == (Version(version) >= Version("0.18.0")), version
+        else:
+            assert gate is None, version
+    # the gate is what refuses Mistral until 0.22 (the class has the interface from 0.8.5)
+    for version in ("0.10.0", "0.16.0", "0.17.0", "0.21.0"):
+        answer = registries.lookup("vllm", version, "MistralForCausalLM", "mistral")
+        assert not answer.serves and "gate" in answer.reason and "config" in answer.source
+    assert served("vllm", "0.10.0", "LlamaForCausalLM", "llama")
+    assert served("vllm", "0.22.0", "MistralForCausalLM", "mistral")
+
+
+def test_qwen2_vl_is_not_eagle3_in_either_engine_and_glm45_moe_not_in_vllm():
+    for engine in ENGINES:
+        for version in READ[engine]:
+            assert not served(engine, version, "Qwen2VLForConditionalGeneration", "qwen2_vl")
+    for version in READ["vllm"]:
+        assert not served("vllm", version, "Glm4MoeForCausalLM", "glm4_moe")
+    assert served("sglang", "0.5.5", "Glm4MoeForCausalLM") and not served(
+        "sglang", "0.5.4", "Glm4MoeForCausalLM"
+    )
+
+
+def test_the_mtp_and_nextn_lists_match_the_flag_tables():
+    """The hand-kept lists in flags/ agree with the wheels where they were read."""
+    from packaging.specifiers import SpecifierSet
+
+    from eaglewire.flags.sglang import MTP_TARGETS
+    from eaglewire.flags.vllm_methods import MTP_TYPES
+
+    for version in READ["sglang"]:
+        rows = [archs for spec, archs in MTP_TARGETS if Version(version) in SpecifierSet(spec)]
+        found = set(registries.nextn_targets(version) or ())
+        assert set(rows[0] if rows else ()) == found, version
+    assert set(registries.mtp_model_types("0.33.0")) == MTP_TYPES
+
+
+def _table_says(engine: str, version: str, family: str) -> bool | None:
+    """True: the table serves EAGLE-3 for the family here; False: an UNSUPPORTED row; None: no row read there."""
+    rows = [
+        m
+        for m in rows_for(EngineSpec(engine, Version(version)), family)
+        if m.exact and m.model_known and m.row.role == "serve" and version in m.row.checked
+    ]
+    if not rows:
+        return None
+    return any(m.row.rule is not Rule.UNSUPPORTED for m in rows)
+
+
+@pytest.mark.parametrize("engine", ENGINES)
+def test_the_registry_agrees_with_every_row_the_table_read(engine):
+    """Where the table read a family at a release and serves it, the engine's registry serves the architecture too.
+    Where the table refuses and the registry serves (rows read for a wrapper, a text-only class beside it),
+    `rows_for` gives the architecture no row of its own, so `check` does not report the table's refusal."""
+    wrong, finer = [], []
+    for version in READ[engine]:
+        for arch, family, model_type in FAMILY_ARCHS:
+            table = _table_says(engine, version, family)
+            if table is None or served(engine, version, arch, model_type) == table:
+                continue
+            if table:
+                wrong.append(f"{engine} {version} {arch}: table serves, the registry refuses")
+                continue
+            finer.append(f"{engine} {version} {arch}")
+            matches = rows_for(EngineSpec(engine, Version(version)), family, arch, model_type)
+            assert not any(m.model_known for m in matches), f"{engine} {version} {arch}: the family's refusal"
+            assert all(m.basis and "rows refuse it" in m.basis for m in matches)
+    assert not wrong, f"{len(wrong)}: {wrong[:8]}"
+    assert len(finer) < 12, finer  # the exceptions stay exceptions
+
+
+# ---- check: decided on every family x release read ---------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def drafter(tmp_path_factory):
+    path = tmp_path_factory.mktemp("drafter")
+    config = {**llama_fields(4096, 128256), "architectures": ["LlamaForCausalLMEagle3"], "draft_vocab_size": 32000,
+              "target_hidden_size": 4096, "eagle_config": {"eagle_aux_hidden_state_layer_ids": [1, 15, 28]}}  # fmt: skip
+    (path / "config.json").write_text(json.dumps(config))
+    return read_drafter(path, weights="lazy")
+
+
+def _target(arch: str, family: str, model_type: str) -> TargetInfo:
+    return TargetInfo(arch, arch, model_type, family, 32, 4096, 128256, source="test")
+
+
+@pytest.mark.parametrize("engine", ENGINES)
+def test_check_decides_every_family_at_every_release_read_or_names_the_missing_fact(engine, drafter):
+    counts: dict[str, int] = {}
+    for version in READ[engine]:
+        for arch, family, model_type in FAMILY_ARCHS:
+            rep = check(
+                drafter, _target(arch, family, model_type), [f"{engine}=={version}"], Wiring.of([2, 16, 29])
+            )
+            for v in rep.verdicts:
+                counts[v.status] = counts.get(v.status, 0) + 1
+                assert v.status in ("ok", "mismatch", "fails", "unverified"), (arch, version, v.status)
+                if v.status == "unverified":
+                    assert v.unknowns, f"{engine} {version} {arch}: unverified naming nothing"
+                refusal = registries.refusal(engine, version, arch, model_type)
+                if refusal is not None:
+                    assert v.status == "fails", (arch, version)
+    assert counts.get("fails", 0) > 0 and counts.get("ok", 0) > 0, counts
+
+
+def test_a_refusal_is_fails_naming_the_release_list(drafter):
+    rep = check(
+        drafter,
+        _target("Glm4MoeForCausalLM", "glm4_moe", "glm4_moe"),
+        ["vllm==0.33.0"],
+        Wiring.of([2, 16, 29]),
+    )
+    assert {v.status for v in rep.verdicts} == {"fails"}
+    msg = rep.verdicts[0].served.failure
+    assert "vLLM 0.33.0 does not serve Glm4MoeForCausalLM" in msg and "LlamaForCausalLM" in msg
+    assert "and" in msg and "more" in msg  # shortened
+    assert msg.endswith("[vllm/model_executor/models/registry.py _VLLM_MODELS]")  # the wheel's source
+    # before its EAGLE-3 interface: refused, and before the table's first row (0.8.5) too
+    for arch, family, model_type, spec in (
+        ("Qwen3ForCausalLM", "qwen3", "qwen3", "sglang==0.4.5"),  # no qwen3.py before 0.4.6
+        ("LlamaForCausalLM", "llama", "llama", "vllm==0.8.4"),
+    ):
+        rep = check(drafter, _target(arch, family, model_type), [spec], Wiring.of([2, 16, 29]))
+        assert {v.status for v in rep.verdicts} == {"fails"}, (spec, [v.unknowns for v in rep.verdicts])
+
+
+def _unknown_served(engine: str, version: str, capture: str) -> str:
+    known = {a for fam in FAMILIES.values() for a in fam.architectures}
+    rel = registries.data(engine)["releases"][version]
+    return next(
+        a
+        for a in registries.targets(engine, version)
+        if a not in known and rel["eagle3"][a]["capture"] == capture
+    )
+
+
+def test_an_architecture_the_table_does_not_list_is_decided_only_where_the_capture_is_known(drafter):
+    arch = _unknown_served("vllm", "0.33.0", "mixin")
+    rep = check(drafter, _target(arch, "generic", "x"), ["vllm==0.33.0"], Wiring.of([2, 16, 29]))
+    # decided on both runners: V1 reads the nested ids (h1,h15,h28), MRV2 never does (its default h2,h16,h29)
+    assert {v.engine: v.status for v in rep.verdicts} == {
+        "vllm==0.33.0 v1": "mismatch",
+        "vllm==0.33.0 mrv2": "ok",
+    }
+    assert any(
+        f.code == "engine-registry" and "EagleModelMixin" in f.message for f in rep.verdicts[0].findings
+    )
+    # SGLang: every model file has its own capture code: served, but its taps are not known
+    arch = _unknown_served("sglang", "0.5.23", "own")
+    rep = check(drafter, _target(arch, "generic", "x"), ["sglang==0.5.23"], Wiring.of([2, 16, 29]))
+    assert {v.status for v in rep.verdicts} == {"unverified"}
+    assert any("capture code of its own" in u and "--search" in u for u in rep.verdicts[0].unknowns)
+    # an architecture neither registry has: fails on both
+    rep = check(drafter, _target("NoSuchForCausalLM", "generic", "x"), ["sglang==0.5.23", "vllm==0.33.0"],
+                Wiring.of([2, 16, 29]))  # fmt: skip
+    assert {v.status for v in rep.verdicts} == {"fails"}
+    # a release not read: the registry says nothing
+    assert registries.lookup("vllm", "0.34.0", "LlamaForCausalLM") is None
+
+
+# ---- the scanner on engine-shaped trees --------------------------------------------------------------------
+
+SG_TREE = {
+    "sglang/srt/models/llama.py": (
+        "import torch\n"
+        "class LlamaForCausalLM(torch.nn.Module):\n"
+        "    def set_eagle3_layers_to_capture(self, ids=None):\n"
+        "        self.model.layers_to_capture = ids\n"
+        "EntryClass = LlamaForCausalLM\n"
+    ),
+    "sglang/srt/models/mistral.py": (
+        "from sglang.srt.models.llama import LlamaForCausalLM\n"
+        "from .llama import LlamaForCausalLM as Base\n"
+        "class MistralForCausalLM(Base):\n    pass\n"
+        "class PlainForCausalLM:\n    pass\n"
+        "class RaisingForCausalLM(LlamaForCausalLM):\n"
+        "    def set_eagle3_layers_to_capture(self, ids=None):\n"
+        "        '''no'''\n        raise NotImplementedError\n"
+        "EntryClass = [MistralForCausalLM, PlainForCausalLM, RaisingForCausalLM]\n"
+    ),
+    "sglang/srt/server_args.py": (
+        "def f(a):\n    if arch in ['DeepseekV3ForCausalLM', 'XForCausalLM']:\n"
+        "        a.speculative_draft_model_path = a.model_path\n"
+    ),
+}
+VL_TREE = {
+    "vllm/model_executor/models/registry.py": (
+        "_TEXT = {\n 'LlamaForCausalLM': ('llama', 'LlamaForCausalLM'),\n 'PlainForCausalLM': ('llama', 'Plain'),\n"
+        " 'DsForCausalLM': ('vllm.models.ds', 'DsForCausalLM'),\n}\n_VLLM_MODELS = {**_TEXT}\n"
+    ),
+    "vllm/model_executor/models/interfaces.py": (
+        "from typing import Protocol\nclass EagleModelMixin:\n    pass\n"
+        "class SupportsEagle3(Protocol):\n    supports_eagle3 = True\n"
+        "    def set_aux_hidden_state_layers(self, layers):\n        pass\n"
+        "    def get_eagle3_aux_hidden_state_layers(self):\n        pass\n"
+    ),
+    "vllm/model_executor/models/llama.py": (
+        "from .interfaces import EagleModelMixin, SupportsEagle3\n"
+        "class LlamaModel(EagleModelMixin):\n    def forward(self):\n"
+        "        self._maybe_add_hidden_state(aux, self.start_layer, h, r)\n"
+        "        for idx, layer in enumerate(self.layers):\n"
+        "            self._maybe_add_hidden_state(aux, idx + 1, h, r)\n"
+        "class LlamaForCausalLM(SupportsEagle3):\n    def __init__(self):\n        self.model = LlamaModel()\n"
+        "class Plain:\n    pass\n"
+    ),
+    "vllm/models/ds/__init__.py": (
+        "from vllm.platforms import current_platform\nif current_platform.is_cuda():\n"
+        "    from .nvidia import DsForCausalLM\nelse:\n    from .cpu import DsForCausalLM\n"
+    ),
+    "vllm/models/ds/nvidia.py": (
+        "from vllm.model_executor.models import interfaces\n"
+        "class DsForCausalLM(interfaces.SupportsEagle3):\n"
+        "    def set_aux_hidden_state_layers(self, layers):\n        self.model.aux = layers\n"
+    ),
+    "vllm/models/ds/cpu.py": "class DsForCausalLM:\n    pass\n",
+    "vllm/v1/worker/gpu_model_runner.py": "if not supports_eagle3(self.get_model()):\n    raise RuntimeError\n",
+    "vllm/config/speculative.py": (
+        "MTPModelTypes = Literal['deepseek_mtp', 'mtp']\n"
+        "class SpeculativeConfig:\n    def _verify_args(self):\n"
+        "        eagle3_target_supported = ['llama', 'qwen']\n"
+        "        if self.method == 'eagle3' and not any(m in self.target_model_config.hf_text_config.model_type "
+        "for m in eagle3_target_supported):\n"
+        "            raise ValueError('Eagle3 is only supported for Llama/Qwen models.')\n"
+    ),
+}
+
+
+def test_the_sglang_scanner_follows_imports_and_bases():
+    out = registry_scan.scan("sglang", "9.9", SG_TREE)
+    assert set(out["eagle3"]) == {"LlamaForCausalLM", "MistralForCausalLM"}
+    assert out["eagle3"]["MistralForCausalLM"]["eagle3"] == (
+        "sglang/srt/models/llama.py:3 LlamaForCausalLM.set_eagle3_layers_to_capture"
+    )
+    assert out["eagle3_raises"] == {"RaisingForCausalLM": "sglang/srt/models/mistral.py:8"}
+    assert out["registry"]["size"] == 4
+    assert out["nextn"]["architectures"] == ["DeepseekV3ForCausalLM", "XForCausalLM"]
+
+
+def test_the_vllm_scanner_reads_the_protocol_the_gate_and_the_cuda_branch():
+    out = registry_scan.scan("vllm", "9.9", VL_TREE)
+    assert set(out["eagle3"]) == {"LlamaForCausalLM", "DsForCausalLM"}
+    assert out["eagle3"]["LlamaForCausalLM"]["capture"] == "mixin"
+    assert out["eagle3"]["DsForCausalLM"]["capture"] == "own"
+    # the decoder it builds decides: one that is no EagleModelMixin (or that cannot be told) is not claimed
+    tree = dict(VL_TREE)
+    tree["vllm/model_executor/models/llama.py"] += (
+        "class Other:\n    pass\nclass Wrapped(LlamaForCausalLM):\n"
+        "    def __init__(self):\n        self.model = Other()\n"
+    )
+    tree["vllm/model_executor/models/registry.py"] = tree["vllm/model_executor/models/registry.py"].replace(
+        "}\n_VLLM", " 'WrappedForCausalLM': ('llama', 'Wrapped'),\n}\n_VLLM"
+    )
+    assert registry_scan.scan("vllm", "9.9", tree)["eagle3"]["WrappedForCausalLM"]["capture"] == "own"
+    assert out["eagle3"]["DsForCausalLM"]["file"] == "vllm/models/ds/nvidia.py:2"
+    assert out["gate"]["model_types"] == ["llama", "qwen"]
+    assert out["runner"]["check"] == "protocol"
+    assert out["mtp"]["model_types"] == ["deepseek_mtp", "mtp"]
