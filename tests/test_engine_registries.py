@@ -199,11 +199,15 @@ def _unknown_served(engine: str, version: str, capture: str) -> str:
 def test_an_architecture_the_table_does_not_list_is_decided_only_where_the_capture_is_known(drafter):
     arch = _unknown_served("vllm", "0.33.0", "mixin")
     rep = check(drafter, _target(arch, "generic", "x"), ["vllm==0.33.0"], Wiring.of([2, 16, 29]))
-    # decided on both runners: V1 reads the nested ids (h1,h15,h28), MRV2 never does (its default h2,h16,h29)
-    assert {v.engine: v.status for v in rep.verdicts} == {
-        "vllm==0.33.0 v1": "mismatch",
-        "vllm==0.33.0 mrv2": "ok",
-    }
+    # decided on both runners: V1 reads the nested ids (h1,h15,h28), MRV2 never does (its default h2,h16,h29);
+    # the platform is not given, so the CUDA default (MRV2) is assumed and V1 is the alternative it names
+    (v,) = rep.verdicts
+    assert (v.engine, v.status) == ("vllm==0.33.0 mrv2", "ok")
+    assert [(a.engine, a.status) for a in v.alternatives] == [("vllm==0.33.0 v1", "mismatch")]
+    assert any("CUDA assumed" in a for a in v.assumptions)
+    (cpu,) = check(drafter, _target(arch, "generic", "x"), ["vllm==0.33.0"], Wiring.of([2, 16, 29]),
+                   platform="cpu").verdicts  # fmt: skip
+    assert (cpu.engine, cpu.status) == ("vllm==0.33.0 v1", "mismatch")
     assert any(
         f.code == "engine-registry" and "EagleModelMixin" in f.message for f in rep.verdicts[0].findings
     )

@@ -547,23 +547,19 @@ def fixed_config(report: CheckReport, config: dict) -> dict:
 def write_fixed(ckpt: DrafterCheckpoint, report: CheckReport, out: Path) -> Path:
     """A copy of the drafter with the fixed config.json (the input is never modified)."""
     cfg = fixed_config(report, ckpt.config)
-    if report.trained.wiring is not None and ckpt.provenance is None:
-        cfg.setdefault(
-            PROVENANCE_KEY,
-            {
-                "provenance": {
-                    "taps": str(report.trained.wiring),
-                    "written_by": "eaglewire check --fix-into",
-                    "taps_basis": report.trained.basis,
-                    "taps_known": report.trained.known,
-                }
-                | (
-                    {"taps_assumptions": [str(a) for a in report.trained.assumptions]}
-                    if report.trained.assumptions
-                    else {}
-                )
-            },
-        )
+    prov = (cfg.get(PROVENANCE_KEY) or {}).get("provenance") or {}
+    if report.trained.wiring is not None and not prov.get("taps"):
+        # the copy records the taps the fix was made for (recorded, given or inferred), so checking it needs no flag
+        prov = dict(prov) | {
+            "taps": str(report.trained.wiring),
+            "taps_basis": report.trained.basis,
+            "taps_known": report.trained.known,
+            "fixed_by": "eaglewire check --fix-into",
+        }
+        prov.setdefault("written_by", "eaglewire check --fix-into")
+        if report.trained.assumptions:
+            prov["taps_assumptions"] = [str(a) for a in report.trained.assumptions]
+        cfg[PROVENANCE_KEY] = dict(cfg.get(PROVENANCE_KEY) or {}) | {"provenance": prov}
     extra = {k: v for k, v in ckpt.configs.items() if k != "config.json"}
     return write_drafter(ckpt, out, ckpt.format, None, config=cfg, extra_files=extra)
 
