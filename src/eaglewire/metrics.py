@@ -158,37 +158,38 @@ def walk_span(loss_mask: torch.Tensor) -> tuple[int, int] | None:
     return int(idx[0]), int(idx[-1])
 
 
-def walk(draft: list[list[int]], greedy: list[int], span: tuple[int, int], k: int) -> WalkCounts:
-    """The engine's walk over one request. `draft[j][r]` is the drafter's step-j token at row r (a guess for the
-    target's greedy token `greedy[r + j]`, the token at position r + j + 2): row r drafts after token r + 1 was
-    committed. Starting after the prefill's token P, each verify drafts k tokens, accepts the longest agreeing
-    prefix, commits it plus the bonus token, until the token E is committed."""
-    first, end = span
-    out = WalkCounts(k)
-    last = first  # position of the last committed token
-    while last < end:
-        r = last - 1
+def walk(draft: list[list[int]], path: list[int], span: tuple[int, int], k: int) -> WalkCounts:
+    """The engine's walk over one request. `draft[j][r]` is the drafter's step-j token at row r (a guess for
+    `path[r + j]`, the committed token at position r + j + 2): row r drafts after token r + 1 was committed.
+    Starting after the prefill's token P, each verify drafts k tokens, accepts the longest prefix the target agrees
+    with, commits it plus the bonus token, until the token E is committed."""
+
+    def accepted(r: int) -> int | None:
         if r >= len(draft[0]):
-            break  # the continuation ends here: nothing left to draft against
+            return None  # the continuation ends here: nothing left to draft against
         a = 0
-        while a < k and r < len(draft[a]) and r + a < len(greedy) and draft[a][r] == greedy[r + a]:
+        while a < k and r < len(draft[a]) and r + a < len(path) and draft[a][r] == path[r + a]:
             a += 1
-        out.drafts += 1
-        for i in range(a):
-            out.accepted_per_pos[i] += 1
-        last += a + 1
-    out.per_sample.append((out.drafts, out.accepted))
-    return out
+        return a
+
+    return _walk(span, k, accepted)
 
 
 def walk_lengths(accept_length: list[int], span: tuple[int, int], depth: int) -> WalkCounts:
     """The same walk for a drafter whose accept length per row is known (SGLang's tree, bonus included, at most
-    `depth` + 1): row r = last - 1; the accepted path's depth i counts at position i."""
+    `depth` + 1); the accepted path's depth i counts at position i."""
+    return _walk(span, depth, lambda r: int(accept_length[r]) - 1 if r < len(accept_length) else None)
+
+
+def _walk(span: tuple[int, int], k: int, accepted) -> WalkCounts:
+    """Draft at row last - 1 (after the last committed token), commit the accepted tokens and the bonus, repeat."""
     first, end = span
-    out = WalkCounts(depth)
-    last = first
-    while last < end and last - 1 < len(accept_length):
-        a = int(accept_length[last - 1]) - 1
+    out = WalkCounts(k)
+    last = first  # position of the last committed token
+    while last < end:
+        a = accepted(last - 1)
+        if a is None:
+            break
         out.drafts += 1
         for i in range(a):
             out.accepted_per_pos[i] += 1

@@ -114,8 +114,7 @@ def prepare(
 
 def _group_alive(pgid: int) -> bool:
     """Whether any process of the group is still running (zombies, which hold nothing, do not count)."""
-    proc = Path("/proc")
-    if not proc.is_dir():
+    if not Path("/proc").is_dir():
         try:
             os.killpg(pgid, 0)
             return True
@@ -123,21 +122,11 @@ def _group_alive(pgid: int) -> bool:
             return False
         except PermissionError:
             return True
-    for entry in proc.iterdir():
-        if not entry.name.isdigit():
-            continue
-        try:
-            stat = (entry / "stat").read_text()
-        except OSError:
-            continue
-        fields = stat[stat.rfind(")") + 2 :].split()
-        if len(fields) > 2 and int(fields[2]) == pgid and fields[0] != "Z":
-            return True
-    return False
+    return bool(group_members(pgid))
 
 
 def group_members(pgid: int) -> list[int]:
-    """PIDs of the group's live processes (for tests and reports)."""
+    """PIDs of the group's live processes, read from /proc (zombies left out)."""
     out = []
     for entry in Path("/proc").iterdir():
         if entry.name.isdigit():
