@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import os
+import signal
 import subprocess
 import time
 from pathlib import Path
@@ -44,12 +46,18 @@ def run_vllm(python: Path, cases: list[dict], workdir: Path, name: str) -> dict[
         spec.write_text(text)
         env = {k: v for k, v in os.environ.items() if not k.startswith("PYTHON")}
         t0 = time.time()
-        proc = subprocess.run(
-            [str(python), str(SIDE), str(spec), str(out)], env=env, capture_output=True, text=True,
-            timeout=60 * 60,
+        proc = subprocess.Popen(
+            [str(python), str(SIDE), str(spec), str(out)], env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+            text=True, start_new_session=True,
         )  # fmt: skip
-        (workdir / f"{name}.log").write_text(proc.stdout + proc.stderr)
-        assert proc.returncode == 0 and out.exists(), (proc.stdout + proc.stderr)[-4000:]
+        try:
+            log, _ = proc.communicate(timeout=60 * 60)
+        finally:  # the engine and anything it started, by process group, whatever happened
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait()
+        (workdir / f"{name}.log").write_text(log or "")
+        assert proc.returncode == 0 and out.exists(), (log or "")[-4000:]
         print(f"vLLM ran {len(cases)} cases in {time.time() - t0:.0f} s")
     return {r["name"]: r for r in json.loads(out.read_text())}
 
