@@ -43,3 +43,17 @@ def test_unset_marker_round_trips():
     assert "eagle_aux_hidden_state_layer_ids" not in cfg and cfg["eagle_config"][
         "eagle_aux_hidden_state_layer_ids"
     ] == [1, 2, 3]
+
+
+def test_real_engine_page_is_rendered_from_the_records():
+    """docs/real-engine.md is the committed records rendered (numbers computed by the tier, never typed)."""
+    import json
+    from pathlib import Path
+
+    from real_engine.summary import render
+
+    root = Path(__file__).parent
+    accept = json.loads((root / "real_engine" / "records" / "vllm-0.32.0-cpu-accept.json").read_text())
+    (ids,) = [r for r in RECORDS if r["file"] == "vllm-0.32.0-cpu.json"]
+    ids = {k: v for k, v in ids.items() if k != "file"}
+    assert (root.parent / "docs" / "real-engine.md").read_text() == render(accept, ids)
