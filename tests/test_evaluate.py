@@ -93,7 +93,14 @@ def test_chain_tree_k1_equals_leading_correct_steps(tmp_path):
         s.loss_mask[2:T],
         TreeSetting(steps, 1, steps + 1),
     )
-    assert abs(ev.tau[-1] - ev.tree[str(TreeSetting(steps, 1, steps + 1))]) < 1e-9
+    from eaglewire.metrics import walk_lengths, walk_span
+
+    tree_walk = walk_lengths(acc.tolist(), walk_span(s.loss_mask), steps)  # SGLang's chain, walked
+    assert (tree_walk.drafts, tree_walk.accepted_per_pos) == (
+        ev.walks[-1].drafts,
+        ev.walks[-1].accepted_per_pos,
+    )
+    assert ev.tree[str(TreeSetting(steps, 1, steps + 1))] == ev.tau[-1]
     # the same rows, walked by hand: 1 + the number of leading steps whose own-fed draft is the greedy token
     un = drafter.unroll(s.aux(wiring)[: T - 1][None], seq[1:T][None], steps, feed="own")
     g = s.logits[1:T].argmax(-1)

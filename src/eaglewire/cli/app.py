@@ -291,7 +291,7 @@ def test_cmd(
     tree: list[str] = typer.Option(
         None,
         "--tree",
-        help="SGLang tree setting steps,topk,draft_tokens (repeatable; default 3,1,4 5,1,6 5,4,8 6,4,16).",
+        help="SGLang tree setting steps,topk,draft_tokens (repeatable; default 3,1,4 5,1,6 5,4,8: SGLang's auto choices).",
     ),
     teacher: bool = typer.Option(
         True,

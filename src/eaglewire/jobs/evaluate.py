@@ -79,7 +79,9 @@ def parse_sampling(temperature: float, top_p: float = 1.0, seeds: int = 4) -> Sa
     return Sampling(temperature, top_p, seeds) if temperature > 0 else None
 
 
-DEFAULT_TREES = (TreeSetting(3, 1, 4), TreeSetting(5, 1, 6), TreeSetting(5, 4, 8), TreeSetting(6, 4, 16))
+# SGLang's own automatic choices ((5, 4, 8) for Llama/Grok targets, (3, 1, 4) for the rest:
+# _auto_choose_speculative_params) and the 5-step chain; the chains come free from the chain walk. More: --tree.
+DEFAULT_TREES = (TreeSetting(3, 1, 4), TreeSetting(5, 1, 6), TreeSetting(5, 4, 8))
 
 
 @dataclass
@@ -263,8 +265,13 @@ def evaluate(
             rows = [d.tolist() for d in drafted]
             walks = [w + walk(rows[: w.k], path.tolist(), span, w.k) for w in walks]
             for t in trees:
+                if _is_chain(t, steps):
+                    continue  # SGLang's chain (topk 1) is the chain walked above: taken from it below
                 acc_len, _ = simulate_tree(model, aux, s.input_ids[1:T], path, mask, t)
                 tree_walks[str(t)] = tree_walks[str(t)] + walk_lengths(acc_len.tolist(), span, t.steps)
+    for t in trees:
+        if _is_chain(t, steps) and walks:
+            tree_walks[str(t)] = walks[t.steps - 1]
     return Evaluation(
         wiring=str(wiring),
         mode=mode,
@@ -273,6 +280,11 @@ def evaluate(
         tree={k: w.tau for k, w in tree_walks.items() if w.drafts},
         walks=walks if any(w.drafts for w in walks) else [],
     )
+
+
+def _is_chain(t: TreeSetting, steps: int) -> bool:
+    """A top-k 1 setting SGLang runs as a chain of t.steps drafts (it forces draft_tokens = steps + 1)."""
+    return t.topk == 1 and t.steps <= steps
 
 
 @torch.no_grad()
