@@ -22,11 +22,16 @@ env: $(STAMP)
 demo: $(STAMP)
 	$(PY) -m eaglewire.cli.demo
 
+# Test files run on one worker per core (pytest-xdist, a file per worker: its fixtures built once), each worker's torch
+# on one thread: two workers of two OpenMP threads on two cores spin against each other and run several times slower.
+WORKERS ?= 2
+PYTEST  := OMP_NUM_THREADS=1 $(PY) -m pytest -n $(WORKERS) --dist loadfile
+
 test: $(STAMP)
-	$(PY) -m pytest
+	$(PYTEST)
 
 test-all: $(STAMP)
-	$(PY) -m pytest -m ""
+	$(PYTEST) -m ""
 
 # The engines' own argument code as the oracle of `lint` and of the convention table (tests/engines). Each engine
 # gets its own venv: torch 2.13.0 CPU first, the engine with --no-deps, then the pinned list of what its argument

@@ -111,7 +111,7 @@ def test_every_job_runs_on_the_device(tiny_target, text_data, tmp_path, fake_cud
         steps=3, samples=2, prompt_len=8, new_tokens=8, trees=trees, search=True, device="cuda"
     )
     rep = standalone_test(drafter, tiny_target, opts, few)
-    assert set(rep.evaluations) == {"chain", "teacher"} and rep.search is not None
+    assert set(rep.evaluations) == {"chain", "teacher", "search-best"} and rep.search is not None
     opts = StandaloneOptions(steps=3, samples=4, dump=cap, search=True, device="cuda")
     assert standalone_test(drafter, tiny_target, opts).evaluations["teacher"].rows > 0
     assert doctor(drafter, tiny_target, DoctorOptions(samples=2, steps=2, dump=cap, device="cuda")).weights

@@ -152,3 +152,16 @@ def test_walk_counts_by_hand():
     ] = -1  # row 4 now rejects: 2 -> 5, 4 -> 6 (bonus only), 5 -> rejects -> 7, 6 -> 9, 8 -> 11, 10 -> 13
     w = walk(draft, greedy, (3, 12), k)
     assert (w.drafts, w.accepted_per_pos) == (6, [4, 0])
+
+
+def test_walk_span_of_a_mask_over_the_whole_sequence():
+    """Training data often scores every token: the walk still starts after a one-token prompt (advise and the
+    evaluation run on such dumps), and an empty or one-token mask has nothing to walk."""
+    import torch
+
+    from eaglewire.metrics import walk_span
+
+    assert walk_span(torch.ones(10, dtype=torch.bool)) == (1, 9)
+    assert walk_span(torch.tensor([0, 0, 1, 1, 1, 0], dtype=torch.bool)) == (2, 4)
+    assert walk_span(torch.zeros(5, dtype=torch.bool)) is None
+    assert walk_span(torch.tensor([1, 0, 0], dtype=torch.bool)) is None

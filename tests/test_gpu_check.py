@@ -23,6 +23,7 @@ def _run(tmp_path: Path, *args: str) -> dict:
     return json.loads((tmp_path / "out" / "summary.json").read_text())
 
 
+@pytest.mark.slow  # every job once on the CPU (~40 s); each job has its own tests in make test
 def test_gpu_check_dry_run(tmp_path):
     summary = _run(tmp_path, "--dry-run")
     assert summary["dry_run"] and summary["passed"]

@@ -64,14 +64,19 @@ def test_static_commands(paths):
     assert run_json("convert", d, tmp / "conv", "--to", "speculators")["format"] == "speculators"
 
 
-def test_model_commands(paths):
-    t, d, tmp, data = paths["target"], paths["drafter"], paths["tmp"], paths["data"]
+def test_verdict_commands_on_the_model(paths):
+    t, d = paths["target"], paths["drafter"]
     out = run_json("test", d, "--target", t, "--samples", "2", "--new-tokens", "24", "--search")
     assert out["search"]["heatmap_acc0"]  # untried cells are null, not NaN
     assert any(v is None for row in out["search"]["heatmap_acc0"] for v in row)
     # the search's JSON (heatmap cells null) is the same object in doctor: checked above, not paid for twice
     out = run_json("doctor", d, "--target", t, "--samples", "2", "--steps", "2", "--search", "never")
     assert out["verdict"] in ("ok", "problem", "unverified")
+
+
+@pytest.mark.slow  # ~70 s of model loads: the strict-JSON pass over the job commands runs in make test-all
+def test_job_commands_on_the_model(paths):
+    t, d, tmp, data = paths["target"], paths["drafter"], paths["tmp"], paths["data"]
     out = run_json(
         "generate", "--target", t, "--drafter", d, "--prompt", "def main(", "--max-new-tokens", "8"
     )

@@ -153,9 +153,11 @@ def walk_span(loss_mask: torch.Tensor) -> tuple[int, int] | None:
     of a target's continuation; tokens after E only score the final drafts (an engine counts every token of a
     verify, also past max_tokens)."""
     idx = torch.nonzero(loss_mask).flatten()
-    if idx.numel() == 0 or int(idx[0]) < 1:
+    if idx.numel() == 0:
         return None
-    return int(idx[0]), int(idx[-1])
+    # a mask over the whole sequence (training data scoring every token): the prompt is at least its first token
+    first, last = max(1, int(idx[0])), int(idx[-1])
+    return (first, last) if first <= last else None
 
 
 def walk(draft: list[list[int]], path: list[int], span: tuple[int, int], k: int) -> WalkCounts:

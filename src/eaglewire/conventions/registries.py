@@ -120,6 +120,15 @@ def lookup(
         listing += (
             f" (each only with a model_type containing {' or '.join(repr(t) for t in gate['model_types'])})"
         )
+    # the speculative config's model_type gate runs when the engine's arguments are parsed, before any model class
+    # is looked up: when both refuse, the gate's error is the one a user sees
+    if gate and model_type and not any(t in model_type for t in gate["model_types"]):
+        allowed = ", ".join(repr(t) for t in gate["model_types"])
+        # the release's own words
+        said = "Llama" if gate["model_types"] == ["llama"] else repr(gate["model_types"])
+        return Served(engine, version, architecture, False,
+                      f"{name} refuses EAGLE-3 for model_type {model_type!r}: its gate lets through only model types "
+                      f"containing {allowed} ('Eagle3 is only supported for {said} models')", gate["source"])  # fmt: skip
     registry = rel["registry"]["source"]
     entry = rel["eagle3"].get(architecture)
     if entry is None:
@@ -133,11 +142,6 @@ def lookup(
         return Served(engine, version, architecture, False,
                       f"{name} does not serve {architecture} with EAGLE-3 (not in its model registry, or its class "
                       f"has no EAGLE-3 interface); {listing}", registry)  # fmt: skip
-    if gate and model_type and not any(t in model_type for t in gate["model_types"]):
-        allowed = ", ".join(repr(t) for t in gate["model_types"])
-        return Served(engine, version, architecture, False,
-                      f"{name} refuses EAGLE-3 for model_type {model_type!r}: its gate lets through only model types "
-                      f"containing {allowed} ('Eagle3 is only supported for ... models')", gate["source"])  # fmt: skip
     capture = entry.get("capture")
     how = (
         f"through the shared EagleModelMixin ({entry.get('capture_source')})"
