@@ -122,6 +122,10 @@ def test_doctor_finds_and_fixes_the_kimi_fault(tmp_path, target):
     assert rep["fixed_taps"] == truth and rep["fix"]["key"] == "eagle_config.eagle_aux_hidden_state_layer_ids"
     served, fixed = rep["evaluations"]["served"], rep["evaluations"]["fixed"]
     assert fixed["acc"][0] > served["acc"][0] + 0.15
+    # the static check assumed the trainer's default taps (nothing recorded); the measurement refutes it, so the
+    # report no longer carries that assumption
+    assert not any("no trainer recorded" in a for a in rep["assumptions"]), rep["assumptions"]
+    assert any("refutes it: " + truth in n for n in rep["notes"]), rep["notes"]
     for f in ("acceptance.png", "wiring_heatmap.png", "index.html", "report.json"):
         assert (tmp_path / "rep" / f).exists()
 

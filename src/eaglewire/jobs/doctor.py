@@ -360,6 +360,14 @@ def _runtime(
                 "search-disagrees",
                 f"the wiring search finds {best} fits the drafter better than the inferred {rep.trained}",
             )
+        elif rep.trained is not None and rep.static.trained.assumptions and str(rep.trained) not in tied:
+            # the static check assumed the training taps (the served ones, here): the measurement refutes it
+            taps_assumed = {str(a) for a in rep.static.trained.assumptions}
+            rep.assumptions = [a for a in rep.assumptions if a not in taps_assumed]
+            rep.notes.append(
+                f"the static check assumed training taps {rep.trained} (nothing recorded); the wiring search "
+                f"refutes it: {best} fits the drafter better"
+            )
         else:
             rep.notes.append(f"training taps unknown: the search says {best}")
             if len(tied) == 1 and rep.unknowns:
