@@ -17,6 +17,30 @@ from eaglewire.flags.versions import CHECKED
 
 
 @dataclass(frozen=True)
+class ReadWhen:
+    """An argument (an SGLang flag or a vLLM speculative-config key; a name ending in '-' or '_' is a prefix) and
+    when the engine reads it: the record behind both engines' "accepted and never used" rules."""
+
+    name: str
+    versions: str
+    reads: Callable[[State], bool]
+    when: str  # in words, for the message ("never: ..." when no code reads it)
+    source: str
+
+    def unread(self, st: State) -> bool:
+        """The release accepts the argument and, in this launch, nothing reads it."""
+        return SpecifierSet(self.versions).contains(st.version, prereleases=True) and not self.reads(st)
+
+    def message(self, given: str, engine: str, version: Version, here: str) -> str:
+        """`here`: the launch's setting that leaves it unread, e.g. "with method 'ngram'"."""
+        if self.when.startswith("never"):
+            what = f"{given} is accepted and never used by {engine} {version} ({self.when.removeprefix('never: ')})"
+        else:
+            what = f"{given} is read only {self.when}; {here} {engine} accepts it and never uses it"
+        return f"{what} ({self.source})"
+
+
+@dataclass(frozen=True)
 class FlagRule:
     """One engine rule, in one version range. `apply` reads and updates the lint state; `fix` proposes flags."""
 

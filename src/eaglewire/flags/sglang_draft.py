@@ -10,13 +10,10 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Callable
-from dataclasses import dataclass
-
-from packaging.specifiers import SpecifierSet
 
 from eaglewire.flags import scanned
 from eaglewire.flags.parse import SG_FLAGS
-from eaglewire.flags.rule import FlagRule, State, row
+from eaglewire.flags.rule import FlagRule, ReadWhen, State, row
 from eaglewire.flags.values import PROBLEM, WARNING, Change, Edit, FlagFix
 from eaglewire.flags.versions import SGLANG
 
@@ -187,17 +184,6 @@ RULES += [
 # ---- arguments only another algorithm (or a missing companion flag) reads ------------------------------------
 
 
-@dataclass(frozen=True)
-class ReadWhen:
-    """An argument (a flag, or a prefix ending in '-') and when the engine reads it."""
-
-    flag: str
-    versions: str
-    reads: Callable[[State], bool]
-    when: str  # in words, for the message
-    source: str
-
-
 def _algorithm(*names: str) -> Callable[[State], bool]:
     return lambda st: st.v["algorithm"] in names
 
@@ -241,27 +227,19 @@ ARGUMENT_READERS: tuple[ReadWhen, ...] = (
 
 
 def _given_flags(st: State, entry: ReadWhen) -> list[str]:
-    if entry.flag.endswith("-"):
-        return sorted({o.flag for o in st.cmd.options if o.flag.startswith(entry.flag)})
-    return [entry.flag] if st.cmd.has(entry.flag) else []
+    if entry.name.endswith("-"):
+        return sorted({o.flag for o in st.cmd.options if o.flag.startswith(entry.name)})
+    return [entry.name] if st.cmd.has(entry.name) else []
 
 
 def _sg_not_read(entries: tuple[ReadWhen, ...]) -> Callable[[FlagRule, State], None]:
     def apply(rule: FlagRule, st: State) -> None:
         done: set[str] = set()
-        for entry in entries:
-            if not SpecifierSet(entry.versions).contains(st.version, prereleases=True) or entry.reads(st):
-                continue
+        here = f"with --speculative-algorithm {st.v['algorithm']}"
+        for entry in (e for e in entries if e.unread(st)):
             for flag in [f for f in _given_flags(st, entry) if f not in done]:
                 done.add(flag)
-                what = (
-                    f"{flag} is accepted and never used by SGLang {st.version} "
-                    f"({entry.when.removeprefix('never: ')})"
-                    if entry.when.startswith("never")
-                    else f"{flag} is read only {entry.when}; with --speculative-algorithm {st.v['algorithm']} "
-                    "SGLang accepts it and never uses it"
-                )
-                st.emit(rule, flag, st.cmd.get(flag), None, f"{what} ({entry.source})")
+                st.emit(rule, flag, st.cmd.get(flag), None, entry.message(flag, "SGLang", st.version, here))
 
     return apply
 

@@ -10,13 +10,12 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Callable
-from dataclasses import dataclass
 
 from packaging.specifiers import SpecifierSet
 from packaging.version import Version
 
 from eaglewire.flags import scanned
-from eaglewire.flags.rule import FlagRule, State, row
+from eaglewire.flags.rule import FlagRule, ReadWhen, State, row
 from eaglewire.flags.values import INFO, PROBLEM, Change, FlagFix
 from eaglewire.flags.versions import VLLM
 from eaglewire.flags.vllm_config import vl_key_edit
@@ -170,17 +169,6 @@ RULES += [
 # ---- keys only another method, sampler or engine reads --------------------------------------------------------
 
 
-@dataclass(frozen=True)
-class ReadWhen:
-    """A key (or a prefix ending in '_') and when vLLM reads it."""
-
-    key: str
-    versions: str
-    reads: Callable[[State], bool]
-    when: str
-    source: str
-
-
 V0_KEYS = ("disable_by_batch_size", "acceptance_method", "posterior_threshold", "posterior_alpha",
            "disable_mqa_scorer", "disable_logprobs")  # fmt: skip
 KEY_READERS: tuple[ReadWhen, ...] = (
@@ -212,25 +200,17 @@ KEY_READERS: tuple[ReadWhen, ...] = (
 
 def _keys(st: State, entry: ReadWhen) -> list[str]:
     spec = st.spec_intended
-    if entry.key.endswith("_"):
-        return sorted(k for k in spec if k.startswith(entry.key))
-    return [entry.key] if entry.key in spec else []
+    if entry.name.endswith("_"):
+        return sorted(k for k in spec if k.startswith(entry.name))
+    return [entry.name] if entry.name in spec else []
 
 
 def _vl_not_read(rule: FlagRule, st: State) -> None:
-    for entry in KEY_READERS:
-        if not SpecifierSet(entry.versions).contains(st.version, prereleases=True) or entry.reads(st):
-            continue
+    here = f"with method {_method(st)!r}"
+    for entry in (e for e in KEY_READERS if e.unread(st)):
         for key in _keys(st, entry):
-            what = (
-                f"{key} is accepted and never used by vLLM {st.version} ({entry.when.removeprefix('never: ')})"
-                if entry.when.startswith("never")
-                else f"{key} is read only {entry.when}; with method {_method(st)!r} vLLM accepts it and never "
-                "uses it"
-            )
-            st.emit(
-                rule, f"--speculative-config.{key}", st.spec_intended[key], None, f"{what} ({entry.source})"
-            )
+            message = entry.message(key, "vLLM", st.version, here)
+            st.emit(rule, f"--speculative-config.{key}", st.spec_intended[key], None, message)
 
 
 RULES += [
