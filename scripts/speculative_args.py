@@ -6,10 +6,10 @@ from the release's own wheel (never written by hand).
     python scripts/speculative_args.py --sources /tmp/engine-src       # unzipped sources, kept for a rerun
 
 For every release: `pip download ENGINE==V --no-deps` into a temporary folder, the package's Python files unzipped
-(only the ones the scan reads), the wheel deleted; then `eaglewire.flags.arg_scan` reads the argument definitions
+(only the ones the scan reads), the wheel deleted; then `tools.arg_scan` reads the argument definitions
 and the resolution code with `ast` (the engine is never imported) and the result is written, with the file:line of
-every fact, to src/eaglewire/flags/engine_args/<engine>.json (keyed by release). A release already in the file is
-kept unless named with --release or --rescan. `flags/arguments.py` classifies every argument found; tests/
+every fact, to src/eaglewire/engines/<engine>/data/arguments.json (keyed by release). A release already in the file is
+kept unless named with --release or --rescan. `engines/arguments.py` classifies every argument found; tests/
 test_flags_arguments.py fails for an argument the table does not cover.
 """
 
@@ -25,13 +25,13 @@ import zipfile
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT / "src"))
+sys.path[:0] = [str(ROOT / "src"), str(ROOT)]
 
-from eaglewire.conventions import sglang as sglang_conventions  # noqa: E402
-from eaglewire.conventions import vllm as vllm_conventions  # noqa: E402
-from eaglewire.flags.arg_scan import scan  # noqa: E402
+from eaglewire.engines.sglang import taps as sglang_conventions  # noqa: E402
+from eaglewire.engines.vllm import taps as vllm_conventions  # noqa: E402
+from tools.arg_scan import scan  # noqa: E402
 
-OUT = ROOT / "src/eaglewire/flags/engine_args"
+OUT = ROOT / "src/eaglewire/engines"
 RELEASES = {"sglang": sglang_conventions.ALL, "vllm": vllm_conventions.READ}
 # What the scan reads (prefixes inside the wheel): the Python source of the package.
 KEEP = {
@@ -85,12 +85,11 @@ def main() -> None:
         "--sources", type=Path, help="folder of unzipped releases (<engine>-<version>/), kept"
     )
     args = parser.parse_args()
-    OUT.mkdir(parents=True, exist_ok=True)
     for engine in args.engine or sorted(RELEASES):
-        path = OUT / f"{engine}.json"
+        path = OUT / engine / "data/arguments.json"
         data = json.loads(path.read_text()) if path.is_file() else {"releases": {}}
         data["engine"] = engine
-        data["source"] = "scripts/speculative_args.py (eaglewire.flags.arg_scan over the wheel from PyPI)"
+        data["source"] = "scripts/speculative_args.py (tools.arg_scan over the wheel from PyPI)"
         wanted = list(args.release or RELEASES[engine])
         for version in wanted:
             if version in data["releases"] and not (args.rescan or args.release):

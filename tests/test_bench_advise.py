@@ -6,8 +6,8 @@ from test_decode import pair
 from eaglewire.bench.advise import advise, measure_costs, predicted_speedup
 from eaglewire.bench.decode import run_bench
 from eaglewire.capture import CapturedSample
-from eaglewire.flags import lint
 from eaglewire.jobs.decode import DecodeConfig
+from eaglewire.jobs.lint import lint
 from eaglewire.targets import LoadedTarget, forward_taps, read_target
 
 

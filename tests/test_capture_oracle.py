@@ -15,7 +15,9 @@ from pathlib import Path
 import pytest
 from engines.capture import configs
 
-from eaglewire.conventions import parse_spec, registries, resolve, rows_for
+from eaglewire.engines import registries
+from eaglewire.engines.table import parse_spec, rows_for
+from eaglewire.rules.taps import resolve
 from eaglewire.targets import FAMILIES, GENERIC, _family_of
 
 RECORD = json.loads((Path(__file__).parent / "engines" / "capture_oracle.json").read_text())
@@ -45,7 +47,7 @@ def test_the_record_covers_every_architecture_the_table_names(engine):
 @pytest.mark.parametrize("engine", ["sglang", "vllm"])
 def test_the_record_covers_every_eagle3_target_of_the_engines_registry(engine):
     """The oracle runs over every target architecture the release's own registry serves with EAGLE-3
-    (conventions/engine_registries), not only the families eaglewire's table names."""
+    (engines/<engine>/data/registry.json), not only the families eaglewire's table names."""
     for eng, version in {(e, v) for e, v, _ in cases() if e == engine}:
         listed = set(registries.targets(eng, version) or ())
         assert listed, (

@@ -8,15 +8,16 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from eaglewire import conventions as conv
+from eaglewire.engines import table
 from eaglewire.errors import InputError
+from eaglewire.rules import taps as conv
 from eaglewire.taps import Wiring
 
 L = 61
 
 
 def row(key):
-    return next(r for r in conv.ROWS if r.key == key)
+    return next(r for r in table.ROWS if r.key == key)
 
 
 def taps(res):
@@ -32,9 +33,9 @@ def top(ids):
 
 
 def test_every_row_cites_a_source_and_checked_versions():
-    for r in conv.ROWS:
+    for r in table.ROWS:
         assert r.source and r.checked, r.key
-    assert len({r.key for r in conv.ROWS}) == len(conv.ROWS)
+    assert len({r.key for r in table.ROWS}) == len(table.ROWS)
 
 
 # ---- SGLang ------------------------------------------------------------------------------------------------
@@ -254,23 +255,25 @@ def test_config_value_for_embed_out2_out30(key):
 
 
 def test_rows_for_versions():
-    pick = lambda spec, cls: [m.row.key for m in conv.rows_for(conv.parse_spec(spec), cls)]  # noqa: E731
+    pick = lambda spec, cls: [m.row.key for m in table.rows_for(table.parse_spec(spec), cls)]  # noqa: E731
     assert pick("sglang==0.5.23", "deepseek") == ["sglang-deepseek-0.5.17+"]
     assert pick("sglang==0.5.12", "deepseek") == ["sglang-deepseek-0.5.11-0.5.12"]
     assert pick("sglang==0.5.14", "llama") == ["sglang-llama-0.5.11-0.5.21"]
     assert pick("sglang==0.5.23", "llama") == ["sglang-llama-0.5.22+"]
     assert sorted(pick("vllm==0.33.0", "llama")) == ["vllm-llama-mrv2-0.33", "vllm-llama-v1-0.33"]
-    near = conv.rows_for(conv.parse_spec("vllm==0.40.1"), "llama")
+    newer = table.rows_for(table.parse_spec("vllm==0.40.1"), "llama")  # the newest rows hold open above...
+    assert newer and all(m.exact and not m.verified for m in newer)  # ...but a release nobody read is assumed
+    near = table.rows_for(table.parse_spec("vllm==0.8.0"), "llama")  # below every row: the nearest one
     assert near and not near[0].exact
     with pytest.raises(InputError):
-        conv.parse_spec("tgi==1.0")
+        table.parse_spec("tgi==1.0")
     with pytest.raises(InputError):
-        conv.parse_spec("sglang==not.a.version!")
+        table.parse_spec("sglang==not.a.version!")
 
 
 @settings(max_examples=300, deadline=None)
 @given(
-    key=st.sampled_from([r.key for r in conv.ROWS if r.rule is not conv.Rule.FIXED]),
+    key=st.sampled_from([r.key for r in table.ROWS if r.rule is not conv.Rule.FIXED]),
     num_layers=st.integers(min_value=8, max_value=96),
     data=st.data(),
 )
@@ -292,7 +295,7 @@ def test_docs_coverage_is_in_sync_with_the_table():
     """docs/coverage.md lists every row with what was read; `make docs` rewrites it."""
     from pathlib import Path
 
-    from eaglewire.conventions.coverage import markdown
+    from eaglewire.jobs.coverage import markdown
 
     doc = Path(__file__).resolve().parents[1] / "docs" / "coverage.md"
     assert doc.read_text() == markdown(), "docs/coverage.md is stale: run `make docs`"

@@ -1,4 +1,4 @@
-"""The engines' own registries (conventions/engine_registries/*.json, generated from the wheels by
+"""The engines' own registries (engines/*/data/registry.json, generated from the wheels by
 scripts/engine_registries.py): the data against facts the convention table recorded by hand, `check` decided on
 every family x release read, and the scanner itself on small engine-shaped trees."""
 
@@ -9,12 +9,16 @@ import json
 import pytest
 from packaging.version import Version
 
-from eaglewire.conventions import registries, registry_scan, rows_for, sglang, vllm
-from eaglewire.conventions.model import EngineSpec, Rule
+from eaglewire.engines import registries
+from eaglewire.engines.sglang import taps as sglang
+from eaglewire.engines.table import rows_for
+from eaglewire.engines.vllm import taps as vllm
 from eaglewire.formats import read_drafter
 from eaglewire.jobs.check import check
+from eaglewire.rules.taps import EngineSpec, Rule
 from eaglewire.taps import Wiring
 from eaglewire.targets import FAMILIES, TargetInfo
+from tools import registry_scan
 
 from fixtures import llama_fields
 
@@ -82,12 +86,13 @@ def test_qwen2_vl_is_not_eagle3_in_either_engine_and_glm45_moe_not_in_vllm():
     )
 
 
-def test_the_mtp_and_nextn_lists_match_the_flag_tables():
-    """The hand-kept lists in flags/ agree with the wheels where they were read."""
+def test_the_mtp_rows_follow_each_release_list():
+    """The flag rows for MTP/NextN targets are built from the wheels' own lists (data/registry.json): grouped into
+    version ranges, every release read answers with exactly its own list."""
     from packaging.specifiers import SpecifierSet
 
-    from eaglewire.flags.sglang import MTP_TARGETS
-    from eaglewire.flags.vllm_methods import MTP_TYPES
+    from eaglewire.engines.sglang.flags import MTP_TARGETS
+    from eaglewire.engines.vllm.methods import MTP_TYPES
 
     for version in READ["sglang"]:
         rows = [archs for spec, archs in MTP_TARGETS if Version(version) in SpecifierSet(spec)]

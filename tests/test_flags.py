@@ -13,18 +13,11 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import eaglewire
+from eaglewire.engines.parse import parse_launch
+from eaglewire.engines.versions import SGLANG_CHECKED
 from eaglewire.errors import InputError
-from eaglewire.flags import (
-    INFO,
-    PROBLEM,
-    RULES,
-    SGLANG_CHECKED,
-    WARNING,
-    LintReport,
-    lint,
-    parse_launch,
-    rules_for,
-)
+from eaglewire.jobs.lint import RULES, lint, rules_for
+from eaglewire.rules.launch import INFO, PROBLEM, WARNING, LintReport
 
 SGL = ["python", "-m", "sglang.launch_server"]
 KIMI = [*SGL, "--model-path", "moonshotai/Kimi-K2.5", "--tp", "8", "--trust-remote-code",
@@ -633,7 +626,7 @@ SCENARIOS: dict[str, tuple] = {
     "vl-token-tree": (vllm({**SPEC, "speculative_token_tree": "[(0,), (1,), (0, 0)]"}), {"engine_version": "0.14.0"},
                       "vllm.speculative_token_tree", INFO),
     "vl-chain": (vllm(SPEC), {}, "vllm.chain", INFO),
-    # The draft model's own settings and arguments the engines silently drop (flags/sglang_draft.py, vllm_draft.py)
+    # The draft model's own settings and arguments the engines silently drop (engines/sglang/draft.py, engines/vllm/draft.py)
     "sg-draft-quant": ([*E3, *sizes(3, 1, 4), "--quantization", "fp8"], {"drafter_config": EAGLE3_DRAFTER},
                        "sglang.draft_quantization_inherited", PROBLEM),
     "sg-draft-quant-old": ([*E3, *sizes(3, 1, 4), "--quantization", "fp8"],

@@ -1,5 +1,5 @@
-"""Every speculative argument of every release read is classified (flags/arguments.py), from the enumeration the
-wheels gave (flags/engine_args/*.json via scripts/speculative_args.py); the scanner finds a new argument, so a new
+"""Every speculative argument of every release read is classified (engines/arguments.py), from the enumeration the
+wheels gave (engines/*/data/arguments.json via scripts/speculative_args.py); the scanner finds a new argument, so a new
 release fails here until its argument has a row."""
 
 from __future__ import annotations
@@ -11,9 +11,7 @@ from pathlib import Path
 import pytest
 from packaging.version import Version
 
-from eaglewire.flags import RULES, lint, scanned
-from eaglewire.flags.arg_scan import scan
-from eaglewire.flags.arguments import (
+from eaglewire.engines.arguments import (
     INTERNAL,
     ROWS,
     SILENT,
@@ -23,15 +21,19 @@ from eaglewire.flags.arguments import (
     markdown,
     rows_for,
 )
-from eaglewire.flags.versions import SGLANG, VLLM
+from eaglewire.engines.sglang.args import SGLANG
+from eaglewire.engines.vllm.args import VLLM
+from eaglewire.jobs.lint import RULES, lint
+from eaglewire.rules import scanned
+from tools.arg_scan import scan
 
 ROOT = Path(__file__).resolve().parents[1]
 ENGINES = (SGLANG, VLLM)
 
 
 def test_the_enumeration_covers_the_releases_the_conventions_read():
-    from eaglewire.conventions import sglang as sg
-    from eaglewire.conventions import vllm as vl
+    from eaglewire.engines.sglang import taps as sg
+    from eaglewire.engines.vllm import taps as vl
 
     assert scanned.releases(SGLANG) == sg.ALL
     assert scanned.releases(VLLM) == vl.READ
@@ -52,7 +54,7 @@ def test_every_enumerated_argument_has_exactly_one_row(engine):
                 missing.append(f"{name}@{release}")
             elif len(rows) > 1:
                 doubled.append(f"{name}@{release}")
-    assert not missing, f"arguments without a row in flags/arguments.py: {missing}"
+    assert not missing, f"arguments without a row in engines/arguments.py: {missing}"
     assert not doubled, f"arguments with overlapping rows: {doubled}"
 
 
@@ -295,7 +297,7 @@ def test_the_scanner_reads_vllm_keys_engine_filled_keys_and_the_draft_config(tmp
 def test_the_committed_enumeration_is_what_the_scanner_writes():
     """Shape of every entry (the script's output, not edited by hand)."""
     for engine in ENGINES:
-        text = (ROOT / f"src/eaglewire/flags/engine_args/{engine}.json").read_text()
+        text = (ROOT / f"src/eaglewire/engines/{engine}/data/arguments.json").read_text()
         data = json.loads(text)
         for release, found in data["releases"].items():
             for a in found["arguments"]:

@@ -11,29 +11,30 @@ import json
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from eaglewire import conventions as conv
-from eaglewire.conventions.model import NESTED, Rule
-from eaglewire.conventions.models import MODEL_FILES, REGISTRY_CAPTURE
+from eaglewire.engines import models, table
+from eaglewire.engines.models import MODEL_FILES, REGISTRY_CAPTURE
 from eaglewire.jobs.check import check
+from eaglewire.rules import taps as conv
+from eaglewire.rules.taps import NESTED, Rule
 from eaglewire.targets import FAMILIES
 
 # rows reached through a family (the registry-only rows for unlisted architectures: tests/test_engine_registries.py)
 SERVE = [
     r
-    for r in conv.ROWS
+    for r in table.ROWS
     if r.role == "serve" and not any(r.covers_model(m) for m in REGISTRY_CAPTURE.values())
 ]
 
 
 def families_for(row) -> list[str]:
-    table = MODEL_FILES.get(row.framework, {})
-    out = [f for f, model in table.items() if row.covers_model(model)]
+    files = MODEL_FILES.get(row.framework, {})
+    out = [f for f, model in files.items() if row.covers_model(model)]
     return out or ["llama"]
 
 
 def version_in(row) -> str:
-    read = [v for v in row.checked if conv.model._is_version(v)]
-    return read[-1] if read else conv.NEWEST.get(row.framework, "1.0.0")
+    read = [v for v in row.checked if conv._is_version(v)]
+    return read[-1] if read else table.NEWEST.get(row.framework, "1.0.0")
 
 
 def target_config(family: str, layers: int) -> dict:
@@ -81,12 +82,12 @@ def candidate_taps(cfg: dict, family: str, layers: int, modelopt: bool) -> list[
     writers = ["modelopt"] if modelopt else ["specforge", "modelopt"] if nested else [
         "specforge", "modelopt", "eagle", "angelslim", "automodel"]  # fmt: skip
     out = []
-    for r in conv.ROWS:
+    for r in table.ROWS:
         if r.role != "train" or r.framework not in writers or r.rule is Rule.UNSUPPORTED:
             continue
         if nested and r.rule is Rule.FIXED:
             continue  # never reads ids: did not write these
-        if not r.covers_model(conv.model_file(r.framework, family)[0]):
+        if not r.covers_model(models.model_file(r.framework, family)[0]):
             continue
         res = conv.resolve(r, cfg, layers)
         if res.taps is not None:
@@ -154,7 +155,7 @@ def test_versions_nobody_read_are_never_ok(tmp_path_factory, version, engine):
 
 def test_an_architecture_not_in_the_table_is_unverified(tmp_path):
     """Served by SGLang's own registry (InternLM3, a llama.py class) with capture code the table does not list:
-    unverified. Not in the registry at all: SGLang refuses it, a decided `fails` (conventions/engine_registries)."""
+    unverified. Not in the registry at all: SGLang refuses it, a decided `fails` (engines/<engine>/data/registry.json)."""
     from eaglewire.taps import Wiring
 
     (tmp_path / "d").mkdir()

@@ -6,7 +6,7 @@ import pytest
 from real_engine.variants import UNSET, Variant, write_variant
 
 from eaglewire import zoo
-from eaglewire.conventions.observed import records
+from eaglewire.engines.observed import records
 from eaglewire.jobs.check import check
 
 RECORDS = records()

@@ -15,6 +15,7 @@ import threading
 import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
+from types import SimpleNamespace
 
 import numpy as np
 import pytest
@@ -23,17 +24,17 @@ from eaglewire import zoo
 from eaglewire.cli import main
 from eaglewire.data import file_samples
 from eaglewire.errors import InputError
-from eaglewire.flags import lint
 from eaglewire.jobs.check import check
-from eaglewire.probe.counters import SpecCounters, read_counters
-from eaglewire.probe.diagnose import MODEL_ERROR, diagnose
-from eaglewire.probe.http import base_url
-from eaglewire.probe.launch import Engine, EngineStartError, group_members
-from eaglewire.probe.measure import Measurement, RequestWindow, bootstrap
-from eaglewire.probe.predict import Curve, Prediction, candidate_verdicts
-from eaglewire.probe.prometheus import parse
-from eaglewire.probe.server import read_server
-from eaglewire.probe.workload import _sglang_details
+from eaglewire.jobs.diagnose import DIAGNOSES, MODEL_ERROR, OUTCOMES, decide, diagnose
+from eaglewire.jobs.lint import lint
+from eaglewire.jobs.predict import Curve, Prediction, candidate_verdicts
+from eaglewire.server.counters import SpecCounters, read_counters
+from eaglewire.server.http import base_url
+from eaglewire.server.info import read_server
+from eaglewire.server.launch import Engine, EngineStartError, group_members
+from eaglewire.server.measure import Measurement, RequestWindow, bootstrap
+from eaglewire.server.prometheus import parse
+from eaglewire.server.workload import _sglang_details
 from eaglewire.taps import Wiring
 
 DATA = Path(__file__).parent / "probe_data"
@@ -312,6 +313,122 @@ def test_without_a_drafter_it_cannot_decide():
     d = diagnose(_measured(2.5, 3), None, None, "vllm", 3)
     assert d.name == "unverified" and d.exit_code == 3 and d.ceiling == 4
     assert any("--drafter" in n for n in d.needs)
+
+
+# ---- every row of the outcome table, reached and written (the sentences as they were before the table) ----------
+
+_TRAINED, _OTHER = Wiring.parse("h2,h4,h5"), Wiring.parse("h0,h1,h4")
+_V1 = "vllm==0.32.0 v1"
+_OVERRIDE = SimpleNamespace(  # what diagnose reads of a LintReport with one flag override
+    problems=[SimpleNamespace(message="--speculative-num-draft-tokens 16 is used as 2")],
+    fixes=[SimpleNamespace(flags="--speculative-num-draft-tokens 2", description="what the engine uses")],
+    fixed_command="python -m sglang.launch_server --speculative-num-draft-tokens 2",
+    effective=SimpleNamespace(max_accept_length=2),
+)
+
+
+def _synthetic(
+    k=3, served=None, trained=_TRAINED, trained_tau=(1.62, 2.2, 2.58, 2.8), walk=True, recorded=None
+):
+    """A prediction without check(): one curve under the trained taps, one under other taps."""
+    curves = {str(_TRAINED): Curve("trained", _TRAINED, list(trained_tau), None, teacher_acc=[0.8]),
+              str(_OTHER): Curve("served", _OTHER, [1.7, 2.3, 2.8], None)}  # fmt: skip
+    served = {_V1: _TRAINED} if served is None else served
+    verdicts = [SimpleNamespace(engine=lab, fix=None) for lab in served]
+    return Prediction(k, "vllm==0.32.0", list(served), served, trained, "provenance", curves, None, verdicts,
+                      recorded, 4, 8, 96, None, walk, ["no row resolves"])  # fmt: skip
+
+
+_UNMEASURED = Measurement("vllm", 3, SpecCounters("vllm", 0.0, 0.0, 0.0))
+OUTCOME_CASES = {  # outcome key -> (inputs, diagnosis, exit code, summary)
+    "unmeasured": (
+        lambda: (_UNMEASURED, None, None, "vllm", 3), "unverified", 3, "no speculative verify step was measured"
+    ),
+    "no-drafter": (
+        lambda: (_measured(2.5, 3), None, None, "vllm", 3), "unverified", 3,
+        "measured accept length 2.50 of at most 4 the flags allow; nothing to compare with",
+    ),
+    "no-drafter-flags": (
+        lambda: (_measured(1.6, 1), None, _OVERRIDE, "sglang", 1), "flags", 1,
+        "measured accept length 1.60 of at most 2: the engine changes the speculative settings that were asked for",
+    ),
+    "dump-only": (
+        lambda: (_measured(2.5, 3), _synthetic(walk=False), None, "vllm", 3), "unverified", 3,
+        "measured accept length 2.50 of at most 4 the flags allow; nothing to compare with",
+    ),
+    "dump-only-flags": (
+        lambda: (_measured(1.6, 1), _synthetic(walk=False), _OVERRIDE, "sglang", 1), "flags", 1,
+        "measured accept length 1.60 of at most 2: the engine changes the speculative settings that were asked for",
+    ),
+    "no-served-prediction": (
+        lambda: (_measured(2.5, 3), _synthetic(served={}), None, "vllm", 3), "unverified", 3,
+        "no prediction under the served taps (see notes)",
+    ),
+    "untrained": (
+        lambda: (_measured(2.5, 3), _synthetic(trained=None), None, "vllm", 3), "unverified", 3,
+        "measured 2.50; the drafter's training taps are unknown, so served-as-trained is undecidable",
+    ),
+    "untrained-flags": (
+        lambda: (_measured(2.5, 3), _synthetic(trained=None), _OVERRIDE, "sglang", 3), "flags", 1,
+        "measured 2.50: the engine changes the speculative settings that were asked for",
+    ),
+    "wiring": (
+        lambda: (_measured(2.78, 3), _synthetic(served={_V1: _OTHER}), None, "vllm", 3), "wiring", 1,
+        "measured 2.78 matches the prediction under the served taps h0,h1,h4 (2.80), not under the trained taps "
+        "h2,h4,h5 (2.58): vllm==0.32.0 v1 feeds the drafter other hidden states than it was trained on",
+    ),
+    "served-as-trained": (
+        lambda: (_measured(2.55, 3), _synthetic(), None, "vllm", 3), "served-as-trained", 0,
+        "measured 2.55 matches the prediction under the trained taps h2,h4,h5 (2.58): served as trained",
+    ),
+    "flag-override": (
+        lambda: (_measured(2.55, 3), _synthetic(), _OVERRIDE, "sglang", 3), "flags", 1,
+        "the engine changes the speculative settings that were asked for: --speculative-num-draft-tokens 16 is "
+        "used as 2",
+    ),
+    "weak-first-position": (
+        lambda: (_measured(1.26, 3), _synthetic(trained_tau=(1.2, 1.25, 1.27)), None, "vllm", 3), "weak-drafter", 1,
+        "the drafter's first draft token is accepted at 20% of verifies (< 40%) under its trained taps h2,h4,h5",
+    ),
+    "weak-against-record": (
+        lambda: (_measured(2.55, 3), _synthetic(recorded={"acc": [0.95]}), None, "vllm", 3), "weak-drafter", 1,
+        "on this workload the drafter scores 0.800 teacher-forced against 0.950 recorded at training time: a data, "
+        "domain or template question",
+    ),
+    "one-draft-token": (
+        lambda: (_measured(1.6, 1), _synthetic(k=1), None, "vllm", 1), "flags", 1,
+        "one draft token per verify caps the accept length at 2; with 4 draft tokens the prediction is 2.80 (the "
+        "drafter was trained to draft 4 steps)",
+    ),
+    "table-mismatch": (
+        lambda: (_measured(2.55, 3), _synthetic(served={_V1: _OTHER}), None, "vllm", 3), "unexplained", 1,
+        "measured 2.55 matches the trained taps h2,h4,h5, but eaglewire's table says vllm==0.32.0 v1 feeds "
+        "h0,h1,h4: the table row may not fit this server, or it runs another drafter",
+    ),
+    "no-match": (
+        lambda: (_measured(2.0, 3), _synthetic(), None, "vllm", 3), "unexplained", 1,
+        "measured 2.00 matches no prediction: trained h2,h4,h5: predicted 2.58, off by -0.58 (-22%, tolerance "
+        "0.08); served h0,h1,h4: predicted 2.80, off by -0.80 (-29%, tolerance 0.08)",
+    ),
+}  # fmt: skip
+
+
+def test_every_outcome_has_a_case():
+    assert set(OUTCOME_CASES) == set(OUTCOMES)
+    assert {o.name for o in OUTCOMES.values()} == set(DIAGNOSES)
+    for name in DIAGNOSES:  # one exit code per diagnosis, whichever row gives it
+        assert len({o.exit_code for o in OUTCOMES.values() if o.name == name}) == 1, name
+
+
+@pytest.mark.parametrize("key", list(OUTCOMES))
+def test_outcome_row_is_reached_and_written(key):
+    inputs, name, code, summary = OUTCOME_CASES[key]
+    m, pred, rep, engine, k = inputs()
+    assert decide(m, pred, rep, k).outcome.key == key
+    d = diagnose(m, pred, rep, engine, k)
+    row = OUTCOMES[key]
+    assert (d.name, d.exit_code, d.summary) == (row.name, row.exit_code, summary) == (name, code, summary)
+    assert d.needs == list(row.needs)
 
 
 # ---- the launch: the process group always stops ----------------------------------------------------------------

@@ -316,7 +316,7 @@ def _add_input_norm(directory, width):
 def test_sglang_34290_max_running_requests_per_dp_worker(version, dp, given, per, starts):
     """sglang PR #34290 (open) / #20063: with attention DP, --max-running-requests (or the speculative default 48)
     is the total over the DP workers, so dp 8 leaves 6 running requests per worker."""
-    from eaglewire.flags.lint import lint
+    from eaglewire.jobs.lint import lint
 
     argv = ["python", "-m", "sglang.launch_server", "--model-path", "m", "--speculative-algorithm", "EAGLE3",
             "--speculative-draft-model-path", "d", "--tp-size", "8", "--dp-size", str(dp), "--enable-dp-attention"]  # fmt: skip

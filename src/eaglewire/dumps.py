@@ -34,10 +34,11 @@ import torch
 from safetensors import safe_open
 from safetensors.torch import load_file
 
-from eaglewire import conventions as conv
 from eaglewire.capture import CapturedSample, CaptureReader, SampleSource, TargetHead
 from eaglewire.data import Sample
+from eaglewire.engines import table
 from eaglewire.errors import InputError
+from eaglewire.rules import taps as conv
 from eaglewire.taps import Wiring
 
 KINDS = ("eaglewire", "speculators", "specforge")
@@ -104,7 +105,7 @@ class DumpIds:
 def _row(framework: str, target) -> conv.Convention:
     """The writer's current row for this target's family: a dump does not say which release wrote it, so the
     rows of today's code apply; the basis names the row."""
-    return conv.current_rows(framework, target.info.family)[0].row
+    return table.current_rows(framework, target.info.family)[0].row
 
 
 def _default_ids(framework: str, target) -> tuple[int, ...]:

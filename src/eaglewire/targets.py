@@ -19,7 +19,7 @@ from eaglewire.jsonio import read_json_object, str_list
 @dataclass(frozen=True)
 class Family:
     """A target family: the architectures and model types that name it. Which engine model file runs it, and so
-    which convention row applies, is `conventions.models`' business."""
+    which convention row applies, is each engine's `MODEL_FILES` (gathered in `engines.models`)."""
 
     architectures: frozenset[str]
     model_types: frozenset[str]

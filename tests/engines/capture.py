@@ -28,7 +28,9 @@ from pathlib import Path
 
 from hypothesis import strategies as st
 
-from eaglewire.conventions import parse_spec, registries, resolve, rows_for
+from eaglewire.engines import registries
+from eaglewire.engines.table import parse_spec, rows_for
+from eaglewire.rules.taps import resolve
 from eaglewire.targets import FAMILIES, GENERIC, _family_of
 from engines.generate import draw_commands
 
@@ -99,7 +101,7 @@ LOOPS: dict[str, dict[str, Loop]] = {
 
 def archs(engine: str | None = None, version: str | None = None) -> list[tuple[str, str]]:
     """(architecture, family) for every architecture `targets.FAMILIES` names, and every target architecture the
-    engine's own registry serves with EAGLE-3 at `version` (conventions/engine_registries; family `generic` for the
+    engine's own registry serves with EAGLE-3 at `version` (engines/<engine>/data/registry.json; family `generic` for the
     ones eaglewire's table does not list): the family picks the table's rows. (kimi_k2 names no architecture of its
     own: its checkpoints are DeepseekV3ForCausalLM.)"""
     out = []

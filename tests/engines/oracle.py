@@ -1,7 +1,7 @@
 """The engines' own code as the oracle of `lint`: run both on the same commands, compare field by field.
 
 `compare_engine` runs the generated commands through the engine installed in an engine venv (enginecode, one
-subprocess for all commands) and through `eaglewire.flags.lint`, and returns the agreement per effective field
+subprocess for all commands) and through `eaglewire.jobs.lint`, and returns the agreement per effective field
 and on start-or-refuse, plus every difference. A refusal counts as decided by the engine's argument code unless
 it is an artefact of the CPU test venv (a module that only a GPU install has).
 """
@@ -13,8 +13,8 @@ from pathlib import Path
 
 from eaglewire.enginecode import COMPARED, engine_error, field_differences, run_engine
 from eaglewire.errors import InputError
-from eaglewire.flags import lint
-from eaglewire.flags.gpus import GPUS
+from eaglewire.jobs.lint import lint
+from eaglewire.rules.gpus import GPUS
 
 # The flag (or config key) each compared field comes from: the rules that changed it are named in a difference.
 FIELD_FLAGS = {

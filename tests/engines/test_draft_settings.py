@@ -1,4 +1,4 @@
-"""The draft model's settings and the dropped arguments (flags/sglang_draft.py, vllm_draft.py) against the engines'
+"""The draft model's settings and the dropped arguments (engines/sglang/draft.py, engines/vllm/draft.py) against the engines'
 own argument code (`make test-engines`; marker `engines`): what the engine resolves for the draft is what the lint
 rule says, and a command whose argument lint reports as ignored still passes the engine's argument code (the
 engine accepts it silently; that is the finding)."""
@@ -11,8 +11,8 @@ from pathlib import Path
 import pytest
 
 from eaglewire.enginecode import run_engine
-from eaglewire.flags import lint
-from eaglewire.flags.gpus import GPUS
+from eaglewire.jobs.lint import lint
+from eaglewire.rules.gpus import GPUS
 from engines.generate import PLACEHOLDER, fill, write_models
 from engines.test_engines import pythons
 

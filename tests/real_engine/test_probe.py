@@ -21,11 +21,11 @@ from pathlib import Path
 import pytest
 
 from eaglewire import zoo
-from eaglewire.probe import Engine, ProbeOptions, probe
-from eaglewire.probe.counters import read_counters
-from eaglewire.probe.http import Http
-from eaglewire.probe.launch import group_members
-from eaglewire.probe.prometheus import parse
+from eaglewire.jobs.probe import ProbeOptions, probe
+from eaglewire.server.counters import read_counters
+from eaglewire.server.http import Http
+from eaglewire.server.launch import Engine, group_members
+from eaglewire.server.prometheus import parse
 
 pytestmark = pytest.mark.real_engine
 

@@ -3,7 +3,7 @@ eaglewire's served taps for `vllm==0.32.0` on the CPU: no tap differs, and every
 stage eaglewire names and with the number of aux states eaglewire says reach the fc.
 
 The run is recorded as the evidence of the vLLM 0.32 rows (EAGLEWIRE_REAL_ENGINE_OUT/vllm-ids.json; the committed
-copy src/eaglewire/conventions/observed/vllm-0.32.0-cpu.json is replayed against the table by `make test`).
+copy src/eaglewire/engines/vllm/data/observed/vllm-0.32.0-cpu.json is replayed against the table by `make test`).
 """
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 
 from eaglewire import zoo
-from eaglewire.conventions.observed import record_variant
+from eaglewire.engines.observed import record_variant
 from eaglewire.jobs.check import check
 
 from .engine import prompts, run_vllm

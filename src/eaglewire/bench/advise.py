@@ -24,8 +24,8 @@ import torch
 from eaglewire.capture import CapturedSample
 from eaglewire.data import SampleLoader
 from eaglewire.drafter import DraftCache, Eagle3Drafter
-from eaglewire.flags import lint
 from eaglewire.jobs.evaluate import TreeSetting, evaluate, simulate_tree
+from eaglewire.jobs.lint import lint
 from eaglewire.metrics import WalkCounts, walk_lengths, walk_span
 from eaglewire.taps import Wiring
 from eaglewire.targets import TargetRunner

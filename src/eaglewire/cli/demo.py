@@ -4,9 +4,9 @@
    the draft-token override, both fixes are applied and both commands pass.
 2. On the real zoo model: the `custom-taps` drafter (trained on embed, out(L0), out(L3), the Kimi pattern) is
    exported the way the Kimi drafter was (no id list in config.json, no wiring recorded; its training accuracy
-   kept), and `doctor` runs it as SGLang 0.5.23 would serve it with the Kimi launch flags: accuracy collapses
-   under the served default taps, the wiring search pinpoints the trained taps, the fix is printed, and the
-   accuracy is restored once the fix is applied.
+   kept), and `doctor` runs it as SGLang's newest release read would serve it with the Kimi launch flags:
+   accuracy collapses under the served default taps, the wiring search pinpoints the trained taps, the fix is
+   printed, and the accuracy is restored once the fix is applied.
 """
 
 from __future__ import annotations
@@ -22,8 +22,15 @@ from pathlib import Path
 from rich.console import Console
 from rich.rule import Rule
 
-from eaglewire import flags, zoo
+from eaglewire import zoo
 from eaglewire.cli import app as cli
+from eaglewire.engines.table import default_spec
+from eaglewire.jobs.lint import lint
+from eaglewire.rules.ledger import ledger
+
+# The demo tells the Kimi-K2.5 story at SGLang's newest release read (its ledger): the default of every command,
+# so the demo follows the ledger rather than naming a release.
+ENGINE = default_spec("sglang")
 
 
 def example_dir() -> Path:
@@ -55,7 +62,7 @@ def configs_only(out: Console, tmp: Path) -> bool:
     ex = example_dir()
     target, drafter = ex / "target", ex / "drafter"
     launch = shlex.split((ex / "launch.txt").read_text().strip().format(target=target, drafter=drafter))
-    engine = "sglang==0.5.23"
+    engine = ENGINE
     fixed = tmp / "kimi-drafter-fixed"
     rcs = [
         run(
@@ -64,7 +71,7 @@ def configs_only(out: Console, tmp: Path) -> bool:
         ),
         run(out, ["lint", "--engine", engine, "--", *launch]),
     ]
-    report = flags.lint(launch, engine="sglang", engine_version="0.5.23")
+    report = lint(launch, engine="sglang", engine_version=ledger("sglang").newest)
     out.print(Rule("after applying the printed fixes", style="bold"))
     rcs += [
         run(out, ["check", str(fixed), "--target", str(target), "--engine", engine]),
@@ -101,7 +108,7 @@ def on_the_zoo(out: Console, tmp: Path, report: Path) -> bool:
             "--target",
             str(target),
             "--engine",
-            "sglang==0.5.23",
+            ENGINE,
             "--report",
             str(report),
             "--",

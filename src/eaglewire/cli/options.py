@@ -8,7 +8,8 @@ from pathlib import Path
 import typer
 
 from eaglewire.data import SampleLoader, file_samples
-from eaglewire.errors import EXIT_CODES, EXIT_OK, EXIT_PROBLEM
+from eaglewire.engines.table import default_spec
+from eaglewire.errors import EXIT_CODES, InputError
 from eaglewire.taps import Wiring
 
 JSON = typer.Option(
@@ -20,8 +21,11 @@ TARGET_CONFIG = typer.Option(
 )
 DRAFTER = typer.Argument(..., help="Drafter folder (EAGLE/SGLang, speculators or modelopt format).")
 DRAFTER_OPT = typer.Option(..., "--drafter", help="Drafter folder.")
-ENGINE = typer.Option("sglang==0.5.23", "--engine", help="Engine and version that will serve it.")
-SERVED_BY = typer.Option(None, "--engine", help="Feed the taps this engine would feed, e.g. sglang==0.5.23.")
+# The default release is the newest one read in the engine's ledger, never a literal here
+ENGINE = typer.Option(default_spec("sglang"), "--engine", help="Engine and version that will serve it.")
+SERVED_BY = typer.Option(
+    None, "--engine", help=f"Feed the taps this engine would feed, e.g. {default_spec('sglang')}."
+)
 TAPS = typer.Option(None, "--taps", help="Feed these taps instead of the trained ones, e.g. h0,h3,h31.")
 PLATFORM = typer.Option(
     None,
@@ -102,6 +106,22 @@ def wiring(text: str | None) -> Wiring | None:
     return Wiring.parse(text) if text else None
 
 
+def one_of(flag: str, value: str | None, allowed: tuple[str, ...]) -> str | None:
+    """`value` when it is None or one of `allowed`; else bad input naming the flag."""
+    if value is not None and value not in allowed:
+        raise InputError(f"{flag} {value!r}: use {', '.join(allowed[:-1])} or {allowed[-1]}")
+    return value
+
+
+def one_dump(dump: Path | None, **aliases: Path | None) -> Path | None:
+    """--dump, or the one older flag naming the same thing (--captured, --speculators-samples)."""
+    given = {"--dump": dump} | {"--" + k.replace("_", "-"): v for k, v in aliases.items()}
+    named = [(k, v) for k, v in given.items() if v is not None]
+    if len(named) > 1:
+        raise InputError(f"{named[0][0]} and {named[1][0]} both name the data: give one")
+    return named[0][1] if named else None
+
+
 def samples_for(target: Path, data: Path | None) -> SampleLoader | None:
     """The data a job runs on: `--data`, or for the bundled zoo target its held-out files (None: the job asks)."""
     if data is not None:
@@ -112,6 +132,20 @@ def samples_for(target: Path, data: Path | None) -> SampleLoader | None:
     return zoo.held_out_samples if zoo.is_zoo_target(read_target(target)) else None
 
 
+def probe_samples(
+    target: Path | None, data: Path | None, launch_words: list[str] | None, engine: str | None
+) -> SampleLoader | None:
+    """The prompts `probe` sends: as `samples_for` for --target, or (with --launch) for the target the serve
+    command names when it is local; else --data, or None (the job builds token-id prompts)."""
+    if target is None and launch_words:
+        from eaglewire.jobs.probe import launch_paths
+
+        target = launch_paths(launch_words, engine)[1]
+    if target is not None:
+        return samples_for(target, data)
+    return file_samples(data) if data else None
+
+
 EXIT_HELP = (
     "Exit codes: 0 ok; 1 a problem was found (mismatch, fails, bad flags, broken weights); 2 bad input (one line on "
     "stderr naming the file, key or flag); 3 unverified (the evidence does not decide: the report names what "
@@ -119,9 +153,14 @@ EXIT_HELP = (
 )
 
 
-def exit_with(verdict: str | bool) -> None:
-    """Exit with the verdict's code: "ok" 0, "problem" 1, "unverified" 3 (CI gates on them); a bool is "a problem
-    was found" or not."""
-    if isinstance(verdict, bool):
-        raise typer.Exit(EXIT_PROBLEM if verdict else EXIT_OK)
+def exit_with(verdict: str) -> None:
+    """Exit with the verdict's code: "ok" 0, "problem" 1, "unverified" 3 (CI gates on them)."""
     raise typer.Exit(EXIT_CODES[verdict])
+
+
+def inspection_verdict(ins) -> str:
+    """`inspect`'s verdict: "problem" when the vocab map is broken. A bad --target is bad input, raised after the
+    drafter part is printed."""
+    if ins.target_error:
+        raise InputError(ins.target_error)
+    return "problem" if ins.vocab is not None and not ins.vocab.ok else "ok"

@@ -45,6 +45,22 @@ def show(result: Any, json_out: bool, draw: Callable[[Any, Console], None]) -> N
         draw(result, console())
 
 
+def show_report(
+    result: Any,
+    json_out: bool,
+    draw: Callable[[Any, Console], None],
+    folder: Path | None,
+    write: Callable[[Any, Path], Any],
+) -> None:
+    """`show`, after writing the report folder (plots, report.json, index.html) with `write` when one is asked for;
+    the terminal is told where it is."""
+    if folder is not None:
+        write(result, folder)
+    show(result, json_out, draw)
+    if folder is not None and not json_out:
+        console().print(f"report: {folder / 'index.html'}")
+
+
 def say(message: str) -> None:
     """A progress line on stderr (the library's `progress` callbacks)."""
     console(stderr=True).print(f"[dim]... {message}[/]")

@@ -17,10 +17,10 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
+from eaglewire.engines.parse import parse_launch
 from eaglewire.errors import InputError
-from eaglewire.flags.gpus import GpuProfile
-from eaglewire.flags.parse import parse_launch
-from eaglewire.flags.values import LaunchCommand, LintReport, Settings
+from eaglewire.rules.gpus import GpuProfile
+from eaglewire.rules.launch import LaunchCommand, LintReport, Settings
 
 PROBE = Path(__file__).with_name("probe.py")
 # eaglewire's effective setting -> the engine's own field (probe.py SG_FIELDS / VL_FIELDS).

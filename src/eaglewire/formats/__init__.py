@@ -128,7 +128,7 @@ ID_KEYS = (
 
 def declared_ids(config: dict) -> dict[str, object]:
     """Every id-related key a drafter config declares (dotted path -> value), for `inspect`."""
-    from eaglewire.conventions import get_path
+    from eaglewire.rules.taps import get_path
 
     return {k: get_path(config, k) for k in ID_KEYS if get_path(config, k) is not None}
 

@@ -11,12 +11,13 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
-from eaglewire import conventions as conv
+from eaglewire.engines import table
 from eaglewire.errors import InputError
 from eaglewire.formats import FORMATS, MODULES, DrafterCheckpoint, Provenance, read_drafter, write_drafter
 from eaglewire.formats.checkpoint import PROVENANCE_KEY
 from eaglewire.formats.trained import NATIVE, native_row, target_from_provenance, trained_taps
 from eaglewire.formats.vocab import t2d_from_d2t
+from eaglewire.rules import taps as conv
 from eaglewire.taps import Wiring
 from eaglewire.targets import TargetInfo, read_target
 
@@ -120,7 +121,7 @@ def format_config(ckpt: DrafterCheckpoint, fmt: str, taps: Wiring, target: Targe
     if fmt in ("eagle", "modelopt"):
         # vLLM reads a top-level list first (MRV2 never reads eagle_config, V1 >= 0.22 would read the nested one
         # raw): write its value too, so every engine feeds the same taps from one config.json.
-        for m in conv.rows_for(conv.parse_spec("vllm"), target.family):
+        for m in table.rows_for(table.parse_spec("vllm"), target.family):
             vfix = conv.config_value_for(m.row, taps, L)
             if vfix.expressible and vfix.key == "eagle_aux_hidden_state_layer_ids":
                 cfg["eagle_aux_hidden_state_layer_ids"] = extra[vfix.key] = list(vfix.value or [])

@@ -23,11 +23,11 @@ from eaglewire.formats.checkpoint import (
     layer_config_dict,
 )
 from eaglewire.jsonio import str_list
+from eaglewire.rules.structure import NEXTN_SUFFIXES  # MTP/NextN draft layers: not EAGLE-3 heads
 
 NAME = "eagle"
 ARCHITECTURES = ("LlamaForCausalLMEagle3",)
 MLA_ARCHITECTURES = ("Eagle3DeepseekV2ForCausalLM", "Eagle3DeepseekV3ForCausalLM")
-NEXTN_SUFFIXES = ("NextN", "MTP")  # MTP/NextN draft layers (DeepseekV3ForCausalLMNextN): not EAGLE-3 heads
 RUNNABLE_LAYERS = ("llama", "qwen3", "qwen2", "mistral")
 LEGACY = {"aux_norm_low": "fc_norm.0", "aux_norm_mid": "fc_norm.1", "aux_norm_high": "fc_norm.2"}
 

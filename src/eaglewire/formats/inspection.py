@@ -5,11 +5,12 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from eaglewire import conventions as conv
+from eaglewire.engines import models, table
 from eaglewire.errors import InputError
 from eaglewire.formats import declared_ids, read_drafter, tensor_summary
 from eaglewire.formats.trained import TrainedTaps, trained_taps
 from eaglewire.formats.vocab import VocabReport, checkpoint_vocab_report
+from eaglewire.rules import taps as conv
 from eaglewire.targets import TargetInfo, read_target
 
 
@@ -111,8 +112,8 @@ def inspect_drafter(path: Path | str, target: Path | str | None = None) -> Inspe
             return ins
         ins.target = tinfo
         ins.trained = trained_taps(ckpt, tinfo)
-        for row in conv.ROWS:
-            if row.role != "serve" or not row.covers_model(conv.model_file(row.framework, tinfo.family)[0]):
+        for row in table.ROWS:
+            if row.role != "serve" or not row.covers_model(models.model_file(row.framework, tinfo.family)[0]):
                 continue
             res = conv.resolve(row, ckpt.config, tinfo.num_layers)
             ins.served.append(

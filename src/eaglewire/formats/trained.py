@@ -6,7 +6,7 @@ out under every candidate for what the checkpoint does not say: the trainer (eve
 format or key, when none is recorded), its version (every version read, when none is given), the numbering of
 ids a conversion copied verbatim. The candidates' distinct answers are the `options`; when there is one, the taps
 are `known`, with `assumptions` naming what was assumed and the known exception that would break it
-(`conventions/exceptions.py`). A class of published heads measured to break the assumption (an `observed`
+(`trainers/exceptions.py`). A class of published heads measured to break the assumption (an `observed`
 exception) or nothing to go on leaves them unknown (`blocked`), and `unknown` says what settles it. A missing id
 list never silently means "the default": it is a candidate, stated as an assumption.
 """
@@ -15,14 +15,15 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from eaglewire import conventions as conv
-from eaglewire.conventions.exceptions import exceptions_for
-from eaglewire.conventions.model import Rule
-from eaglewire.conventions.table import TRAINERS
+from eaglewire.engines import models, table
 from eaglewire.errors import InputError
 from eaglewire.formats.checkpoint import DrafterCheckpoint
+from eaglewire.rules import taps as conv
+from eaglewire.rules.taps import Rule
 from eaglewire.taps import Wiring
 from eaglewire.targets import FAMILIES, GENERIC, TargetInfo
+from eaglewire.trainers.exceptions import exceptions_for
+from eaglewire.trainers.taps import TRAINERS
 
 # The convention a format's own id list is written in: its primary reader/producer.
 NATIVE = {"speculators": "speculators", "modelopt": "modelopt", "eagle": "sglang"}
@@ -111,8 +112,8 @@ def target_from_provenance(ckpt: DrafterCheckpoint) -> TargetInfo | None:
 
 
 def native_row(fmt: str, family: str) -> conv.Convention:
-    spec = conv.parse_spec(NATIVE[fmt])
-    return conv.rows_for(spec, family)[0].row
+    spec = table.parse_spec(NATIVE[fmt])
+    return table.rows_for(spec, family)[0].row
 
 
 def _taps(res: conv.Resolution) -> str:
@@ -170,7 +171,7 @@ def trained_taps(
         w = trained_on.validate(L).served()
         return _result([TrainedOption(w, ["--trained-on"])], "--trained-on", certain=True)
     if trained_with is not None:
-        spec = conv.parse_spec(trained_with)
+        spec = table.parse_spec(trained_with)
         if spec.framework not in TRAINERS:
             raise InputError(
                 f"--trained-with {trained_with}: not a trainer eaglewire knows ({', '.join(TRAINERS)})"
@@ -181,15 +182,15 @@ def trained_taps(
         return _from_provenance(prov, L)
     for name, cfg in ckpt.configs.items():
         if name != "config.json" and cfg.get("speculators_model_type") == "eagle3":
-            spec = conv.parse_spec(_speculators_spec(cfg))
+            spec = table.parse_spec(_speculators_spec(cfg))
             where = f"{name} (the speculators training config in the folder)"
             return from_trainer(ckpt, target, spec, where, cfg, recorded=True)
     if ckpt.format == "speculators":
-        spec = conv.parse_spec(_speculators_spec(ckpt.config))
+        spec = table.parse_spec(_speculators_spec(ckpt.config))
         where = "speculators format (written by the speculators library)"
         return from_trainer(ckpt, target, spec, where, recorded=True)
     if ckpt.format == "modelopt":
-        return from_trainer(ckpt, target, conv.parse_spec("modelopt"), "modelopt export", fingerprint=True)
+        return from_trainer(ckpt, target, table.parse_spec("modelopt"), "modelopt export", fingerprint=True)
     return _writer_unknown(ckpt, target)
 
 
@@ -246,12 +247,12 @@ def from_trainer(
     cfg = ckpt.config if cfg is None else cfg
     L = target.num_layers
     if spec.version is not None:
-        matches = [m for m in conv.rows_for(spec, target.family) if m.row.role == "train"]
+        matches = [m for m in table.rows_for(spec, target.family) if m.row.role == "train"]
     else:
-        model, known_model = conv.model_file(spec.framework, target.family)
+        model, known_model = models.model_file(spec.framework, target.family)
         matches = [
             conv.RowMatch(r, True, True, model, known_model)
-            for r in conv.ROWS
+            for r in table.ROWS
             if r.framework == spec.framework and r.role == "train" and r.covers_model(model)
         ]
     if not matches:
@@ -364,8 +365,8 @@ def _writer_unknown(ckpt: DrafterCheckpoint, target: TargetInfo) -> TrainedTaps:
     results: dict[str, conv.Resolution] = {}
     frameworks: dict[str, str] = {}
     for trainer in writers:
-        model, _ = conv.model_file(trainer, target.family)
-        for r in conv.ROWS:
+        model, _ = models.model_file(trainer, target.family)
+        for r in table.ROWS:
             if r.framework != trainer or r.role != "train" or not r.covers_model(model):
                 continue
             if r.rule is Rule.UNSUPPORTED or (nested and r.rule is Rule.FIXED):
@@ -423,7 +424,7 @@ def _top_only(ckpt: DrafterCheckpoint, target: TargetInfo, top) -> TrainedTaps:
     """EAGLE format with only the top-level ids (vLLM's key): written for vLLM (HF indices), or another trainer's
     numbering lifted there (as nm-testing's conversions lifted SpecForge's)."""
     L = target.num_layers
-    vllm = conv.resolve(conv.rows_for(conv.parse_spec("vllm"), target.family)[0].row, ckpt.config, L)
+    vllm = conv.resolve(table.rows_for(table.parse_spec("vllm"), target.family)[0].row, ckpt.config, L)
     ids = [v for v in top if isinstance(v, int) and not isinstance(v, bool)]
     readings = {
         "ids written for vLLM's top-level key (HF indices)": _wiring(ids, L),

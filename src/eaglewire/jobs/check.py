@@ -2,7 +2,7 @@
 
 Configs only, no weights needed beyond the drafter's own (shapes are checked when present). The verdict per
 engine is worked out under every candidate for what is not known: the trainer and its version
-(`formats/trained.py`), and for vLLM the model runner, which the platform picks (`conventions/runners.py`).
+(`formats/trained.py`), and for vLLM the model runner, which the platform picks (`engines/runners.py`).
 When every candidate gives the same verdict it is decided: "ok", "mismatch" (fed other taps than trained) or
 "fails" (the engine crashes, drops a state, or mis-loads the checkpoint), with `assumptions` naming what was
 assumed and the known exception that would break it. "unverified" only where the candidates disagree, a known
@@ -16,15 +16,15 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 
-from eaglewire import conventions as conv
-from eaglewire.conventions import registries
-from eaglewire.conventions.runners import check_choice
+from eaglewire.engines import registries, runners, table
+from eaglewire.engines.runners import check_choice
 from eaglewire.errors import InputError
 from eaglewire.formats import DrafterCheckpoint, read_drafter, write_drafter
 from eaglewire.formats.checkpoint import PROVENANCE_KEY
 from eaglewire.formats.trained import Assumption, TrainedTaps, target_from_provenance, trained_taps
 from eaglewire.formats.vocab import VocabReport, checkpoint_vocab_report
 from eaglewire.jobs.structure import findings_for
+from eaglewire.rules import taps as conv
 from eaglewire.taps import Wiring
 from eaglewire.targets import TargetInfo, read_target
 
@@ -210,8 +210,8 @@ def _id_lists_disagree(ckpt: DrafterCheckpoint, target: TargetInfo) -> Finding |
     if not (isinstance(nested, list) and nested and isinstance(top, list) and top):
         return None
     L = target.num_layers
-    sg = conv.resolve(conv.rows_for(conv.parse_spec("sglang"), target.family)[0].row, ckpt.config, L)
-    vl = conv.resolve(conv.rows_for(conv.parse_spec("vllm"), target.family)[0].row, ckpt.config, L)
+    sg = conv.resolve(table.rows_for(table.parse_spec("sglang"), target.family)[0].row, ckpt.config, L)
+    vl = conv.resolve(table.rows_for(table.parse_spec("vllm"), target.family)[0].row, ckpt.config, L)
     if sg.taps is not None and vl.taps is not None and sg.taps != vl.taps:
         return Finding(
             "warning",
@@ -309,10 +309,10 @@ def check(
     trained = trained_taps(ckpt, tinfo, trained_on, trained_with)
     verdicts: list[EngineVerdict] = []
     for text in engines:
-        spec = conv.parse_spec(text)
-        if spec.framework not in conv.ENGINES:
+        spec = table.parse_spec(text)
+        if spec.framework not in table.ENGINES:
             raise InputError(f"--engine {text}: not a serving engine (use sglang==X or vllm==X)")
-        choices = conv.select_rows(
+        choices = runners.select_rows(
             spec, tinfo.family, platform, runner if spec.framework == "vllm" else None,
             architecture=tinfo.architecture, model_type=tinfo.model_type,
         )  # fmt: skip
@@ -478,7 +478,7 @@ def _fix(row: conv.Convention, reading: _Reading, trained: TrainedTaps, L: int) 
 
 
 def _label(spec: conv.EngineSpec, row: conv.Convention) -> str:
-    version = spec.version or conv.NEWEST.get(spec.framework)
+    version = spec.version or table.NEWEST.get(spec.framework)
     return f"{spec.framework}=={version}" + (f" {row.runner}" if row.runner else "")
 
 
@@ -486,7 +486,7 @@ def _verdict(
     ckpt: DrafterCheckpoint,
     tinfo: TargetInfo,
     spec: conv.EngineSpec,
-    choice: conv.RowChoice,
+    choice: runners.RowChoice,
     trained: TrainedTaps,
     strict: bool = False,
 ) -> EngineVerdict:

@@ -13,11 +13,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from eaglewire import conventions as conv
-from eaglewire.conventions import ConfigFix
 from eaglewire.data import SampleLoader
 from eaglewire.dumps import describe, open_dump, require_taps
-from eaglewire.flags import LintReport, lint
+from eaglewire.engines import table
 from eaglewire.formats import DrafterCheckpoint, read_drafter
 from eaglewire.jobs.check import CheckReport, check, with_key
 from eaglewire.jobs.evaluate import (
@@ -28,16 +26,20 @@ from eaglewire.jobs.evaluate import (
     evaluate,
     samples_for_test,
 )
+from eaglewire.jobs.lint import lint
 from eaglewire.jobs.pair import drafter_for
 from eaglewire.jobs.search import SearchResult, search
 from eaglewire.partial import load_partial_target
+from eaglewire.rules import taps as conv
+from eaglewire.rules.launch import LintReport
+from eaglewire.rules.taps import ConfigFix
 from eaglewire.taps import Wiring, default_wiring
 from eaglewire.targets import load_target, read_target, resolve_dtype
 
 
 @dataclass
 class DoctorOptions:
-    engine: str = "sglang==0.5.23"
+    engine: str = field(default_factory=lambda: table.default_spec("sglang"))  # the newest release read
     launch: list[str] | None = None
     data: SampleLoader | None = None  # prompts for the standalone test (the CLI picks the zoo's for the zoo)
     samples: int = 12
@@ -124,7 +126,7 @@ class DoctorReport:
     problem_list: list[Problem] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
     unknowns: list[str] = field(default_factory=list)  # facts the static check could not establish, unsettled
-    live: Any = None  # `--server`: the probe's report (probe.ProbeReport) on the live server
+    live: Any = None  # `--server`: the probe's report (jobs.probe.ProbeReport) on the live server
     assumptions: list[str] = field(
         default_factory=list
     )  # what the static verdict assumed (and what breaks it)
@@ -238,7 +240,7 @@ def doctor(drafter: Path | str, target: Path | str, opts: DoctorOptions, progres
 def _live(rep: DoctorReport, drafter: Path, target: Path, opts: DoctorOptions, progress) -> None:
     """`--server URL`: the live server's own counters on the doctor's prompts, beside the prediction on the same
     prompts (`eaglewire probe`), folded into the report: its diagnosis is one more finding."""
-    from eaglewire.probe import ProbeOptions, probe
+    from eaglewire.jobs.probe import ProbeOptions, probe
 
     popts = ProbeOptions(
         drafter=drafter, target=target, data=opts.data, requests=opts.samples, prompt_len=opts.prompt_len,
@@ -396,7 +398,7 @@ def _set_fix(rep: DoctorReport, row_key: str, taps: Wiring | None, ckpt: Drafter
     """The engine's config value for `taps`, the fixed config.json, and the taps the engine then feeds."""
     if taps is None or (rep.served is not None and taps == rep.served):
         return
-    row = next(r for r in conv.ROWS if r.key == row_key)
+    row = next(r for r in table.ROWS if r.key == row_key)
     rep.fix = conv.config_value_for(row, taps, rep.static.target.num_layers)
     if not rep.fix.expressible:
         return

@@ -57,10 +57,11 @@ def feed_wiring(
     if taps:
         return Wiring.parse(taps).validate(L), "--taps"
     if engine:
-        from eaglewire import conventions as conv
+        from eaglewire.engines import runners, table
+        from eaglewire.rules import taps as conv
 
         info = target.info
-        choice = conv.serving_row(conv.parse_spec(engine), info.family, platform, runner,
+        choice = runners.serving_row(table.parse_spec(engine), info.family, platform, runner,
                                   architecture=info.architecture, model_type=info.model_type)  # fmt: skip
         served = conv.resolve(choice.match.row, ckpt.config, L)
         if served.taps is None:

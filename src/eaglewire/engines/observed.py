@@ -1,0 +1,83 @@
+"""What a running engine showed: the evidence level above "read at source".
+
+The real-engine tier (tests/real_engine, `make test-real-engine`) serves the zoo with vLLM's CPU build over a
+matrix of id variants and records, per variant, the taps the engine captured (read from the engine itself) or the
+stage it failed at, beside what the table predicted. The committed record (`observed/*.json`) is replayed against
+the table by `make test`, and the coverage page marks the rows it covers as observed.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from functools import cache
+
+from eaglewire.rules import ENGINES_DIR
+from eaglewire.rules.taps import Convention
+
+
+@dataclass(frozen=True)
+class Observation:
+    framework: str
+    version: str
+    platform: str
+    runner: str
+    variants: int  # id variants served
+    failures: int  # of them, variants the engine refused or crashed on
+    source: str  # the record's file name
+
+
+def record_variant(name: str, fmt: str, top, nested, engine: dict, served, captured: list[int]) -> dict:
+    """One row of the record: the variant as written, what the engine did, what the table said."""
+    return {
+        "variant": name,
+        "format": fmt,
+        "top_level_ids": top,
+        "eagle_config_ids": nested,
+        "engine": {
+            "stage": engine.get("stage"),
+            "error": engine.get("error"),
+            "aux_hidden_state_layers": engine.get("aux_hidden_state_layers"),
+            "captured_taps": captured,
+        },
+        "eaglewire": {
+            "row": served.row.key,
+            "served_taps": str(served.taps) if served.taps is not None else None,
+            "failure": served.failure,
+            "failure_stage": served.stage,
+        },
+    }
+
+
+@cache
+def records() -> tuple[dict, ...]:
+    """The committed records (one per engine release and platform)."""
+    out = []
+    for f in sorted(ENGINES_DIR.glob("*/data/observed/*.json"), key=lambda p: p.name):
+        if f.name.endswith(".json"):
+            rec = json.loads(f.read_text())
+            rec["file"] = f.name
+            out.append(rec)
+    return tuple(out)
+
+
+def observations() -> list[Observation]:
+    out = []
+    for rec in records():
+        framework, version = rec["engine"].split("==")
+        rows = rec["variants"]
+        fails = sum(1 for r in rows if r["engine"]["stage"] is not None)
+        out.append(
+            Observation(framework, version, rec["platform"], rec["runner"], len(rows), fails, rec["file"])
+        )
+    return out
+
+
+def observed_for(row: Convention) -> list[Observation]:
+    """The observations that cover `row` (same framework and runner, a release the row was read at)."""
+    return [
+        o
+        for o in observations()
+        if o.framework == row.framework and (row.runner in (None, o.runner)) and o.version in row.checked
+        and row.role == "serve" and "llama" in row.models
+    ]  # fmt: skip

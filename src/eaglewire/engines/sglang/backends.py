@@ -1,0 +1,175 @@
+"""SGLang's per-GPU attention backend and page size: the choices that decide whether a draft tree starts.
+
+On Blackwell (sm100) SGLang picks `trtllm_mla` for DeepSeek-V3-class targets (Kimi-K2.5 included), which forces
+page size 64, and `_handle_eagle_family` then refuses top-k > 1 with page size > 1 on that backend: the same
+launch starts on an H200 and fails on a B200. These rows replay the default backend (`get_default_attn_backend`
+and the DeepSeek model override) and the page-size constraints of each backend, for the GPU given to `lint`.
+With the GPU unknown they leave the backend open and say which verdicts depend on it.
+
+Read in sglang 0.5.23; checked against that code per GPU profile by `make test-engines`.
+"""
+
+from __future__ import annotations
+
+import functools
+
+from eaglewire.engines.sglang.args import SG_KEYS, SGLANG
+from eaglewire.rules.flags import FlagRule, State, row
+from eaglewire.rules.launch import INFO, PROBLEM, WARNING, Change, Edit, FlagFix
+
+rule = functools.partial(row, SGLANG)
+OVERRIDE_BASE = "sglang 0.5.23 srt/arg_groups/model_override_base.py"
+OVERRIDES = "sglang 0.5.23 srt/arg_groups/overrides.py"
+
+# srt/arg_groups/model_overrides/deepseek_v2.py:38-51 (the registered architectures) and 176-188: on sm100, with
+# no backend given, the non-DSA DeepSeek family runs trtllm_mla. DSA targets (DeepSeek-V3.2, GLM-MoE-DSA) take
+# the "dsa" backend instead (:100-103) and are not listed.
+TRTLLM_MLA_ARCHS = frozenset({
+    "DeepseekV3ForCausalLM", "KimiK25ForConditionalGeneration", "MistralLarge3ForCausalLM",
+    "PixtralForConditionalGeneration", "HYV4ForCausalLM", "LongcatFlashForCausalLM", "Dots3NoteForCausalLM",
+})  # fmt: skip
+# Backends whose kernels need a page size (overrides.py:1143-1200 _mla_backend_page_constraints): allowed sizes,
+# and the size SGLang switches to.
+PAGE_SIZES = {
+    "flashmla": ((64,), 64),
+    "trtllm_mla": ((32, 64), 64),
+    "cutedsl_mla": ((32, 64), 64),
+    "trtllm_mha": ((16, 32, 64, 128), 64),
+    "hpc_ops": ((64,), 64),
+}
+BACKEND_KEYS = ("attention_backend", "decode_attention_backend", "prefill_attention_backend")
+
+
+MLA_ARCHS = TRTLLM_MLA_ARCHS | {"DeepseekV2ForCausalLM", "DeepseekV32ForCausalLM", "GlmMoeDsaForCausalLM"}
+
+
+def is_mla(st: State) -> bool | None:
+    """The target uses MLA attention (kv_lora_rank in its config or text config, else by architecture); None
+    when the target is unknown."""
+    config = st.target_config
+    if config is None:
+        return None if st.target_arch is None else st.target_arch in MLA_ARCHS
+    text = config.get("text_config") if isinstance(config.get("text_config"), dict) else {}
+    return bool(config.get("kv_lora_rank") or text.get("kv_lora_rank"))
+
+
+def _topk_one(st: State) -> bool:
+    """utils/common.py:3960-3966 is_no_spec_infer_or_topk_one, read before the speculative hook runs."""
+    topk, page = st.given["topk"], st.given["page_size"]
+    return topk is None or (topk == 1 and page in (None, 1))
+
+
+def default_backend(st: State) -> tuple[str | None, str]:
+    """SGLang's default attention backend for this target and GPU, and why; None when it depends on the unknown."""
+    gpu = st.gpu
+    mla = is_mla(st)
+    if mla is None:
+        return None, "the target is unknown (pass a local model folder or --target-arch)"
+    if not gpu.known:
+        return None, "the GPU is unknown (pass --gpu)"
+    v = st.v
+    if mla and gpu.sm100 and st.target_arch in TRTLLM_MLA_ARCHS and all(v[k] is None for k in BACKEND_KEYS):
+        return "trtllm_mla", f"{st.target_arch} on {gpu.key} (sm100): model_overrides/deepseek_v2.py:176-188"
+    where = f"{OVERRIDE_BASE}:277-351 get_default_attn_backend"
+    if mla:
+        backend = "fa3" if gpu.hopper else "flashinfer" if gpu.sm100 else "triton"
+        return backend, f"MLA target on {gpu.key}: {where}"
+    if gpu.hopper and _topk_one(st):
+        return "fa3", f"MHA target on {gpu.key} (Hopper), topk 1 or unset: {where}"
+    if gpu.sm100 and _topk_one(st) and (v["algorithm"] is None or st.given["topk"] is not None):
+        return "trtllm_mha", f"MHA target on {gpu.key} (sm100) with topk 1: {where}"
+    return "flashinfer", f"MHA target on {gpu.key}: {where} (flashinfer ships with SGLang)"
+
+
+def _sg_backend_default(rule: FlagRule, st: State) -> None:
+    v = st.v
+    if v["attention_backend"] is not None:
+        return
+    if (
+        v["prefill_attention_backend"] is not None
+        and v["prefill_attention_backend"] == v["decode_attention_backend"]
+    ):
+        v["attention_backend"] = v["prefill_attention_backend"]
+        return
+    backend, why = default_backend(st)
+    if backend is None:
+        st.gpu_dependent.append(rule.name)
+        st.notes.append(
+            f"attention backend not given and not known: {why}; verdicts that depend on it say so"
+        )
+        return
+    st.emit(
+        rule,
+        "--attention-backend",
+        None,
+        backend,
+        f"attention backend not given: SGLang uses {backend} ({why})",
+    )
+    v["attention_backend"] = backend
+
+
+def _sg_page_size(rule: FlagRule, st: State) -> None:
+    v = st.v
+    page = v["page_size"]
+    for key in ("attention_backend", "decode_attention_backend", "prefill_attention_backend"):
+        backend = v[key]
+        if backend not in PAGE_SIZES or (
+            key == "prefill_attention_backend" and backend in ("flashmla", "trtllm_mla")
+        ):
+            continue
+        allowed, forced = PAGE_SIZES[backend]
+        current = 1 if page is None else page
+        if current not in allowed:
+            st.emit(rule, "--page-size", v["page_size"], forced,
+                    f"{backend} supports page sizes {list(allowed)} only: SGLang sets page size {forced} (logged "
+                    "as a warning); with topk > 1 the draft tree then needs a paged tree backend")  # fmt: skip
+            page = forced
+    v["page_size"] = 1 if page is None else page
+
+
+# Backends that run only on some GPU generations: (capability majors allowed, what SGLang says).
+BACKEND_GPUS = {
+    "trtllm_mla": ((10, 11, 12), "TRTLLM MLA backend is only supported on Blackwell GPUs (SM100/SM12x)"),
+    "cutedsl_mla": ((10,), "CuteDSL MLA backend is only supported on Blackwell GPUs (SM100)"),
+    "trtllm_mha": (
+        (9, 10, 12),
+        "TRTLLM MHA backend is only supported on Hopper (SM90), Blackwell (SM100) and SM120",
+    ),
+}
+
+
+def _sg_backend_gpu(rule: FlagRule, st: State) -> None:
+    used = {st.v[k] for k in BACKEND_KEYS} & set(BACKEND_GPUS)
+    for backend in sorted(used):
+        majors, message = BACKEND_GPUS[backend]
+        if not st.gpu.known:
+            st.gpu_dependent.append(rule.name)
+            st.notes.append(f"{backend} runs only on GPUs of compute capability {majors}.x: pass --gpu")
+        elif st.gpu.capability[0] not in majors:
+            st.emit(rule, "--attention-backend", backend, None,
+                    f"{message}; this is a {st.gpu.key}: ValueError at startup")  # fmt: skip
+
+
+def _fix_backend_gpu(st: State, change: Change) -> FlagFix:
+    backend = "fa3" if st.gpu.hopper else "flashinfer" if st.gpu.sm100 else "triton"
+    edits = tuple(
+        Edit(SG_KEYS[k], backend) for k in BACKEND_KEYS if st.v[k] == change.given and st.cmd.has(SG_KEYS[k])
+    )
+    return FlagFix(
+        change.rule, edits or (Edit("--attention-backend", backend),), f"a backend that runs on {st.gpu.key}"
+    )
+
+
+RULES = [
+    rule("sglang.attention_backend_default", ">=0.5.23", INFO,
+       f"{OVERRIDE_BASE}:277-351 get_default_attn_backend; {OVERRIDES}:1126-1140 _attention_backend_default; "
+       "model_overrides/deepseek_v2.py:176-188 (trtllm_mla on sm100)",
+       "the attention backend SGLang picks for this target and GPU", _sg_backend_default, families=("*",)),
+    rule("sglang.backend_page_size", ">=0.5.23", WARNING,
+       f"{OVERRIDES}:1143-1200 _mla_backend_page_constraints; 1341-1363 _page_size_default (1)",
+       "flashmla/trtllm_mla/trtllm_mha force their page size", _sg_page_size, families=("*",)),
+    rule("sglang.backend_gpu", ">=0.5.23", PROBLEM,
+       f"{OVERRIDES}:1203-1218 _mla_kv_cache_dtype_checks, 1235-1247 _cutedsl_prefill_backend_fill; "
+       "attention_hook.py:198-227 (trtllm_mha)",
+       "backends that need a GPU generation", _sg_backend_gpu, _fix_backend_gpu, fails=True, families=("*",)),
+]  # fmt: skip

@@ -1,0 +1,508 @@
+"""SGLang's speculative-flag rules, each function beside its table row(s), in the order SGLang applies them:
+algorithm and drafter, scheduler, then the three sizes (`sglang_sizes.py`), then the token map and adaptive mode.
+
+Sources: the sglang wheels 0.4.5-0.5.23 from PyPI, unzipped and read (`versions.SGLANG_CHECKED`); each row cites
+file and lines. To add a release: add rows (or move an upper bound) and a scenario test in tests/test_flags.py
+(CONTRIBUTING.md).
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+from collections.abc import Callable
+
+from packaging.version import Version
+
+from eaglewire.engines.sglang import backends as sglang_backends
+from eaglewire.engines.sglang import draft as sglang_draft
+from eaglewire.engines.sglang import families as sglang_families
+from eaglewire.engines.sglang import sizes as sglang_sizes
+from eaglewire.engines.sglang.args import SG_HOOK, SG_SA, SGLANG, SGLANG_ALGORITHMS
+from eaglewire.engines.sglang.sizes import fix_algorithm, fix_draft_path, fix_no_algorithm, fix_triple
+from eaglewire.rules import engine_data
+from eaglewire.rules.flags import FlagRule, State, row
+from eaglewire.rules.launch import INFO, PROBLEM, WARNING
+
+rule = functools.partial(row, SGLANG)
+# argparse first (flags the release does not define); then the attention backend and page size, resolved
+# before the speculative hook, for every command.
+RULES: list[FlagRule] = [*sglang_draft.RELEASE_RULES, *sglang_backends.RULES]
+
+
+# Targets whose own checkpoint carries the MTP draft layer: SGLang defaults the draft path to the target path
+# (and logs "DeepSeek MTP does not require setting speculative_draft_model_path." when one is given). The list of
+# each release is its own `model_arch` list, read from the wheel (data/registry.json "nextn"); one row per run of
+# releases with the same list.
+def _mtp_targets() -> tuple[tuple[str, frozenset[str]], ...]:
+    data = json.loads(engine_data(SGLANG, "registry.json").read_text())["releases"]
+    runs: list[tuple[str, frozenset[str]]] = []
+    for version in sorted(data, key=Version):
+        archs = frozenset(data[version]["nextn"]["architectures"])
+        if not runs or runs[-1][1] != archs:
+            runs.append((version, archs))
+    return tuple(
+        (f">={start}" + (f",<{runs[n + 1][0]}" if n + 1 < len(runs) else ""), archs)
+        for n, (start, archs) in enumerate(runs)
+        if archs
+    )
+
+
+MTP_TARGETS: tuple[tuple[str, frozenset[str]], ...] = _mtp_targets()
+MTP_NO_WARNING = frozenset({"MistralLarge3ForCausalLM", "PixtralForConditionalGeneration"})
+
+
+def _sg_no_algorithm(rule: FlagRule, st: State) -> None:
+    if st.family == "none":  # no speculative flag at all: only the backend rows above apply
+        st.halted = True
+        return
+    if st.v["algorithm"] is None:
+        spec_flags = sorted({o.flag for o in st.cmd.options if o.flag.startswith("--speculative-")})
+        st.emit(
+            rule,
+            "--speculative-algorithm",
+            None,
+            None,
+            f"{', '.join(spec_flags)} set but --speculative-algorithm is not: SGLang runs without speculation "
+            "and ignores them",
+        )
+        st.halted = True
+
+
+RULES += [
+    rule("sglang.no_algorithm", "", PROBLEM,
+       f"{SG_HOOK}:121-284 handle_speculative_decoding (every EAGLE step needs `speculative_algorithm is not "
+       f"None`); {SG_SA}",
+       "speculative flags without --speculative-algorithm are ignored", _sg_no_algorithm, fix_no_algorithm,
+       families=("*",)),
+]  # fmt: skip
+
+
+def _sg_algorithm_case(upper_case: bool) -> Callable[[FlagRule, State], None]:
+    def apply(rule: FlagRule, st: State) -> None:
+        algorithm = st.v["algorithm"]
+        if algorithm == algorithm.upper():
+            return
+        if upper_case:
+            msg = f"SGLang upper-cases the algorithm: {algorithm} is {algorithm.upper()}"
+        else:
+            msg = (
+                f"--speculative-algorithm accepts only upper-case choices ({', '.join(SGLANG_ALGORITHMS)}) "
+                f"in this version: {algorithm!r} is rejected by argparse at startup"
+            )
+        st.emit(rule, "--speculative-algorithm", algorithm, algorithm.upper() if upper_case else None, msg)
+        st.v["algorithm"] = algorithm.upper()
+
+    return apply
+
+
+RULES += [
+    rule("sglang.algorithm_choices", ">=0.4.5,<0.5.12", PROBLEM,
+       "sglang 0.4.5-0.5.11 server_args.py add_cli_args: --speculative-algorithm "
+       "choices=[EAGLE, EAGLE3, NEXTN, ...]",
+       "lower-case algorithm names are rejected", _sg_algorithm_case(False),
+       lambda st, c: fix_algorithm(str(c.given).upper())(st, c), fails=True, families=("*",)),
+    rule("sglang.algorithm_upper", ">=0.5.12", INFO,
+       f"sglang 0.5.12 server_args.py _handle_speculative_decoding; {SG_HOOK}:136-143",
+       "the algorithm is upper-cased", _sg_algorithm_case(True), families=("*",)),
+]  # fmt: skip
+
+
+def _sg_nextn(rule: FlagRule, st: State) -> None:
+    if st.v["algorithm"] == "NEXTN":
+        st.emit(
+            rule,
+            "--speculative-algorithm",
+            "NEXTN",
+            "EAGLE",
+            "NEXTN is an alias of EAGLE (MTP / EAGLE-1/2 drafters); EAGLE-3 drafters need EAGLE3",
+        )
+        st.v["algorithm"] = "EAGLE"
+
+
+RULES += [
+    rule("sglang.nextn_alias", ">=0.4.5", INFO,
+       f"{SG_HOOK}:109-115 _resolve_speculative_algorithm_alias; {SG_SA}",
+       "NEXTN is EAGLE", _sg_nextn, families=("*",)),
+    *sglang_families.ALGORITHM_RULES,
+    *sglang_families.ADAPTIVE_RULES,
+    *sglang_families.STANDALONE_RULES,
+]  # fmt: skip
+
+
+def _sg_eagle_with_eagle3(rule: FlagRule, st: State) -> None:
+    if st.v["algorithm"] == "EAGLE" and st.drafter_kind == "eagle3":
+        st.emit(
+            rule,
+            "--speculative-algorithm",
+            st.given["algorithm"],
+            "EAGLE",
+            f"the drafter ({st.drafter_source}) is EAGLE-3, but EAGLE does not capture the target's aux hidden "
+            "states: its fc is silently skipped (the input is already hidden_size wide) and the accept length "
+            "falls to ~1.0, with no warning",
+        )
+
+
+RULES += [
+    rule("sglang.eagle_with_eagle3_drafter", ">=0.4.5", PROBLEM,
+       "sglang 0.5.23 srt/model_executor/model_runner_components/spec_aux_hidden_state.py:140-196 (aux hidden "
+       "states only for is_eagle3) and srt/models/llama_eagle3.py:238-247 (`if hidden_states.shape[-1] != "
+       "embeds.shape[-1]: ... self.fc(...)`); same fc guard in 0.4.5/0.5.1/0.5.10; sgl-project/sglang#21272",
+       "EAGLE with an EAGLE-3 drafter skips fc: accept length ~1.0", _sg_eagle_with_eagle3,
+       fix_algorithm("EAGLE3")),
+]  # fmt: skip
+
+
+def _sg_max_running(logged: str) -> Callable[[FlagRule, State], None]:
+    def apply(rule: FlagRule, st: State) -> None:
+        if st.v["max_running_requests"] is None:
+            st.emit(
+                rule,
+                "--max-running-requests",
+                None,
+                48,
+                f"max running requests is reset to 48 for speculative decoding ({logged}); throughput "
+                "benchmarks above 48 concurrent requests queue: set --max-running-requests explicitly",
+            )
+            st.v["max_running_requests"] = 48
+
+    return apply
+
+
+RULES += [
+    rule("sglang.max_running_requests", ">=0.4.5,<0.5.4", WARNING,
+       f"{SG_SA}: `if self.max_running_requests is None: self.max_running_requests = 48`",
+       "max running requests 48", _sg_max_running("no log line in this version"), families=("eagle", "ngram")),
+    rule("sglang.max_running_requests", ">=0.5.4", WARNING,
+       f"{SG_HOOK}:1086-1095 _handle_eagle_family; sglang 0.5.4-0.5.12 server_args.py "
+       "_handle_speculative_decoding",
+       "max running requests 48", _sg_max_running("logged once as a warning"), families=("eagle", "ngram")),
+]  # fmt: skip
+
+
+def _attn_dp_workers(st: State) -> int:
+    """How many attention-DP workers share --max-running-requests (1 when attention DP is off)."""
+    v = st.v
+    attn = v.get("attn_dp_size") or 1
+    if v.get("enable_dp_attention") and attn == 1:
+        attn = v.get("dp_size") or 1
+    return int(attn)
+
+
+def _sg_per_dp_worker(round_up: bool) -> Callable[[FlagRule, State], None]:
+    def apply(rule: FlagRule, st: State) -> None:
+        workers, total = _attn_dp_workers(st), st.v["max_running_requests"]
+        if workers <= 1 or total is None:
+            return
+        quotient = total // workers
+        per, extra = quotient, ""
+        if quotient < 1:
+            per = 1 if round_up else 0
+            extra = (
+                "; SGLang rounds that up to 1"
+                if round_up
+                else "; startup stops at `max_running_request is zero`"
+            )
+        where = "the speculative default" if st.given.get("max_running_requests") is None else "as given"
+        st.emit(
+            rule,
+            "--max-running-requests",
+            total,
+            per,
+            f"--max-running-requests {total} ({where}) is the total over the {workers} attention-DP workers: "
+            f"each runs at most {total} // {workers} = {quotient} concurrent requests (sglang#20063){extra}; "
+            f"for N per worker pass --max-running-requests N*{workers}",
+        )
+        if per < 1:
+            st.fails = True
+            st.failing.setdefault(rule.name, "load")  # the worker asserts it, after argument checks
+
+    return apply
+
+
+RULES += [
+    rule("sglang.max_running_per_dp_worker", ">=0.4.5,<0.5.23", WARNING,
+       "sglang 0.4.5-0.5.13 managers/tp_worker.py (`server_args.max_running_requests // (server_args.dp_size if "
+       "server_args.enable_dp_attention else 1)`, assert > 0); 0.5.14-0.5.22 model_runner_kv_cache_mixin.py / "
+       "mem_cache/kv_cache_configurator.py _resolve_max_num_reqs (`requested_per_worker = max_num_reqs // "
+       "attn_dp_size`); sgl-project/sglang#20063, #34290 (open: derive the default from the CUDA-graph ladder)",
+       "max running requests divided across attention-DP workers", _sg_per_dp_worker(round_up=False),
+       families=("eagle", "ngram")),
+    rule("sglang.max_running_per_dp_worker", ">=0.5.23", WARNING,
+       "sglang 0.5.23 mem_cache/kv_cache_configurator.py:3128 (`max(1, max_num_reqs // self.attn_dp_size)`), "
+       "model_executor/pool_configurator.py:956; sgl-project/sglang#20063, #34290 (open)",
+       "max running requests divided across attention-DP workers", _sg_per_dp_worker(round_up=True),
+       families=("eagle", "ngram")),
+]  # fmt: skip
+
+
+def _sg_overlap_always_off(rule: FlagRule, st: State) -> None:
+    if not st.v["disable_overlap_schedule"]:
+        st.emit(
+            rule,
+            "--disable-overlap-schedule",
+            False,
+            True,
+            "the overlap scheduler is disabled for EAGLE speculative decoding in this version",
+        )
+        st.v["disable_overlap_schedule"] = True
+
+
+RULES += [
+    rule("sglang.overlap_schedule", ">=0.4.5,<0.5.4", INFO,
+       f"{SG_SA}: `self.disable_overlap_schedule = True` for EAGLE/EAGLE3",
+       "overlap scheduler off", _sg_overlap_always_off),
+]  # fmt: skip
+
+
+def _sg_overlap_opt_in(algorithms: tuple[str, ...], switch: str) -> Callable[[FlagRule, State], None]:
+    def apply(rule: FlagRule, st: State) -> None:
+        if st.v["disable_overlap_schedule"]:
+            return
+        on = st.v["beta_spec"] if switch.startswith("--") else st.env_true(switch, False)
+        if on and st.v["algorithm"] in algorithms:
+            return
+        how = (
+            f"{switch} with {'/'.join(algorithms)}"
+            if switch.startswith("--")
+            else f"{switch}=1 with {'/'.join(algorithms)}"
+        )
+        st.emit(
+            rule,
+            "--disable-overlap-schedule",
+            False,
+            True,
+            f"the overlap scheduler is disabled: spec v2 is opt-in in this version ({how})",
+        )
+        st.v["disable_overlap_schedule"] = True
+
+    return apply
+
+
+RULES += [
+    rule("sglang.overlap_schedule", ">=0.5.4,<0.5.5", INFO,
+       "sglang 0.5.4 server_args.py _handle_speculative_decoding (enable_beta_spec)",
+       "overlap scheduler off unless --enable-beta-spec with EAGLE",
+       _sg_overlap_opt_in(("EAGLE",), "--enable-beta-spec")),
+    rule("sglang.overlap_schedule", ">=0.5.5,<0.5.7", INFO,
+       "sglang 0.5.5-0.5.6 server_args.py _handle_speculative_decoding; environ.py "
+       "SGLANG_ENABLE_SPEC_V2 = EnvBool(False)",
+       "overlap scheduler off unless SGLANG_ENABLE_SPEC_V2 with EAGLE",
+       _sg_overlap_opt_in(("EAGLE",), "SGLANG_ENABLE_SPEC_V2")),
+    rule("sglang.overlap_schedule", ">=0.5.7,<0.5.11", INFO,
+       "sglang 0.5.7-0.5.10 server_args.py _handle_speculative_decoding; environ.py SGLANG_ENABLE_SPEC_V2 = "
+       "EnvBool(False)",
+       "overlap scheduler off unless SGLANG_ENABLE_SPEC_V2",
+       _sg_overlap_opt_in(("EAGLE", "EAGLE3"), "SGLANG_ENABLE_SPEC_V2")),
+]  # fmt: skip
+
+
+def _sg_spec_v2_topk(rule: FlagRule, st: State) -> None:
+    topk = st.given["topk"]
+    if (
+        st.env_true("SGLANG_ENABLE_SPEC_V2", False)
+        and st.v["algorithm"] in ("EAGLE", "EAGLE3")
+        and topk
+        and topk > 1
+    ):
+        st.emit(
+            rule,
+            "--speculative-eagle-topk",
+            topk,
+            None,
+            "SGLANG_ENABLE_SPEC_V2 supports only topk 1 in this version: ValueError at startup",
+        )
+        st.force_topk1.append("spec v2 supports only topk 1")
+
+
+RULES += [
+    rule("sglang.spec_v2_topk", ">=0.5.7,<0.5.11", PROBLEM,
+       "sglang 0.5.7-0.5.10 server_args.py: 'Spec v2 currently only supports topk = 1 for speculative "
+       "decoding.'",
+       "spec v2 needs topk 1", _sg_spec_v2_topk, fix_triple, fails=True),
+]  # fmt: skip
+
+
+def _sg_overlap_v1_fallback(rule: FlagRule, st: State) -> None:
+    if st.v["disable_overlap_schedule"]:
+        return
+    topk = st.given["topk"]
+    if topk is not None and topk > 1:
+        why = "spec v2 supports only topk 1, so spec v1 runs without the overlap scheduler"
+    elif not st.env_true("SGLANG_ENABLE_SPEC_V2", True):
+        why = "SGLANG_ENABLE_SPEC_V2=False selects spec v1, without the overlap scheduler"
+    else:
+        return
+    st.emit(rule, "--disable-overlap-schedule", False, True, why)
+    st.v["disable_overlap_schedule"] = True
+
+
+RULES += [
+    rule("sglang.overlap_schedule", ">=0.5.11,<0.5.13", INFO,
+       "sglang 0.5.11-0.5.12 server_args.py _handle_speculative_decoding (spec_v1_reason); environ.py "
+       "SGLANG_ENABLE_SPEC_V2 = EnvBool(True)",
+       "topk > 1 falls back to spec v1 without overlap", _sg_overlap_v1_fallback),
+]  # fmt: skip
+
+
+def _sg_overlap_env_off(rule: FlagRule, st: State) -> None:
+    if not st.v["disable_overlap_schedule"] and not st.env_true("SGLANG_ENABLE_SPEC_V2", True):
+        st.emit(
+            rule,
+            "--disable-overlap-schedule",
+            False,
+            True,
+            "SGLANG_ENABLE_SPEC_V2=False selects the non-overlap (synchronous) spec v2 path",
+        )
+        st.v["disable_overlap_schedule"] = True
+
+
+RULES += [
+    rule("sglang.overlap_schedule", ">=0.5.13,<0.5.14", INFO,
+       "sglang 0.5.13 srt/arg_groups/speculative_hook.py _handle_eagle_family",
+       "SGLANG_ENABLE_SPEC_V2=False: non-overlap spec v2", _sg_overlap_env_off),
+]  # fmt: skip
+
+
+def _sg_mixed_chunk(rule: FlagRule, st: State) -> None:
+    if st.v["enable_mixed_chunk"]:
+        st.emit(
+            rule,
+            "--enable-mixed-chunk",
+            True,
+            False,
+            "mixed chunked prefill is disabled for EAGLE speculative decoding in this version",
+        )
+        st.v["enable_mixed_chunk"] = False
+
+
+RULES += [
+    rule("sglang.mixed_chunk_disabled", ">=0.4.7,<0.5.19", INFO,
+       f"{SG_SA}; sglang 0.5.13-0.5.18 speculative_hook.py _handle_eagle_family ('Mixed chunked prefill is "
+       "disabled because of using eagle speculative decoding.'); from 0.5.19 only for algorithms without "
+       "supports_mixed_chunk() (EAGLE/EAGLE3 keep it: speculative/spec_info.py)",
+       "--enable-mixed-chunk is turned off", _sg_mixed_chunk),
+]  # fmt: skip
+
+
+def _sg_mtp_draft(archs: frozenset[str]) -> Callable[[FlagRule, State], None]:
+    def apply(rule: FlagRule, st: State) -> None:
+        arch = st.target_arch
+        if arch not in archs:
+            return
+        draft = st.v["draft_model"]
+        if draft is None:
+            st.emit(
+                rule,
+                "--speculative-draft-model-path",
+                None,
+                st.cmd.model,
+                f"{arch} target: SGLang takes the draft from the target checkpoint (its MTP layer)",
+            )
+            st.v["draft_model"] = st.cmd.model
+        elif arch not in MTP_NO_WARNING:
+            st.emit(
+                rule,
+                "--speculative-draft-model-path",
+                draft,
+                draft,
+                "SGLang logs 'DeepSeek MTP does not require setting speculative_draft_model_path.': harmless "
+                "for a separate EAGLE-3 drafter, which is still used",
+            )
+
+    return apply
+
+
+RULES += [
+    *(
+        rule("sglang.mtp_draft_path", versions, INFO,
+           f"{SG_HOOK}:1120-1157 _handle_eagle_family (model_arch list); {SG_SA} (list per version)",
+           "MTP targets default the draft path to the target", _sg_mtp_draft(archs))
+        for versions, archs in MTP_TARGETS
+    ),
+]  # fmt: skip
+
+
+def _sg_draft_missing(known_target: bool) -> Callable[[FlagRule, State], None]:
+    def apply(rule: FlagRule, st: State) -> None:
+        eagle3 = st.v["algorithm"] == "EAGLE3"
+        # EAGLE3 needs its own drafter even where SGLang defaults the path to an MTP target's own checkpoint.
+        if (st.given["draft_model"] if eagle3 else st.v["draft_model"]) is not None:
+            return
+        if known_target != (eagle3 or st.target_arch is not None):
+            return
+        what = (
+            "EAGLE3 needs an EAGLE-3 drafter (an MTP target's own checkpoint is not one)"
+            if eagle3
+            else f"{st.target_arch or 'this target'} has no built-in MTP draft"
+        )
+        st.emit(
+            rule,
+            "--speculative-draft-model-path",
+            None,
+            None,
+            f"no --speculative-draft-model-path: {what}"
+            + ("" if known_target else " (unless the target is an MTP model: pass its architecture)"),
+        )
+
+    return apply
+
+
+RULES += [
+    rule("sglang.draft_model_missing", ">=0.4.5", PROBLEM,
+       f"{SG_HOOK}:1120-1157 (only MTP targets get a default draft path); speculative/eagle_worker_v2.py loads "
+       "speculative_draft_model_path (inferred: a None path cannot load)",
+       "no drafter", _sg_draft_missing(True), fix_draft_path, fails=True, stage="load"),
+    rule("sglang.draft_model_missing_unknown_target", ">=0.4.5", WARNING,
+       f"{SG_HOOK}:1120-1157", "no drafter, target unknown", _sg_draft_missing(False)),
+]  # fmt: skip
+
+
+# The sizes: num_steps, topk, num_draft_tokens (their rules run here, in SGLang's order).
+RULES += sglang_sizes.RULES
+# NGRAM's own handler (_handle_ngram), instead of the EAGLE family's.
+RULES += sglang_families.NGRAM_RULES
+
+
+def _sg_token_map(rule: FlagRule, st: State) -> None:
+    if st.v["algorithm"] == "EAGLE3" and st.v["token_map"] is not None:
+        st.emit(
+            rule,
+            "--speculative-token-map",
+            st.v["token_map"],
+            None,
+            "EAGLE3 drafters carry their own d2t vocabulary map: SGLang logs 'Speculative token map specified, "
+            "but EAGLE3 models already have this. Ignoring the specified token map.'; remove the flag",
+        )
+        st.v["token_map"] = None
+
+
+RULES += [
+    rule("sglang.token_map_ignored", ">=0.4.5", WARNING,
+       "sglang 0.5.23 speculative/eagle_worker_v2.py:323-333 init_token_map; 0.4.5-0.5.x "
+       "speculative/eagle_worker.py",
+       "EAGLE3 ignores --speculative-token-map", _sg_token_map),
+]  # fmt: skip
+
+
+def _sg_adaptive(rule: FlagRule, st: State) -> None:
+    if st.v["adaptive"]:
+        st.emit(
+            rule,
+            "--speculative-adaptive",
+            True,
+            True,
+            "adaptive speculation changes num_steps at runtime (topk 1 only): the settings reported are the "
+            "starting point, not what every step uses",
+        )
+
+
+RULES += [
+    rule("sglang.adaptive", ">=0.5.11,<0.5.23", WARNING,
+       f"{SG_HOOK}:1374-1427 (_init_adaptive_speculative_params); sglang 0.5.11 server_args.py",
+       "adaptive steps", _sg_adaptive),
+]  # fmt: skip
+
+
+# The draft model's own settings (quantization, context length) and arguments no code reads for this algorithm.
+RULES += sglang_draft.RULES

@@ -1,0 +1,151 @@
+"""SGLang: the checkpoint structure it chokes on, one row per behaviour and version range, each citing its source
+(docs/engine-facts.md; docs/conventions.md (b), (c)). The rows every engine shares are in `engines/structure.py`,
+which also orders all rows; what a row is, in `rules/structure.py`.
+"""
+
+from __future__ import annotations
+
+from packaging.version import Version
+
+from eaglewire.rules.structure import (
+    Context,
+    StructureRule,
+    norm_output_meaning,
+    rule,
+    short_context,
+    sliding,
+    unhonoured,
+)
+
+RULES: list[StructureRule] = []
+
+# ---- format and architecture routing -----------------------------------------------------------------------
+
+EAGLE3 = ("LlamaForCausalLMEagle3",)
+MLA = ("Eagle3DeepseekV2ForCausalLM",)
+
+
+@rule(
+    RULES,
+    "format-unsupported",
+    "sglang",
+    "",
+    "problem",
+    "sglang 0.4.5-0.5.23: no speculators_model_type anywhere",
+)
+def speculators_format(c: Context) -> str | None:
+    if c.speculators:
+        return (
+            "SGLang has no speculators-format support (no transformer_layer_config); convert the drafter with "
+            "`eaglewire convert --to eagle`"
+        )
+    return None
+
+
+@rule(RULES, "architecture-routing", "sglang", ">=0.5.12", "problem",
+      "sglang 0.5.23 models/llama_eagle3.py:387 EntryClass, kimi_k25_eagle3.py:523; configs/model_config.py:1032-1131")  # fmt: skip
+def architecture_routing(c: Context) -> str | None:
+    return _route(c, EAGLE3 + MLA)
+
+
+@rule(
+    RULES,
+    "architecture-routing",
+    "sglang",
+    "<0.5.12",
+    "problem",
+    "sglang 0.4.5-0.5.11 models/llama_eagle3.py EntryClass",
+)
+def architecture_routing_old(c: Context) -> str | None:
+    return _route(c, EAGLE3)
+
+
+def _route(c: Context, known: tuple[str, ...]) -> str | None:
+    if c.speculators or not c.architecture or c.architecture in known:
+        return None
+    return (
+        f"architectures[0] is {c.architecture!r}: SGLang routes by that name and has EAGLE-3 classes only for "
+        f"{', '.join(known)}; this drafter would load as another class (or fail). Set architectures to "
+        f"[{known[0]!r}]"
+    )
+
+
+# ---- norm options -----------------------------------------------------------------------------------------------
+
+
+@rule(RULES, "norm-before-residual", "sglang", "", "problem", "sglang 0.4.5-0.5.23: norm_before_residual never read (llama_eagle3.py)")  # fmt: skip
+def norm_before_residual(c: Context) -> str | None:
+    return unhonoured(c, "norm_before_residual", False)
+
+
+@rule(RULES, "norm-before-fc", "sglang", "", "problem", "sglang llama_eagle3.py:161-175 @0.5.17 (eagle_config first, then top-level); kimi_k25_eagle3.py: never")  # fmt: skip
+def norm_before_fc(c: Context) -> str | None:
+    mla = c.architecture in MLA
+    return unhonoured(c, "norm_before_fc", c.version >= Version("0.5.17") and not mla)
+
+
+@rule(RULES, "fc-norm-norm-output", "sglang", "", "problem", "sglang llama_eagle3.py:166-178, 188 @0.5.12; kimi_k25_eagle3.py:228-241 @0.5.23 (from 0.5.13)")  # fmt: skip
+def fc_norm_norm_output(c: Context) -> str | None:
+    since = Version("0.5.13") if c.architecture in MLA else Version("0.5.12")
+    return unhonoured(c, "fc_norm", c.version >= since) or unhonoured(c, "norm_output", c.version >= since)
+
+
+@rule(RULES, "norm-output-meaning", "sglang", ">=0.5.12", "unverified", "sglang llama_eagle3.py:263-269 @0.5.23; SpecForge llama3_eagle.py:1690, 1772-1777 @a6b6b02; docs/conventions.md (c) 2")  # fmt: skip
+def norm_output(c: Context) -> str | None:
+    since = Version("0.5.13") if c.architecture in MLA else Version("0.5.12")
+    return norm_output_meaning(c, "SGLang", c.version >= since)
+
+
+# ---- vocabulary, embeddings, lm_head -----------------------------------------------------------------------
+
+
+@rule(RULES, "tied-reduced-vocab", "sglang", "", "problem", "sglang llama_eagle3.py:207-224 @0.5.5, 303-322 @0.5.23; SpecForge#139")  # fmt: skip
+def tied_reduced_vocab(c: Context) -> str | None:
+    if c.cfg.get("tie_word_embeddings") is True and c.reduced_vocab:
+        return (
+            "tie_word_embeddings is true with a reduced draft vocabulary: SGLang ties lm_head to the (target's) "
+            "embedding, drops the trained lm_head and scores the first draft_vocab_size embedding rows: garbage "
+            "drafts; set tie_word_embeddings to false"
+        )
+    return None
+
+
+@rule(RULES, "own-embedding-missing", "sglang", "", "problem", "sglang llama.py:910-918 @0.5.23 (set_embed returns early when target_hidden_size != hidden_size)")  # fmt: skip
+def own_embedding_missing(c: Context) -> str | None:
+    th, h = c.cfg.get("target_hidden_size"), c.cfg.get("hidden_size")
+    if (
+        isinstance(th, int)
+        and isinstance(h, int)
+        and th != h
+        and c.ckpt.has_weights
+        and not c.has_tensor("embed_tokens.weight")
+    ):
+        return "target_hidden_size != hidden_size keeps the drafter's own embed_tokens, and it has none: uninitialised"
+    return None
+
+
+# ---- RoPE, context, sliding window -------------------------------------------------------------------------
+
+
+@rule(RULES, "draft-context", "sglang", "", "warning", "sglang llama.py:322-352 @0.5.23 (draft max_position_embeddings sizes its rotary)")  # fmt: skip
+def draft_context(c: Context) -> str | None:
+    return short_context(
+        c, "SGLang sizes the draft rotary by it: positions beyond are outside the draft's cache"
+    )
+
+
+@rule(RULES, "sliding-window-ignored", "sglang", "", "warning", "sglang llama_eagle3.py:286-299 @0.5.23 (draft sliding_window/layer_types never read)")  # fmt: skip
+def sliding_window_ignored(c: Context) -> str | None:
+    if sliding(c):
+        return "the drafter is configured with a sliding window, which SGLang does not apply (only --speculative-draft-window-size does)"
+    return None
+
+
+# ---- user reports whose cause is not established -----------------------------------------------------------
+
+
+@rule(RULES, "reported-qwen-vl", "sglang", "==0.5.5.*", "unverified", "sgl-project/SpecForge#310 (accept length 2.2 on 0.5.4, ~1.0 on 0.5.5.post3)")  # fmt: skip
+def reported_qwen_vl(c: Context) -> str | None:
+    if c.target.family in ("qwen2_5_vl", "qwen3_vl", "qwen3_vl_moe"):
+        return "users report accept length ~1.0 for Qwen-VL targets on SGLang 0.5.5 (cause not established); 0.5.4 worked"
+    return None

@@ -1,0 +1,159 @@
+"""Checkpoint structure over all engines: the rows that hold for every engine (engine "*") and `RULES`, every
+engine's rows and these in one order, the order findings are reported in (docs/engine-facts.md;
+docs/conventions.md (b), (c)). Each engine's own rows are in `engines/<engine>/structure.py`; what a row is, in
+`rules/structure.py`; `jobs.structure.findings_for` applies them.
+"""
+
+from __future__ import annotations
+
+from packaging.version import Version
+
+from eaglewire.engines.sglang import structure as sglang
+from eaglewire.engines.trtllm import structure as trtllm
+from eaglewire.engines.vllm import structure as vllm
+from eaglewire.rules.structure import NEXTN_SUFFIXES, Context, StructureRule, engine_aux_count, rule
+
+ANY: list[StructureRule] = []  # the rows of every engine
+
+# ---- format and architecture routing -----------------------------------------------------------------------
+
+
+@rule(ANY, "not-eagle3", "*", "", "problem", "an MTP/NextN layer (e.g. SpecForge configs/kimi-k2-eagle3.json, DeepseekV3ForCausalLMNextN)")  # fmt: skip
+def not_eagle3(c: Context) -> str | None:
+    if c.architecture.endswith(NEXTN_SUFFIXES):
+        return f"{c.architecture} is an MTP/NextN draft, not an EAGLE-3 head: serve it with EAGLE/NEXTN (SGLang) or mtp (vLLM), not EAGLE3"
+    return None
+
+
+# ---- fc width -------------------------------------------------------------------------------------------------
+
+
+@rule(ANY, "fc-width", "*", "", "problem",
+      "sglang llama_eagle3.py:153-161 @0.5.12 (3 before); vllm llama_eagle3.py:175-187 @0.28.0 (3 before 0.22), "
+      "qwen3_eagle3.py:202-214 @0.33.0; TensorRT-LLM modeling_speculative.py (num_capture_layers); vllm#54526")  # fmt: skip
+def fc_width(c: Context) -> str | None:
+    if c.served.taps is None:
+        return None
+    built = engine_aux_count(c)
+    h = c.target.hidden_size
+    width = c.ckpt.fc_in_width
+    weights_n = width // h if width is not None and h and width % h == 0 else None
+    if c.ckpt.arch is not None and weights_n is None:
+        weights_n = c.ckpt.arch.n_aux
+    captured = len(c.served.taps)
+    if captured == built and (weights_n is None or weights_n == built):
+        return None
+    where = "the launch's eagle3_layers_to_capture" if c.engine == "trtllm" else "its fc-width keys (or 3)"
+    stage = c.served.row.width_stage
+    fails = (
+        f"startup and warm-up pass, the {stage} fails (a shape error in the drafter's fc)"
+        if stage
+        else "loading or the first forward fails"
+    )
+    fix = (
+        f"; set num_aux_hidden_states = {weights_n or captured} in config.json"
+        if c.engine != "trtllm" and built != (weights_n or captured)
+        else "; list as many ids as the fc takes"
+        if weights_n is not None and captured != weights_n
+        else ""
+    )
+    return (
+        f"{c.engine} {c.version} captures {captured} states and builds fc for {built} (from {where}), the "
+        f"drafter's fc takes {weights_n if weights_n is not None else 'an unknown number'}: {fails}{fix}"
+    )
+
+
+# ---- norm options -----------------------------------------------------------------------------------------------
+
+
+@rule(ANY, "aux-disabled", "*", "", "problem", "sglang spec_aux_hidden_state.py:186-191 @0.5.23 (read from 0.5.8); vllm llama_eagle3.py:145-149 @0.14.0")  # fmt: skip
+def aux_disabled(c: Context) -> str | None:
+    if c.nested.get("use_aux_hidden_state") is not False:
+        return None
+    if c.has_tensor("fc.weight"):
+        return "eagle_config.use_aux_hidden_state is false but the drafter has an fc: the engine feeds no aux states to it"
+    reads = {"sglang": "0.5.8", "vllm": "0.14.0"}.get(c.engine)
+    if reads and c.version < Version(reads):
+        return (
+            f"{c.engine} < {reads} ignores use_aux_hidden_state: it captures aux states and builds an fc this "
+            "checkpoint does not have"
+        )
+    return None
+
+
+# ---- vocabulary, embeddings, lm_head -----------------------------------------------------------------------
+
+
+@rule(ANY, "lm-head-missing", "*", "", "problem", "sglang llama_eagle3.py:206-218 @0.5.5; vllm eagle.py:1010 @0.11.1 (target head shared)")  # fmt: skip
+def lm_head_missing(c: Context) -> str | None:
+    if c.ckpt.has_weights and not c.has_tensor("lm_head.weight") and c.reduced_vocab:
+        return (
+            "the drafter has no lm_head and a reduced draft vocabulary: engines share the target's full-vocabulary "
+            "head, which cannot score the draft vocabulary"
+        )
+    return None
+
+
+# ---- RoPE, context, sliding window -------------------------------------------------------------------------
+
+
+def _rope(cfg: dict) -> tuple[str, float | None, float | None]:
+    rp = cfg.get("rope_parameters") if isinstance(cfg.get("rope_parameters"), dict) else None
+    scaling = rp or (cfg.get("rope_scaling") if isinstance(cfg.get("rope_scaling"), dict) else {}) or {}
+    kind = scaling.get("rope_type") or scaling.get("type") or "default"
+    theta = (rp or {}).get("rope_theta", cfg.get("rope_theta"))
+    return str(kind), theta, scaling.get("factor")
+
+
+@rule(ANY, "rope-differs", "*", "", "warning", "SGLang and vLLM build the draft rotary from the draft config (docs/conventions.md (c)); NVIDIA-NeMo/Automodel PR #2399")  # fmt: skip
+def rope_differs(c: Context) -> str | None:
+    tcfg = c.target.config
+    if not tcfg:
+        return None
+    dcfg = c.cfg.get("transformer_layer_config") if c.speculators else c.cfg
+    draft, target = _rope(dcfg or {}), _rope(tcfg)
+    if draft[0] != target[0] or (draft[1] and target[1] and draft[1] != target[1]):
+        return (
+            f"the drafter's RoPE ({draft[0]}, theta {draft[1]}) differs from the target's ({target[0]}, theta "
+            f"{target[1]}): engines use the drafter's, so positions agree with training only if it was trained "
+            "with the same (a YaRN target with a llama3/default draft degrades at long context)"
+        )
+    return None
+
+
+# ---- every row, in the order findings are reported ------------------------------------------------------------
+# For one engine the findings are its rows and the "*" rows in this order, so the "*" rows sit among the engines'
+# rows (not after them); by theme: routing, fc width, norm options, vocabulary, RoPE/context/window, user reports.
+
+RULES: tuple[StructureRule, ...] = (
+    sglang.speculators_format,
+    sglang.architecture_routing,
+    sglang.architecture_routing_old,
+    vllm.architecture_routing,
+    not_eagle3,
+    fc_width,
+    aux_disabled,
+    sglang.norm_before_residual,
+    vllm.norm_before_residual_default,
+    sglang.norm_before_fc,
+    vllm.norm_before_fc,
+    trtllm.norm_before_fc,
+    sglang.fc_norm_norm_output,
+    vllm.fc_norm_norm_output,
+    sglang.norm_output,
+    vllm.norm_output,
+    sglang.tied_reduced_vocab,
+    sglang.own_embedding_missing,
+    lm_head_missing,
+    vllm.embedding_replaced,
+    rope_differs,
+    vllm.draft_context,
+    sglang.draft_context,
+    sglang.sliding_window_ignored,
+    vllm.sliding_window_ignored,
+    sglang.reported_qwen_vl,
+)
+
+_ALL = (*sglang.RULES, *vllm.RULES, *trtllm.RULES, *ANY)
+if len(RULES) != len(_ALL) or set(RULES) != set(_ALL):  # a row added to an engine but not placed here
+    raise RuntimeError("engines.structure.RULES does not list every engine's structure rows exactly once")

@@ -1,0 +1,272 @@
+"""vLLM's draft-model settings and the `--speculative-config` keys it silently drops: the draft's tensor parallel
+size (EAGLE heads shard with the target's), revision and quantization of MTP layers (taken from the target's
+checkpoint), keys vLLM fills in itself, keys only another method or runner reads.
+
+Read in the vllm wheels 0.8.3-0.33.0 (`scripts/speculative_args.py` found the keys; the rows below cite where each
+is used). `engines/arguments.py` lists, per key, which of these rows covers it.
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Callable
+
+from packaging.specifiers import SpecifierSet
+from packaging.version import Version
+
+from eaglewire.engines.vllm.args import VLLM
+from eaglewire.engines.vllm.config import vl_key_edit
+from eaglewire.rules import scanned
+from eaglewire.rules.flags import FlagRule, ReadWhen, State, row
+from eaglewire.rules.launch import INFO, PROBLEM, Change, FlagFix
+
+rule = functools.partial(row, VLLM)
+RULES: list[FlagRule] = []
+EAGLE_METHODS = ("eagle", "eagle3")
+
+
+def _method(st: State) -> str | None:
+    return st.v["spec"].get("method")
+
+
+def _mtp(st: State) -> bool:
+    """mtp, or one of the per-model MTP method names older releases take (deepseek_mtp, ...)."""
+    method = _method(st) or ""
+    return method == "mtp" or method.endswith("_mtp")
+
+
+def _eagle_proposer(st: State) -> bool:
+    """Methods that vLLM's V1 EAGLE proposer runs (the MTP layers too): they load with the target's config."""
+    return _method(st) in EAGLE_METHODS or _mtp(st)
+
+
+def _v0(st: State) -> bool:
+    """The V0 engine (before 0.10.0, with VLLM_USE_V1=0): it has its own speculative worker."""
+    return st.version < Version("0.10.0") and not st.env_true("VLLM_USE_V1", True)
+
+
+def _remove_key(st: State, change: Change) -> FlagFix:
+    key = change.flag.split(".", 1)[1]
+    return FlagFix(change.rule, (vl_key_edit(key, remove=True),), f"remove {key}: it has no effect here")
+
+
+# ---- the draft's tensor parallel size ------------------------------------------------------------------------
+
+
+def _vl_draft_tp_ignored(rule: FlagRule, st: State) -> None:
+    value, target = st.spec_intended.get("draft_tensor_parallel_size"), st.v["target_tp"]
+    if value is None or int(value) == target or int(value) not in (1, target) or _v0(st):
+        return
+    if not _eagle_proposer(st):
+        return
+    st.emit(rule, "--speculative-config.draft_tensor_parallel_size", value, target,
+            f"draft_tensor_parallel_size {value} is checked and then unused: the {_method(st)} proposer loads "
+            f"the head with the target's parallel config, so it is sharded over the target's {target} GPUs")  # fmt: skip
+
+
+def _vl_draft_model_tp(rule: FlagRule, st: State) -> None:
+    value, target = st.v["spec"].get("draft_tensor_parallel_size"), st.v["target_tp"]
+    if _method(st) == "draft_model" and value is not None and int(value) != target:
+        st.emit(rule, "--speculative-config.draft_tensor_parallel_size", value, None,
+                f"draft_model needs draft_tensor_parallel_size equal to the target's {target}: ValueError "
+                "'Currently, draft_tensor_parallel_size and tensor_parallel_size must be the same' when the "
+                "proposer starts")  # fmt: skip
+
+
+RULES += [
+    rule("vllm.draft_tensor_parallel_size_ignored", ">=0.8.5", PROBLEM,
+         "vllm 0.33.0 v1/spec_decode/llm_base_proposer.py:1265-1316 and v1/worker/gpu/spec_decode/eagle/utils.py:"
+         "80-95 (the head is built from the target's vllm_config; draft_parallel_config is read only by "
+         "draft_model.py); 0.8.5-0.14.0 v1/spec_decode/eagle.py load_model (get_model(vllm_config=self."
+         "vllm_config)); config/speculative.py:1849-1870 only checks the value",
+         "EAGLE heads shard with the target's TP", _vl_draft_tp_ignored, _remove_key),
+    rule("vllm.draft_model_tensor_parallel_size", ">=0.15.0", PROBLEM,
+         "vllm 0.33.0 v1/spec_decode/draft_model.py:63-78 _raise_if_draft_tp_mismatch (0.15.0 the same)",
+         "draft_model needs the target's TP", _vl_draft_model_tp,
+         lambda st, c: FlagFix(c.rule, (vl_key_edit("draft_tensor_parallel_size", st.v["target_tp"]),),
+                               "the draft at the target's tensor parallel size"),
+         fails=True, stage="load"),
+]  # fmt: skip
+
+
+# ---- the MTP layers: revision and quantization come from where? -----------------------------------------------
+
+
+def _mtp_on_target(st: State) -> bool:
+    return _mtp(st) and st.v["spec"].get("model") in (None, st.cmd.model)
+
+
+def _vl_mtp_revision(rule: FlagRule, st: State) -> None:
+    revision = st.cmd.get("--revision")
+    if revision is None or not _mtp_on_target(st) or st.spec_intended.get("revision") is not None:
+        return
+    st.emit(rule, "--speculative-config.revision", None, None,
+            f"--revision {revision} pins the target, but the MTP layers are loaded as a draft model whose revision "
+            "is the speculative config's (None: the default branch): the MTP weights can come from another "
+            "commit than the target's")  # fmt: skip
+
+
+RULES += [
+    rule("vllm.mtp_revision", ">=0.8.5", PROBLEM,
+         "vllm 0.33.0 config/speculative.py:1252-1268 (mtp: model := the target's, quantization only is aligned), "
+         "1406-1428 (draft ModelConfig revision=self.revision); the same in 0.8.3-0.32.0 (engine_args/vllm.json "
+         "draft_settings: revision <- self.revision)",
+         "MTP layers load the default revision", _vl_mtp_revision,
+         lambda st, c: FlagFix(c.rule, (vl_key_edit("revision", st.cmd.get("--revision")),),
+                               "give the MTP draft the target's revision")),
+]  # fmt: skip
+
+
+def _vl_mtp_quantization(inherited: bool) -> Callable[[FlagRule, State], None]:
+    def apply(rule: FlagRule, st: State) -> None:
+        quant = st.cmd.get("--quantization")
+        if quant is None or not _mtp_on_target(st) or st.spec_intended.get("quantization") is not None:
+            return
+        if inherited:
+            msg = f"the MTP layers are quantized like the target: quantization := --quantization {quant}"
+        else:
+            msg = (f"--quantization {quant} is not applied to the MTP layers: the draft's config gets "
+                   "quantization None and loads them as the checkpoint stores them")  # fmt: skip
+        st.emit(rule, "--speculative-config.quantization", None, quant if inherited else None, msg)
+
+    return apply
+
+
+RULES += [
+    rule("vllm.mtp_quantization", ">=0.8.5,<0.10.2", PROBLEM,
+         "vllm 0.8.5-0.10.1.1 config.py SpeculativeConfig.__post_init__ (mtp sets model only; the draft "
+         "ModelConfig gets quantization=self.quantization); 0.10.2 adds the alignment",
+         "the target's --quantization is not applied to MTP layers", _vl_mtp_quantization(False),
+         lambda st, c: FlagFix(c.rule, (vl_key_edit("quantization", st.cmd.get("--quantization")),),
+                               "quantize the MTP layers like the target")),
+    rule("vllm.mtp_quantization", ">=0.10.2", INFO,
+         "vllm 0.33.0 config/speculative.py:1264-1268 ('Align the quantization of draft model for cases such as "
+         "--quantization fp8 with a bf16 checkpoint'); from 0.10.2",
+         "MTP layers take the target's --quantization", _vl_mtp_quantization(True)),
+]  # fmt: skip
+
+
+# ---- keys vLLM fills in itself -------------------------------------------------------------------------------
+
+
+def _vl_engine_filled(rule: FlagRule, st: State) -> None:
+    found = scanned.arguments(VLLM, scanned.nearest(VLLM, st.version))
+    for key in [k for k in st.spec_intended if found.get(k, {}).get("kind") == "set-by-engine"]:
+        st.emit(rule, f"--speculative-config.{key}", st.spec_intended[key], None,
+                f"{key} is filled in by vLLM itself (EngineArgs.create_speculative_config overwrites the key with "
+                "the engine's own setting): the value given is dropped")  # fmt: skip
+
+
+RULES += [
+    rule("vllm.engine_filled_keys", ">=0.8.5", PROBLEM,
+         "vllm 0.8.5 engine/arg_utils.py:1061-1074 (`self.speculative_config.update({..., "
+         "'enable_chunked_prefill': ..., 'disable_log_stats': ...})` after the user's JSON); the keys per release "
+         "in engine_args/vllm.json (kind set-by-engine: 0.8.3-0.11.0)",
+         "keys the engine overwrites", _vl_engine_filled, _remove_key),
+]  # fmt: skip
+
+
+# ---- keys only another method, sampler or engine reads --------------------------------------------------------
+
+
+V0_KEYS = ("disable_by_batch_size", "acceptance_method", "posterior_threshold", "posterior_alpha",
+           "disable_mqa_scorer", "disable_logprobs")  # fmt: skip
+KEY_READERS: tuple[ReadWhen, ...] = (
+    ReadWhen(VLLM, "prompt_lookup_max", ">=0.8.5", lambda st: _method(st) in ("ngram", "ngram_gpu"),
+             "with method ngram (or ngram_gpu)",
+             "vllm 0.33.0 v1/spec_decode/ngram_proposer.py, v1/worker/gpu/spec_decode/ngram/speculator.py:170-173; "
+             "config/speculative.py fills them only in the ngram branch"),
+    ReadWhen(VLLM, "prompt_lookup_min", ">=0.8.5", lambda st: _method(st) in ("ngram", "ngram_gpu"),
+             "with method ngram (or ngram_gpu)", "vllm 0.33.0 v1/spec_decode/ngram_proposer.py"),
+    ReadWhen(VLLM, "suffix_decoding_", ">=0.11.1", lambda st: _method(st) == "suffix", "with method suffix",
+             "vllm 0.33.0 v1/spec_decode/suffix_decoding.py (its only reader)"),
+    ReadWhen(VLLM, "fly_", ">=0.33.0", lambda st: st.v["spec"].get("rejection_sample_method") == "fly",
+             "with rejection_sample_method 'fly'",
+             "vllm 0.33.0 v1/sample/rejection_sampler.py:80-91 (`if self.use_fly:`)"),
+    *(ReadWhen(VLLM, key, ">=0.8.5,<0.10.0", lambda st: _v0(st) or _method(st) not in ("eagle", "eagle3", "ngram"),
+               "by the V0 engine's speculative worker (VLLM_USE_V1=0); EAGLE and ngram run on V1 by default",
+               "vllm 0.8.5-0.9.2 spec_decode/spec_decode_worker.py:79-106 (V0 only: no V1 module reads it); "
+               "engine/arg_utils.py _is_v1_supported_oracle keeps eagle/eagle3/ngram on V1")
+      for key in V0_KEYS),
+    *(ReadWhen(VLLM, key, ">=0.10.0", lambda st: False, "never: no code reads it (the V0 engine is gone)",
+               "vllm 0.10.0-0.16.0: declared in SpeculativeConfig, read nowhere else (engine_args/vllm.json)")
+      for key in V0_KEYS),
+    ReadWhen(VLLM, "speculative_token_tree", ">=0.9.0,<0.10.2", lambda st: False,
+             "on Neuron only (no GPU code reads it before 0.10.2)",
+             "vllm 0.9.0-0.10.1.1: read only by worker/multi_step_neuron_model_runner.py:46 and model_loader/"
+             "neuron.py:469; 0.10.2 v1/spec_decode/eagle.py:125 is the first GPU reader"),
+)  # fmt: skip
+
+
+def _keys(st: State, entry: ReadWhen) -> list[str]:
+    spec = st.spec_intended
+    if entry.name.endswith("_"):
+        return sorted(k for k in spec if k.startswith(entry.name))
+    return [entry.name] if entry.name in spec else []
+
+
+def _vl_not_read(rule: FlagRule, st: State) -> None:
+    here = f"with method {_method(st)!r}"
+    for entry in (e for e in KEY_READERS if e.unread(st)):
+        for key in _keys(st, entry):
+            message = entry.message(key, "vLLM", st.version, here)
+            st.emit(rule, f"--speculative-config.{key}", st.spec_intended[key], None, message)
+
+
+RULES += [
+    rule("vllm.key_not_read", ">=0.8.5", PROBLEM,
+         "per key, in KEY_READERS (vllm_draft.py): the code that reads it, per release range",
+         "a key only another method, sampler or engine reads", _vl_not_read, _remove_key),
+]  # fmt: skip
+
+
+# ---- keys the V2 model runner (the default on GPU from 0.29) does not read for EAGLE -----------------------------
+
+MRV2_IGNORES: tuple[tuple[str, str, str], ...] = (
+    ("disable_padded_drafter_batch", ">=0.29.0",
+     "read by the V1 runner only (v1/worker/gpu_model_runner.py:4360, v1/spec_decode/llm_base_proposer.py:329); "
+     "under v1/worker/gpu/ only extract_hidden_states.py:33 reads it"),
+    ("enforce_eager", ">=0.29.0",
+     "read by the V1 runner only (v1/spec_decode/llm_base_proposer.py:427, gpu_model_runner.py:5821); nothing "
+     "under v1/worker/gpu/ reads speculative_config.enforce_eager"),
+    ("moe_backend", ">=0.29.0,<0.30.0",
+     "0.29.0 v1/worker/gpu/spec_decode/eagle/ never reads it (0.30.0 eagle/utils.py:79 does)"),
+    ("attention_backend", ">=0.29.0,<0.30.0",
+     "0.29.0 v1/worker/gpu/spec_decode/eagle/ never reads it (0.30.0 eagle/utils.py:97 does)"),
+)  # fmt: skip
+
+
+def _mrv2(st: State) -> bool:
+    """The V2 model runner runs this EAGLE config (config/vllm.py use_v2_model_runner at 0.29-0.33: env, then
+    features it lacks: parallel drafting and heterogeneous vocabularies make it fall back to V1)."""
+    env = st.cmd.env.get("VLLM_USE_V2_MODEL_RUNNER")
+    if env is not None:
+        return st.env_true("VLLM_USE_V2_MODEL_RUNNER", True)
+    spec = st.v["spec"]
+    return (
+        _eagle_proposer(st) and not spec.get("parallel_drafting") and not spec.get("use_heterogeneous_vocab")
+    )
+
+
+def _vl_mrv2_ignores(rule: FlagRule, st: State) -> None:
+    if not _eagle_proposer(st) or not _mrv2(st):
+        return
+    for key, versions, source in MRV2_IGNORES:
+        if key in st.spec_intended and SpecifierSet(versions).contains(st.version, prereleases=True):
+            st.emit(rule, f"--speculative-config.{key}", st.spec_intended[key], None,
+                    f"{key} is read only by the V1 model runner; the V2 runner, vLLM's default on GPU from "
+                    f"0.29, runs {_method(st)} without it ({source})")  # fmt: skip
+
+
+def _fix_mrv2(st: State, change: Change) -> FlagFix:
+    fix = _remove_key(st, change)
+    return FlagFix(fix.rule, fix.edits, fix.description,
+                   alternative="or keep it and run the V1 runner: VLLM_USE_V2_MODEL_RUNNER=0")  # fmt: skip
+
+
+RULES += [
+    rule("vllm.mrv2_ignores_key", ">=0.29.0", PROBLEM,
+         "vllm 0.29.0-0.33.0 config/vllm.py use_v2_model_runner (0.33.0:731-767: the V2 runner unless "
+         "VLLM_USE_V2_MODEL_RUNNER=0 or a feature it lacks); per key in MRV2_IGNORES (vllm_draft.py)",
+         "keys the V2 model runner does not read", _vl_mrv2_ignores, _fix_mrv2),
+]  # fmt: skip

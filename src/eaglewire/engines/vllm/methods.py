@@ -1,0 +1,266 @@
+"""vLLM's methods beyond EAGLE-3: the method name check, mtp (the target's own MTP layers), ngram, suffix and
+draft_model (a whole small model), and what SpeculativeConfig fills in for each: model, num_speculative_tokens,
+draft tensor parallel size.
+
+Read in vllm 0.33.0 (`vllm/config/speculative.py`) and checked against that code by `make test-engines`.
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+
+from packaging.version import Version
+
+from eaglewire.engines.vllm.args import VLLM
+from eaglewire.engines.vllm.config import vl_key_edit
+from eaglewire.rules import engine_data
+from eaglewire.rules.context import local_config
+from eaglewire.rules.flags import FlagRule, State, row
+from eaglewire.rules.launch import INFO, PROBLEM, WARNING, Change, FlagFix
+
+rule = functools.partial(row, VLLM)
+CFG = "vllm 0.33.0 vllm/config/speculative.py"
+
+
+# speculative.py:38-82 SpeculativeMethod (a Literal: case matters) and MTPModelTypes.
+def _mtp_types() -> frozenset[str]:
+    """MTPModelTypes of the newest release read (data/registry.json "mtp", from the wheel)."""
+    data = json.loads(engine_data(VLLM, "registry.json").read_text())["releases"]
+    return frozenset(data[max(data, key=Version)]["mtp"]["model_types"])
+
+
+MTP_TYPES = _mtp_types()
+METHODS = frozenset({"ngram", "draft_model", "suffix", "custom_class", "eagle", "eagle3", "extract_hidden_states",
+                     "dflash", "ngram_gpu", "dspark", *MTP_TYPES})  # fmt: skip
+# speculative.py:711-1100 hf_config_override: target model types whose config vLLM rewrites into an MTP draft
+# (some only when the config carries MTP layers). Model types of dense families that have none:
+MTP_SOURCES = frozenset({
+    "deepseek_v3", "deepseek_v32", "glm_moe_dsa", "deepseek_v4", "pangu_ultra_moe", "kimi_k3", "mimo", "mimo_v2",
+    "mimo_v2_flash", "glm4_moe", "glm4_moe_lite", "glm_ocr", "ernie4_5_moe", "nemotron_h", "qwen3_next", "qwen4_exp",
+    "qwen4_exp_text", "bailing_hybrid", "exaone_moe", "exaone4_5", "qwen3_5", "qwen3_5_moe", "qwen3_5_text",
+    "qwen3_5_moe_text", "longcat_flash", "step3p5", "step3p7", "step5", "step5_vl", "hy_v3", "hy_v4",
+    "inkling_model", "inkling_mm_model", "dots3_note",
+})  # fmt: skip
+NO_MTP = frozenset({"llama", "qwen2", "qwen3", "qwen3_moe", "mistral", "gemma", "gemma2", "gemma3", "phi3",
+                    "granite", "olmo2", "deepseek_v2"})  # fmt: skip
+MODEL_FREE = {"ngram": "ngram", "ngram_gpu": "ngram_gpu", "suffix": "suffix"}
+
+
+def _spec(st: State) -> dict:
+    return st.v["spec"]
+
+
+def _sg_method_case(rule: FlagRule, st: State) -> None:
+    method = _spec(st).get("method")
+    if method is None or method in METHODS or method == "[ngram]":
+        return
+    hint = f" (did you mean {method.lower()!r}?)" if method.lower() in METHODS else ""
+    st.emit(rule, "--speculative-config.method", method, None,
+            f"method {method!r} is not one of vLLM's methods{hint}: pydantic ValidationError at startup")  # fmt: skip
+
+
+def _fix_method_case(st: State, change: Change) -> FlagFix | None:
+    low = str(change.given).lower()
+    if low not in METHODS:
+        return FlagFix(
+            change.rule, (vl_key_edit("method", "eagle3"),), "a method vLLM knows", mechanical=False
+        )
+    return FlagFix(change.rule, (vl_key_edit("method", low),), f"method {low!r}: methods are lower case")
+
+
+def _vl_model_free(rule: FlagRule, st: State) -> None:
+    spec = _spec(st)
+    method, model = spec.get("method"), spec.get("model")
+    if method is None and model in ("ngram", "[ngram]"):
+        st.emit(
+            rule, "--speculative-config.method", None, "ngram", "model 'ngram' without a method: method ngram"
+        )
+        spec["method"] = "ngram"
+    elif method == "[ngram]":
+        spec["method"] = "ngram"
+    method = spec.get("method")
+    if method in MODEL_FREE and model is None and spec.get("num_speculative_tokens") is not None:
+        st.emit(rule, "--speculative-config.model", None, MODEL_FREE[method],
+                f"{method} needs no draft model: model is {MODEL_FREE[method]!r}")  # fmt: skip
+        spec["model"] = MODEL_FREE[method]
+
+
+def _vl_mtp_model(rule: FlagRule, st: State) -> None:
+    spec = _spec(st)
+    if (
+        spec.get("method") == "mtp"
+        and spec.get("model") is None
+        and spec.get("num_speculative_tokens") is not None
+    ):
+        st.emit(rule, "--speculative-config.model", None, st.cmd.model,
+                "mtp drafts with the target's own MTP layers: model is the target")  # fmt: skip
+        spec["model"] = st.cmd.model
+        if st.drafter is None and st.target_config is not None:
+            st.drafter, st.drafter_source, st.drafter_kind = st.target_config, st.cmd.model, None
+
+
+def _vl_suffix(rule: FlagRule, st: State) -> None:
+    spec = _spec(st)
+    if spec.get("method") != "suffix":
+        return
+    st.emit(rule, "--speculative-config.method", "suffix", "suffix",
+            "suffix decoding needs the arctic-inference package (pip install arctic-inference==0.1.1) on the "
+            "serving host: without it vLLM raises ImportError at startup")  # fmt: skip
+    st.notes.append("suffix decoding starts only where arctic-inference is installed (not checked here)")
+    if spec.get("num_speculative_tokens") is None:
+        depth = spec.get("suffix_decoding_max_tree_depth", 24)
+        st.emit(rule, "--speculative-config.num_speculative_tokens", None, depth,
+                f"suffix decoding: num_speculative_tokens defaults to suffix_decoding_max_tree_depth = {depth}, "
+                "a maximum (the number drafted is dynamic)")  # fmt: skip
+        spec["num_speculative_tokens"] = depth
+
+
+def _draft_model_type(st: State) -> str | None:
+    config = st.drafter
+    if config is None:
+        return None
+    text = config.get("text_config") if isinstance(config.get("text_config"), dict) else {}
+    return config.get("model_type") or text.get("model_type")
+
+
+def _detect(spec: dict, st: State) -> str:
+    """speculative.py:1429-1500: after the draft config is read, the name and model type pick the method."""
+    method, name = spec.get("method"), str(spec.get("model")).lower()
+    if method in ("eagle", "eagle3", "dflash", "dspark"):
+        return method
+    if "eagle-" in name:
+        return "eagle"
+    if "eagle3" in name:
+        return "eagle3"
+    if "dflash" in name:
+        return "dflash"
+    if "dspark" in name:
+        return "dspark"
+    model_type = _draft_model_type(st)
+    if model_type in MTP_TYPES or model_type in MTP_SOURCES:
+        return "mtp"
+    return method or "draft_model"
+
+
+def _vl_detect_033(rule: FlagRule, st: State) -> None:
+    spec = _spec(st)
+    method, model = spec.get("method"), spec.get("model")
+    if model is None or model in MODEL_FREE.values() or method not in (None, "draft_model", "mtp"):
+        return
+    found = _detect(spec, st)
+    if found != method:
+        why = ("the model name" if found in ("eagle", "eagle3", "dflash", "dspark")
+               else f"the draft config's model_type {_draft_model_type(st)!r}" if found == "mtp"
+               else "no name pattern or MTP model type matched")  # fmt: skip
+        st.emit(
+            rule,
+            "--speculative-config.method",
+            method,
+            found,
+            f"method {'not given' if method is None else repr(method)}: vLLM detects {found!r} from {why}",
+        )
+        spec["method"] = found
+
+
+def _vl_mtp_target(rule: FlagRule, st: State) -> None:
+    spec = _spec(st)
+    if spec.get("method") != "mtp" or spec.get("model") is None:
+        return
+    model_type = _draft_model_type(st)
+    layers = (st.drafter or {}).get("num_nextn_predict_layers")
+    if model_type in ("deepseek_v3", "deepseek_v32", "glm_moe_dsa", "deepseek_mtp") and layers == 0:
+        st.emit(rule, "--speculative-config.method", "mtp", None,
+                f"mtp needs MTP layers; {spec['model']} has num_nextn_predict_layers 0 (n_predict 0): "
+                "ZeroDivisionError (or num_speculative_tokens 0) at startup")  # fmt: skip
+        return
+    if model_type is None or model_type in MTP_TYPES or model_type in MTP_SOURCES:
+        if model_type is None:
+            st.notes.append("mtp: the draft config is not local, so its MTP layers were not checked")
+        return
+    if model_type in NO_MTP:
+        st.emit(rule, "--speculative-config.method", "mtp", None,
+                f"mtp needs a checkpoint with MTP layers; {spec['model']} is model_type {model_type!r}: "
+                "NotImplementedError \"Unsupported speculative method: 'mtp'\" at startup")  # fmt: skip
+
+
+def _vl_mtp_tokens(rule: FlagRule, st: State) -> None:
+    spec = _spec(st)
+    if (
+        spec.get("method") == "mtp"
+        and spec.get("model") is not None
+        and spec.get("num_speculative_tokens") is None
+    ):
+        st.emit(rule, "--speculative-config.num_speculative_tokens", None, None,
+                "mtp without num_speculative_tokens: `self.num_speculative_tokens > 1` compares None with an int, "
+                "TypeError at startup (the n_predict default comes later)")  # fmt: skip
+
+
+def _fix_mtp_target(st: State, change: Change) -> FlagFix:
+    return FlagFix(change.rule, (vl_key_edit("method", "eagle3"), vl_key_edit("model", "<path of the EAGLE-3 drafter>")),
+                   "this target has no MTP layers: use an EAGLE-3 drafter", mechanical=False)  # fmt: skip
+
+
+def _vocab(config: dict | None) -> int | None:
+    if config is None:
+        return None
+    text = config.get("text_config") if isinstance(config.get("text_config"), dict) else {}
+    value = config.get("vocab_size", text.get("vocab_size"))
+    return value if isinstance(value, int) else None
+
+
+def _vl_vocab(rule: FlagRule, st: State) -> None:
+    spec = _spec(st)
+    if spec.get("method") != "draft_model" or spec.get("use_heterogeneous_vocab"):
+        return
+    draft, _ = local_config(spec.get("model"))
+    target, drafted = _vocab(st.target_config), _vocab(draft or st.drafter)
+    if target is None or drafted is None:
+        st.notes.append(
+            "draft_model: the vocabulary sizes were not both readable here, so they were not compared"
+        )
+        return
+    if target != drafted:
+        st.emit(rule, "--speculative-config.model", spec.get("model"), None,
+                f"Target and draft model should have the same vocabulary size ({target} vs {drafted}): ValueError "
+                "at startup")  # fmt: skip
+
+
+def _fix_vocab(st: State, change: Change) -> FlagFix:
+    return FlagFix(change.rule, (vl_key_edit("model", "<a draft model with the target's tokenizer>"),),
+                   "a draft model with the target's vocabulary", mechanical=False)  # fmt: skip
+
+
+METHOD_RULES = [
+    rule("vllm.method_choices", ">=0.33.0", PROBLEM,
+       f"{CFG}:38-82 (SpeculativeMethod is a Literal: lower case, exact names)",
+       "unknown or upper-case method", _sg_method_case, _fix_method_case, fails=True),
+    rule("vllm.model_free_methods", ">=0.33.0", INFO,
+       f"{CFG}:1240-1244 (model 'ngram' -> method ngram), 1276-1283 (ngram/suffix need no model)",
+       "ngram and suffix need no draft model", _vl_model_free),
+    rule("vllm.mtp_model", ">=0.33.0", INFO,
+       f"{CFG}:1252-1268 (mtp without a model drafts with the target)", "mtp uses the target", _vl_mtp_model),
+    rule("vllm.suffix_decoding", ">=0.33.0", WARNING,
+       f"{CFG}:1333-1334, 1726-1739 _validate_suffix_decoding (arctic-inference; k := max tree depth 24)",
+       "suffix decoding needs arctic-inference", _vl_suffix),
+]  # fmt: skip
+DETECT_RULES = [
+    rule("vllm.method_detect", ">=0.33.0", INFO,
+       f"{CFG}:1429-1500 (after the draft config: 'eagle-' -> eagle, 'eagle3' -> eagle3, dflash, dspark, MTP "
+       "model types -> mtp; also for an explicit draft_model or mtp)",
+       "method from the model name and draft model type", _vl_detect_033),
+    rule("vllm.mtp_tokens_required", ">=0.33.0", PROBLEM,
+       f"{CFG}:1473-1495 (`if self.num_speculative_tokens > 1 and ...` right after detecting mtp)",
+       "mtp needs num_speculative_tokens", _vl_mtp_tokens,
+       lambda st, c: FlagFix(c.rule, (vl_key_edit("num_speculative_tokens", 1),), "num_speculative_tokens 1 "
+                             "(one per MTP layer)"), fails=True),
+    rule("vllm.mtp_unsupported_target", ">=0.33.0", PROBLEM,
+       f"{CFG}:1474-1500 (`else: raise NotImplementedError(f\"Unsupported speculative method: '{{self.method}}'\")`), "
+       "755-763 and 1597-1610 (n_predict := num_nextn_predict_layers; k % n_predict)",
+       "mtp on a checkpoint without MTP layers", _vl_mtp_target, _fix_mtp_target, fails=True),
+]  # fmt: skip
+VOCAB_RULES = [
+    rule("vllm.draft_model_vocab", ">=0.33.0", PROBLEM,
+       f"{CFG}:2036-2056 verify_equal_vocab_size_if_draft_model", "draft_model vocab must equal the target's",
+       _vl_vocab, _fix_vocab, fails=True),
+]  # fmt: skip

@@ -1,0 +1,122 @@
+"""vLLM: the checkpoint structure it chokes on, one row per behaviour and version range, each citing its source
+(docs/engine-facts.md; docs/conventions.md (b), (c)). The rows every engine shares are in `engines/structure.py`,
+which also orders all rows; what a row is, in `rules/structure.py`.
+"""
+
+from __future__ import annotations
+
+from packaging.specifiers import SpecifierSet
+from packaging.version import Version
+
+from eaglewire.rules.structure import (
+    Context,
+    StructureRule,
+    norm_output_meaning,
+    rule,
+    short_context,
+    sliding,
+    unhonoured,
+)
+
+RULES: list[StructureRule] = []
+
+# ---- format and architecture routing -----------------------------------------------------------------------
+
+ROUTES = (  # architecture -> the versions vLLM loads it as an EAGLE-3 draft (vllm transformers_utils/configs/eagle.py)
+    ("LlamaForCausalLM", ">=0.8.5"),
+    ("Eagle3LlamaForCausalLM", ">=0.8.5"),
+    ("LlamaForCausalLMEagle3", "==0.8.5,>=0.10.2"),
+    ("Eagle3DeepseekV2ForCausalLM", ">=0.18.0"),
+    ("Eagle3DeepseekV3ForCausalLM", ">=0.18.0"),
+    ("Qwen3ForCausalLM", ">=0.24.0"),
+    ("Eagle3Qwen3ForCausalLM", ">=0.24.0"),
+)
+
+
+@rule(RULES, "architecture-routing", "vllm", "", "problem",
+      "vllm 0.9.0-0.33.0 transformers_utils/configs/eagle.py:58-64 (Eagle3 prefix rule); model_executor/models/registry.py")  # fmt: skip
+def architecture_routing(c: Context) -> str | None:
+    if c.speculators or not c.architecture:
+        return None
+    arch = c.architecture
+    for name, spec in ROUTES:
+        if arch == name:
+            if "==0.8.5" in spec:
+                ok = c.version == Version("0.8.5") or c.version >= Version("0.10.2")
+            else:
+                ok = c.version in SpecifierSet(spec)
+            return (
+                None
+                if ok
+                else f"vLLM {c.version} does not register {arch!r} as an EAGLE-3 draft (from {spec})"
+            )
+    return (
+        f"architectures[0] is {arch!r}: vLLM {c.version} maps it to Eagle3{arch.removeprefix('Eagle3')}, which no "
+        "model registry entry serves; use LlamaForCausalLMEagle3"
+    )
+
+
+# ---- norm options -----------------------------------------------------------------------------------------------
+
+
+@rule(RULES, "norm-before-residual-default", "vllm", ">=0.10.1", "warning", "vllm transformers_utils/configs/speculators/algos.py:31 @0.10.1-0.33.0")  # fmt: skip
+def norm_before_residual_default(c: Context) -> str | None:
+    if c.speculators and "norm_before_residual" not in c.cfg:
+        return "config has no norm_before_residual: vLLM's speculators loader defaults it to True, speculators to False"
+    return None
+
+
+@rule(RULES, "norm-before-fc", "vllm", "", "problem",
+      "vllm llama_eagle3.py:153 @0.18.0 (top-level), :150-154 @0.22.0 (eagle_config first); speculators/algos.py:38 @0.19.0 (PR #38111)")  # fmt: skip
+def norm_before_fc(c: Context) -> str | None:
+    v = c.version
+    if c.speculators:
+        ok = v >= Version("0.19.0")
+    elif c.nested.get("norm_before_fc") is True:
+        ok = v >= Version("0.22.0")
+    else:
+        ok = v >= Version("0.18.0")
+    return unhonoured(c, "norm_before_fc", ok)
+
+
+@rule(RULES, "fc-norm-norm-output", "vllm", "", "problem", "vllm llama_eagle3.py:200, 221 @0.22.0; speculators/algos.py @0.25.0 (PR #46488)")  # fmt: skip
+def fc_norm_norm_output(c: Context) -> str | None:
+    since = Version("0.25.0") if c.speculators else Version("0.22.0")
+    return unhonoured(c, "fc_norm", c.version >= since) or unhonoured(c, "norm_output", c.version >= since)
+
+
+@rule(RULES, "norm-output-meaning", "vllm", ">=0.22.0", "unverified", "vllm llama_eagle3.py:283-288 @0.33.0; SpecForge llama3_eagle.py:1690, 1772-1777 @a6b6b02; docs/conventions.md (c) 2")  # fmt: skip
+def norm_output(c: Context) -> str | None:
+    return norm_output_meaning(c, "vLLM", True)
+
+
+# ---- vocabulary, embeddings, lm_head -----------------------------------------------------------------------
+
+
+@rule(RULES, "embedding-replaced", "vllm", ">=0.9.0,<0.11.1", "warning", "vllm v1/spec_decode/eagle.py:330-336 @0.9.0, 343-353 @0.9.2, 854-903 @0.11.0")  # fmt: skip
+def embedding_replaced(c: Context) -> str | None:
+    if c.has_tensor("embed_tokens.weight"):
+        return (
+            "vLLM 0.9-0.11.0 replaces the drafter's own embed_tokens with the target's (and in 0.11.0 a full-vocab "
+            "lm_head too) whenever the shapes match: right only if they were frozen copies of the target's"
+        )
+    return None
+
+
+# ---- RoPE, context, sliding window -------------------------------------------------------------------------
+
+
+@rule(RULES, "draft-context", "vllm", "<0.27.0", "warning", "vllm config/speculative.py:1165 @0.27.0 (raised from 0.27); NVIDIA-NeMo/RL PR #3960")  # fmt: skip
+def draft_context(c: Context) -> str | None:
+    return short_context(c, "vLLM < 0.27 sizes the draft rotary cache by it: acceptance collapses past it")
+
+
+@rule(RULES, "sliding-window-ignored", "vllm", "", "warning", "vllm attention.py:266-271 @0.33.0; qwen3_eagle3.py:46-61 @0.26.0; speculators PR #684")  # fmt: skip
+def sliding_window_ignored(c: Context) -> str | None:
+    if not sliding(c):
+        return None
+    dcfg = (c.cfg.get("transformer_layer_config") or {}) if c.speculators else c.cfg
+    qwen3 = dcfg.get("model_type") == "qwen3"
+    if qwen3 and c.version >= Version("0.26.0") and isinstance(dcfg.get("layer_types"), list):
+        return None
+    return "the drafter's sliding window is not applied by vLLM here (the target's window is used): -31% accept length at 2k context (speculators PR #684)"

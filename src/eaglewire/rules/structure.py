@@ -1,0 +1,165 @@
+"""Checkpoint structure rows: what a row is and what it is checked against, and the helpers rows of several engines
+share; no engine's rows (docs/engine-facts.md; docs/conventions.md (b), (c)).
+
+Where the wiring table says which taps an engine feeds, structure rows say what else silently changes the drafter's
+numbers or stops it loading: which `architectures` the engine routes to its EAGLE-3 class, where it takes the fc
+width, which norm options it honours and from which key, what it does with `tie_word_embeddings`, a missing
+lm_head or embed_tokens, the draft's RoPE, context and sliding window. Each engine's rows live in
+`eaglewire.engines.<engine>.structure`, the engine-agnostic ones and the ordered table in
+`eaglewire.engines.structure`; `jobs.structure.findings_for` applies them. Severity "unverified" marks a user report
+whose cause is not established: it keeps a verdict from being `ok` without calling it a fault.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from packaging.version import Version
+
+from eaglewire.rules import taps as conv
+from eaglewire.rules.row import Row
+
+NEXTN_SUFFIXES = ("NextN", "MTP")  # MTP/NextN draft layers (DeepseekV3ForCausalLMNextN): not EAGLE-3 heads
+
+
+@dataclass
+class Context:
+    """What a structure row is checked against. Typed loosely so this layer imports no checkpoint or target code:
+
+    - `ckpt`: the drafter checkpoint (a `formats.DrafterCheckpoint`: `config`, `arch`, `tensors`, `format`,
+      `fc_in_width`, `has_weights`, `provenance`);
+    - `target`: the target model (a `targets.TargetInfo`: `hidden_size`, `config`, `family`);
+    - `engine`, `version`: the engine and the release checked;
+    - `row`: the engine's tap row for this target (a `rules.taps.Convention`);
+    - `served`: what that row makes of the drafter's config (a `rules.taps.Resolution`).
+    """
+
+    ckpt: Any
+    target: Any
+    engine: str
+    version: Version
+    row: Any
+    served: Any
+
+    @property
+    def cfg(self) -> dict:
+        return self.ckpt.config
+
+    @property
+    def nested(self) -> dict:
+        ec = self.cfg.get("eagle_config")
+        return ec if isinstance(ec, dict) else {}
+
+    def flag(self, key: str) -> bool:
+        """A norm option as the drafter means it (top-level or under eagle_config, or in the parsed arch)."""
+        arch = self.ckpt.arch
+        return bool(
+            self.cfg.get(key) is True or self.nested.get(key) is True or (arch and getattr(arch, key, False))
+        )
+
+    @property
+    def architecture(self) -> str:
+        archs = self.cfg.get("architectures")
+        return archs[0] if isinstance(archs, list) and archs and isinstance(archs[0], str) else ""
+
+    def has_tensor(self, name: str) -> bool:
+        return name in self.ckpt.tensors
+
+    @property
+    def reduced_vocab(self) -> bool:
+        arch = self.ckpt.arch
+        dv, v = self.cfg.get("draft_vocab_size"), self.cfg.get("vocab_size")
+        if arch is not None:
+            return arch.draft_vocab_size < arch.vocab_size
+        return isinstance(dv, int) and isinstance(v, int) and dv < v
+
+    @property
+    def speculators(self) -> bool:
+        return self.ckpt.format == "speculators"
+
+
+@dataclass(frozen=True)
+class StructureRule(Row):
+    """A structure row (a `Row`): one behaviour of one engine ("*": every engine) in one version range; `check`
+    returns the finding's message when the checkpoint shows it, else None."""
+
+    code: str
+    engine: str
+    versions: str  # PEP 440 specifier set ("" = every version)
+    severity: str  # problem | warning | info | unverified
+    source: str = field()  # required here (`Row.source` defaults to "")
+    check: Callable[[Context], str | None]
+
+
+def rule(into: list[StructureRule], code: str, engine: str, versions: str, severity: str, source: str):
+    """Make the decorated condition one row, appended to `into` (its module's `RULES`); the name becomes the row."""
+
+    def add(check: Callable[[Context], str | None]) -> StructureRule:
+        row = StructureRule(code, engine, versions, severity, source, check)
+        into.append(row)
+        return row
+
+    return add
+
+
+# ---- helpers rows of several engines share ----------------------------------------------------------------------
+
+
+def engine_aux_count(c: Context) -> int:
+    """How many aux states the engine builds fc for: the row's keys in order, else 3."""
+    keys = c.row.fc_width_keys
+    if c.engine == "vllm" and c.speculators and c.version >= Version("0.24.0"):
+        layer_type = (c.cfg.get("transformer_layer_config") or {}).get("model_type")
+        if layer_type == "qwen3":  # qwen3_eagle3.py:202-214 reads the top-level list too
+            keys = ("num_aux_hidden_states", "eagle_aux_hidden_state_layer_ids")
+    for key in keys:
+        value = conv.get_path(c.cfg, key)
+        if isinstance(value, bool) or value is None:
+            continue
+        if isinstance(value, int):
+            return value
+        if isinstance(value, list) and value:
+            return len(value)
+    if c.engine == "trtllm":
+        return len(c.served.taps) if c.served.taps is not None else 3
+    return 3
+
+
+def unhonoured(c: Context, key: str, honoured: bool) -> str | None:
+    if c.flag(key) and not honoured:
+        return f"the drafter uses {key}, which {c.engine} {c.version} ignores here: its draft numerics differ from training"
+    return None
+
+
+NORM_OUTPUT_MEANING = (
+    "norm_output is true in an EAGLE-format config: the trainer's meaning decides what must be fed back. SpecForge "
+    "(whose eagle3.1 configs set it) trains with the pre-norm state fed back and uses it only for the final norm "
+    "before lm_head; {engine} feeds the post-norm state back. Trained by SpecForge, the drafter gets other "
+    "inputs than in training; `eaglewire doctor` on the target measures which"
+)
+
+
+def norm_output_meaning(c: Context, engine: str, honoured: bool) -> str | None:
+    """SpecForge's norm_output differs from the engines' (docs/conventions.md (c) 2, inferred from source)."""
+    if not honoured or c.speculators or c.ckpt.provenance is not None or not c.flag("norm_output"):
+        return None
+    return NORM_OUTPUT_MEANING.format(engine=engine)
+
+
+def short_context(c: Context, what: str) -> str | None:
+    dcfg = (c.cfg.get("transformer_layer_config") or {}) if c.speculators else c.cfg
+    draft, target = dcfg.get("max_position_embeddings"), c.target.config.get("max_position_embeddings")
+    if isinstance(draft, int) and isinstance(target, int) and draft < target:
+        return f"drafter max_position_embeddings {draft} < the target's {target}: {what}"
+    return None
+
+
+def sliding(c: Context) -> bool:
+    dcfg = (c.cfg.get("transformer_layer_config") or {}) if c.speculators else c.cfg
+    types = dcfg.get("layer_types")
+    return bool(dcfg.get("sliding_window")) and (
+        dcfg.get("use_sliding_window", True) is not False
+        or (isinstance(types, list) and "sliding_attention" in types)
+    )

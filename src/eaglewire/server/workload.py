@@ -1,0 +1,173 @@
+"""The probe's workload: prompts built from `--data` and sent through the server's OpenAI-compatible API.
+
+With the target's tokenizer the prompts are token ids (`/v1/completions` takes a list of ids in both engines), so
+the server sees exactly the tokens the prediction walks; chat data goes through the target's chat template with
+the generation prompt (the conversation up to the last assistant turn). Without a tokenizer the server tokenizes:
+text through `/v1/completions`, chat through `/v1/chat/completions` (the server's template).
+
+Every request is greedy (temperature 0) and runs to `max_tokens` (`ignore_eos`, a sampling extension both engines
+accept), so the engine verifies against the target's greedy continuation of a known length: the positions the
+prediction walks. SGLang is asked for its per-request speculative details (`return_spec_tokens_details`,
+sglang 0.5.23 srt/entrypoints/openai/protocol.py:393, :456-467; answered in `sglext.spec_tokens_details`).
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from eaglewire.data import TEXT_SUFFIXES, FileSamples, SampleLoader
+from eaglewire.errors import InputError
+from eaglewire.server.counters import SpecCounters
+from eaglewire.server.http import Http
+
+
+@dataclass(frozen=True)
+class Prompt:
+    ids: tuple[int, ...] | None = None  # token ids (the target's tokenizer, chat template applied)
+    text: str | None = None  # plain text, tokenized by the server
+    messages: tuple[dict, ...] | None = None  # chat, templated by the server
+    source: str = ""
+
+
+@dataclass
+class Completion:
+    prompt_tokens: int | None
+    completion_tokens: int
+    seconds: float
+    spec: SpecCounters | None = None  # SGLang: the request's own speculative details
+
+
+def _chat_rows(path: Path, limit: int) -> list[tuple[str, list[dict]]] | None:
+    """(where, messages up to the last assistant turn) for a JSONL file of chats; None when it holds none."""
+    rows = []
+    with path.open(encoding="utf-8") as fh:
+        for n, line in enumerate(fh, 1):
+            if not line.strip():
+                continue
+            try:
+                row = json.loads(line)
+            except json.JSONDecodeError as e:
+                raise InputError(f"{path}:{n}: not valid JSON ({e.msg})") from None
+            msgs = row.get("messages") if isinstance(row, dict) else None
+            if not isinstance(msgs, list):
+                continue
+            if not all(isinstance(m, dict) and "role" in m and "content" in m for m in msgs):
+                raise InputError(f"{path}:{n}: 'messages' must be a list of {{role, content}} objects")
+            last = max((i for i, m in enumerate(msgs) if m["role"] == "assistant"), default=len(msgs))
+            if last > 0:
+                rows.append((f"{path}:{n}", msgs[:last]))
+            if len(rows) >= limit:
+                break
+    return rows or None
+
+
+def _text_files(path: Path) -> list[Path]:
+    if not path.exists():
+        raise InputError(f"{path}: data not found")
+    if path.is_dir():
+        files = sorted(p for p in path.rglob("*") if p.is_file() and p.suffix in TEXT_SUFFIXES)
+        if not files:
+            raise InputError(f"{path}: no .txt/.py/.md files in this folder")
+        return files
+    return [path]
+
+
+def build_prompts(data: SampleLoader | None, tokenizer: Any, n: int, prompt_len: int) -> list[Prompt]:
+    """Up to `n` prompts of about `prompt_len` tokens. `tokenizer` None: the server tokenizes (text or chat)."""
+    if data is None:
+        raise InputError("give --data (text, folder or JSONL) for the probe's requests")
+    path = data.path if isinstance(data, FileSamples) else None
+    if path is not None and path.suffix == ".jsonl" and path.is_file():
+        chats = _chat_rows(path, n)
+        if chats is not None:
+            if tokenizer is None:
+                return [Prompt(messages=tuple(m), source=w) for w, m in chats]
+            if not getattr(tokenizer, "chat_template", None):
+                raise InputError(f"{path}: chat data, but the target's tokenizer has no chat template")
+            out = []
+            for where, msgs in chats:
+                try:
+                    ids = tokenizer.apply_chat_template(msgs, tokenize=True, add_generation_prompt=True)
+                except Exception as e:  # the user's template or data
+                    raise InputError(f"{where}: chat template failed ({e.__class__.__name__})") from None
+                ids = ids["input_ids"] if isinstance(ids, dict) or hasattr(ids, "keys") else ids
+                out.append(Prompt(ids=tuple(int(t) for t in ids), source=where))
+            return out
+    if tokenizer is None:
+        if path is None:
+            raise InputError("without the target's tokenizer (--target), --data must be a file or folder")
+        prompts = []
+        for f in _text_files(path):
+            try:
+                text = f.read_text(encoding="utf-8")
+            except UnicodeDecodeError:
+                raise InputError(f"{f}: not UTF-8 text") from None
+            width = 4 * prompt_len  # characters: a few per token
+            for start in range(0, len(text) - width + 1, 2 * width):
+                prompts.append(Prompt(text=text[start : start + width], source=f"{f}@{start}"))
+                if len(prompts) >= n:
+                    return prompts
+        if not prompts:
+            raise InputError(f"{path}: no text of {4 * prompt_len} characters to prompt with")
+        return prompts
+    samples = data(tokenizer, max(512, prompt_len), n)
+    return [
+        Prompt(ids=tuple(int(t) for t in s.input_ids[:prompt_len].tolist()), source=s.source) for s in samples
+    ]
+
+
+def request(engine: str, model: str, prompt: Prompt, max_tokens: int) -> tuple[str, dict]:
+    """(path, body) of one greedy request that runs to `max_tokens`."""
+    body: dict[str, Any] = {"model": model, "max_tokens": max_tokens, "temperature": 0.0, "ignore_eos": True}
+    if engine == "sglang":
+        body["return_spec_tokens_details"] = True
+    if prompt.messages is not None:
+        return "/v1/chat/completions", body | {"messages": list(prompt.messages)}
+    return "/v1/completions", body | {"prompt": list(prompt.ids) if prompt.ids is not None else prompt.text}
+
+
+def _sglang_details(data: dict) -> SpecCounters | None:
+    """SGLang's per-request speculative details (SpecTokensDetails): verify steps, accepted drafts and the
+    histogram of accepted drafts per verify, turned into vLLM's counters (accepted at position i = verifies that
+    accepted more than i drafts)."""
+    ext = data.get("sglext") or {}
+    det = ext.get("spec_tokens_details") if isinstance(ext, dict) else None
+    if isinstance(det, list):
+        det = det[0] if det else None
+    if not isinstance(det, dict) or not det.get("spec_verify_ct"):
+        return None
+    verify = float(det["spec_verify_ct"])
+    hist = [int(x) for x in det.get("spec_correct_drafts_histogram") or []]
+    per_pos = [float(sum(hist[i + 1 :])) for i in range(len(hist) - 1)] if hist else None
+    usage = data.get("usage") or {}
+    return SpecCounters(
+        "sglang",
+        verify,
+        float(usage.get("completion_tokens") or 0),
+        1.0,
+        float(det.get("spec_num_proposed_drafts") or 0) or None,
+        float(det.get("spec_num_correct_drafts") or 0),
+        per_pos,
+        {"source": "sglext.spec_tokens_details"},
+    )
+
+
+def send(http: Http, engine: str, model: str, prompt: Prompt, max_tokens: int, timeout: float) -> Completion:
+    """One request; a refused request is bad input naming the server's reason."""
+    path, body = request(engine, model, prompt, max_tokens)
+    start = time.monotonic()
+    reply = http.post(path, body, timeout=timeout)
+    seconds = time.monotonic() - start
+    if reply.status != 200:
+        detail = reply.body.strip().replace("\n", " ")[:200]
+        raise InputError(f"{http.base}{path}: HTTP {reply.status} ({detail})")
+    data = http.json(reply, path)
+    usage = data.get("usage") if isinstance(data, dict) else None
+    if not isinstance(usage, dict) or "completion_tokens" not in usage:
+        raise InputError(f"{http.base}{path}: the answer has no usage.completion_tokens")
+    spec = _sglang_details(data) if engine == "sglang" else None
+    return Completion(usage.get("prompt_tokens"), int(usage["completion_tokens"]), seconds, spec)

@@ -1,0 +1,97 @@
+"""Refresh an engine's release ledger (src/eaglewire/engines/<engine>/data/ledger.json) from the package index and
+the records committed beside it. Never imported at runtime.
+
+    python -m tools.ledger --engine vllm                       # add releases new on the index (pip index versions)
+    python -m tools.ledger --engine vllm --read flags 0.34.0    # mark a release read at source (offline: no index)
+    python -m tools.ledger --engine vllm --versions 0.34.0 ...  # offline: add these releases instead of asking pip
+    python -m tools.ledger --root COPY --engine vllm ...        # the ledger of another checkout (default: this one)
+
+What it keeps: every release already listed, with what it says. What it adds: releases new on the index (read
+nothing, observed nothing, platforms unknown), `registry`/`arguments` marks for releases the generated tables hold,
+and the observed records found under data/observed/ (a record names its engine release, platform and level).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+from packaging.version import Version
+
+ROOT = Path(__file__).resolve().parents[1]
+PACKAGE = "src/eaglewire/engines"  # the engines' folders, under a checkout's root
+FIRST_EAGLE3 = {"sglang": "0.4.5", "vllm": "0.8.5", "trtllm": "0.20.0"}
+
+
+def index_versions(package: str) -> list[str]:
+    """Every release of `package` on the index, as pip lists it."""
+    out = subprocess.run([sys.executable, "-m", "pip", "index", "versions", package], capture_output=True,
+                         text=True, check=True).stdout  # fmt: skip
+    found = re.search(r"Available versions: (.*)", out)
+    return [v.strip() for v in found.group(1).split(",")] if found else []
+
+
+def refresh(engine: str, versions: list[str], read: dict[str, list[str]], root: Path = ROOT) -> dict:
+    """The ledger of `engine` in the checkout at `root`, with `versions` added and `read` marked."""
+    engines = root / PACKAGE
+    path = engines / engine / "data/ledger.json"
+    data = json.loads(path.read_text())
+    by = {r["version"]: r for r in data["releases"]}
+    for v in versions:
+        by.setdefault(v, {"version": v, "eagle3": Version(v) >= Version(FIRST_EAGLE3[engine])})
+    for name, kind in (("registry.json", "registry"), ("arguments.json", "arguments")):
+        table = engines / engine / "data" / name
+        for v in json.loads(table.read_text())["releases"] if table.is_file() else ():
+            entry = by.setdefault(v, {"version": v, "eagle3": True})
+            entry.setdefault("read", [])
+            if kind not in entry["read"]:
+                entry["read"].append(kind)
+    for kind, vs in read.items():
+        for v in vs:
+            entry = by.setdefault(v, {"version": v, "eagle3": True})
+            if kind not in entry.setdefault("read", []):
+                entry["read"].append(kind)
+    for rec in sorted((engines / engine / "data/observed").glob("*.json")):
+        body = json.loads(rec.read_text())
+        version = body["engine"].split("==")[1]
+        entry = by.setdefault(version, {"version": version, "eagle3": True})
+        obs = {"level": body.get("level", "engine"), "platform": body["platform"],
+               "record": f"observed/{rec.name}", "what": body.get("what", "")}  # fmt: skip
+        entry["observed"] = [o for o in entry.get("observed", []) if o["record"] != obs["record"]] + [obs]
+        entry.setdefault("platforms", {})[body["platform"]] = "serves (observed)"
+    data["releases"] = sorted(by.values(), key=lambda r: Version(r["version"]))
+    return data
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--engine", required=True, choices=sorted(FIRST_EAGLE3))
+    ap.add_argument("--versions", nargs="*", help="releases to add (default: ask the index, unless --read)")
+    ap.add_argument("--read", nargs=2, action="append", metavar=("KIND", "VERSION"), default=[])
+    ap.add_argument(
+        "--root", type=Path, default=ROOT, help="the checkout whose ledger to refresh (default: this one)"
+    )
+    args = ap.parse_args()
+    root = args.root.resolve()
+    path = root / PACKAGE / args.engine / "data/ledger.json"
+    packages = json.loads(path.read_text())["packages"]
+    if args.versions is not None:
+        versions = args.versions
+    elif args.read:  # marking releases read asks no index
+        versions = []
+    else:
+        versions = [v for p in packages for v in index_versions(p)]
+    read: dict[str, list[str]] = {}
+    for kind, v in args.read:
+        read.setdefault(kind, []).append(v)
+    data = refresh(args.engine, sorted(set(versions), key=Version), read, root)
+    path.write_text(json.dumps(data, indent=1) + "\n")
+    print(f"{path.relative_to(root)}: {len(data['releases'])} releases")
+
+
+if __name__ == "__main__":
+    main()
