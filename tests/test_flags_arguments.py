@@ -11,20 +11,12 @@ from pathlib import Path
 import pytest
 from packaging.version import Version
 
-from eaglewire.engines.arguments import (
-    INTERNAL,
-    ROWS,
-    SILENT,
-    VERDICTS,
-    counts,
-    enumerated,
-    markdown,
-    rows_for,
-)
+from eaglewire.engines.arguments import ROWS, counts, enumerated, markdown, rows_for
 from eaglewire.engines.sglang.args import SGLANG
 from eaglewire.engines.vllm.args import VLLM
 from eaglewire.jobs.lint import RULES, lint
 from eaglewire.rules import scanned
+from eaglewire.rules.arguments import INTERNAL, SILENT, VERDICTS
 from tools.arg_scan import scan
 
 ROOT = Path(__file__).resolve().parents[1]
