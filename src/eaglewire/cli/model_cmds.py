@@ -282,8 +282,10 @@ def probe(
     platform: str | None = typer.Option(
         None,
         "--platform",
-        help="Where the server runs: cpu or cuda (vLLM's runner depends on it; default: unknown).",
+        help="Where the server runs: cpu or cuda (vLLM's runner depends on it; default: read from the server, "
+        "else CUDA assumed and said).",
     ),
+    runner: str | None = RUNNER,
     startup_timeout: float = typer.Option(
         600.0, "--startup-timeout", help="--launch: seconds to wait for health."
     ),
@@ -304,13 +306,14 @@ def probe(
 
     words = list(args or [])
     one_of("--platform", platform, ("cpu", "cuda"))
+    one_of("--runner", runner, ("v1", "mrv2"))
     if dump is not None and target is None:
         raise InputError("--dump needs --target (the target's config and head tensors)")
     opts = ProbeOptions(
         drafter=drafter, target=target, dump=dump,
         data=probe_samples(target, data, words if launch else None, engine), dump_ids=parse_ids(dump_ids),
         requests=requests, prompt_len=prompt_len, new_tokens=new_tokens, time_limit=time_limit, model=model,
-        platform=platform, device=device,
+        platform=platform, runner=runner, device=device,
     )  # fmt: skip
     rep = _probe(words, launch, opts, startup_timeout, engine, None if json_out else render.say)
     render.show_report(rep, json_out, render_probe, report_dir, probe_report)

@@ -54,6 +54,25 @@ def render_measurement(m, out: Console) -> None:
         out.print("  per-position acceptance: " + "  ".join(cells))
 
 
+def _fact(name: str, fact) -> str:
+    value = fact.value or "unknown"
+    return (
+        f"{name} {value} ({fact.source}: {fact.basis})"
+        if fact.source != "assumed"
+        else f"{name} {value} (assumed)"
+    )
+
+
+def render_facts(rep, out: Console) -> None:
+    """Where the server runs and which runner it uses, each with where that came from; an `assumed:` line for
+    what nothing said (and what would settle it)."""
+    for name, fact in (("platform", rep.platform), ("runner", rep.runner)):
+        if fact is not None:
+            out.print(Text(f"  {_fact(name, fact)}", "dim"))
+    for a in rep.assumed:
+        out.print(Text(f"assumed: {a}", "cyan"))
+
+
 def render_probe(rep, out: Console) -> None:
     s = rep.server
     out.print(
@@ -69,6 +88,7 @@ def render_probe(rep, out: Console) -> None:
     )
     if rep.launched:
         out.print(Text(f"  launched: {' '.join(rep.launched['command'])} (pid {rep.launched['pid']})", "dim"))
+    render_facts(rep, out)
     render_measurement(rep.measurement, out)
     d = rep.diagnosis
     if rep.lint is not None:
@@ -125,6 +145,7 @@ def render_live(rep, out: Console) -> None:
     """The probe's part of the doctor's report: what the server measured, against what, and the cause."""
     s = rep.server
     out.print(f"{s.engine} {s.version or ''} serving {s.model}, {s.k} draft tokens per verify")
+    render_facts(rep, out)
     render_measurement(rep.measurement, out)
     for c in rep.diagnosis.comparisons:
         out.print(

@@ -11,7 +11,8 @@ from packaging.version import Version
 from eaglewire.engines.sglang import structure as sglang
 from eaglewire.engines.trtllm import structure as trtllm
 from eaglewire.engines.vllm import structure as vllm
-from eaglewire.rules.structure import NEXTN_SUFFIXES, Context, StructureRule, engine_aux_count, rule
+from eaglewire.rules.structure import NEXTN_SUFFIXES, Context, StructureRule, rule
+from eaglewire.rules.taps import get_path
 
 ANY: list[StructureRule] = []  # the rows of every engine
 
@@ -23,6 +24,22 @@ def not_eagle3(c: Context) -> str | None:
     if c.architecture.endswith(NEXTN_SUFFIXES):
         return f"{c.architecture} is an MTP/NextN draft, not an EAGLE-3 head: serve it with EAGLE/NEXTN (SGLang) or mtp (vLLM), not EAGLE3"
     return None
+
+
+def engine_aux_count(c: Context) -> int:
+    """How many aux states the engine builds fc for: the row's keys in order, else 3."""
+    keys = (vllm.fc_width_keys(c) if c.engine == "vllm" else None) or c.row.fc_width_keys
+    for key in keys:
+        value = get_path(c.cfg, key)
+        if isinstance(value, bool) or value is None:
+            continue
+        if isinstance(value, int):
+            return value
+        if isinstance(value, list) and value:
+            return len(value)
+    if c.engine == "trtllm":
+        return len(c.served.taps) if c.served.taps is not None else 3
+    return 3
 
 
 # ---- fc width -------------------------------------------------------------------------------------------------
@@ -72,7 +89,7 @@ def aux_disabled(c: Context) -> str | None:
         return None
     if c.has_tensor("fc.weight"):
         return "eagle_config.use_aux_hidden_state is false but the drafter has an fc: the engine feeds no aux states to it"
-    reads = {"sglang": "0.5.8", "vllm": "0.14.0"}.get(c.engine)
+    reads = {"sglang": sglang.AUX_FLAG_READ_FROM, "vllm": vllm.AUX_FLAG_READ_FROM}.get(c.engine)
     if reads and c.version < Version(reads):
         return (
             f"{c.engine} < {reads} ignores use_aux_hidden_state: it captures aux states and builds an fc this "
@@ -156,5 +173,6 @@ _ORDER: tuple[StructureRule, ...] = (
 
 # A row an engine adds later and nobody placed above reports after these (a new release touches its folder only).
 RULES: tuple[StructureRule, ...] = (
-    *_ORDER, *(r for r in (*sglang.RULES, *vllm.RULES, *trtllm.RULES, *ANY) if r not in _ORDER)
+    *_ORDER,
+    *(r for r in (*sglang.RULES, *vllm.RULES, *trtllm.RULES, *ANY) if r not in _ORDER),
 )

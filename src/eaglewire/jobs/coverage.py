@@ -1,25 +1,303 @@
-"""docs/coverage.md: which cells of the convention table were read at source and which are assumed, built from
-the rows themselves (`make docs` rewrites it; a test keeps it in sync)."""
+"""What eaglewire knows per engine x release x target family x platform, and how (`eaglewire coverage`), and
+docs/coverage.md built from it and from the rows themselves (`make docs` rewrites it; a test keeps it in sync).
+
+Every cell's evidence level is computed, never typed, strongest first (`rules.row.LEVELS`):
+- `engine`: a running engine's record covers the release, the platform and the family (the ledger's `observed`
+  entries and the committed records of `engines/<engine>/data/observed/`);
+- `model-code`: a record of the release's own model code, executed, covers them (the ledger's `observed` entries);
+- `read`: a serving row for the family's engine model file, holding on the platform, was read at source in that
+  release's own files (the release is in the row's `checked`, or the ledger lists the release as read for taps);
+- `none`: nothing above. A release bracketed by two read ones with identical code is `none` here even where `check`
+  counts it verified by the bracket: coverage says what was looked at, release by release.
+
+A record names the family it covers (`family`, `families`, a `target` with a family or architecture, or entries
+that do); a record that names none is the real-engine tier's, which serves the bundled zoo target: its family is
+read from the zoo target's config (package data, read as a file).
+"""
 
 from __future__ import annotations
 
-from eaglewire.engines.observed import observed_for
-from eaglewire.engines.table import ROWS
+import json
+from collections import Counter
+from dataclasses import dataclass, field
+from functools import cache
+
+from packaging.specifiers import SpecifierSet
+from packaging.version import Version
+
+from eaglewire.engines.models import MODEL_FILES
+from eaglewire.engines.observed import observed_for, records
+from eaglewire.engines.runners import PLATFORMS, RUNNERS
+from eaglewire.engines.table import ENGINES, ROWS
+from eaglewire.rules import ENGINES_DIR, engine_data
+from eaglewire.rules.ledger import Release, ledger
+from eaglewire.rules.row import LEVELS, Spec, match
 from eaglewire.rules.taps import _is_version
+from eaglewire.targets import FAMILIES, read_target
+
+# the bundled zoo target (package data): the target of a record that names none (the real-engine tier serves it)
+ZOO_TARGET = ENGINES_DIR.parent / "zoo" / "target" / "config.json"
+
+
+@dataclass(frozen=True)
+class Cell:
+    """The evidence for one engine release, target family and platform."""
+
+    engine: str
+    release: str
+    family: str
+    platform: str
+    level: str  # one of rules.row.LEVELS
+    record: str | None = None  # the record behind an engine / model-code level (path under src/eaglewire/)
+    rows: tuple[str, ...] = ()  # the serving rows read at this release for the family's model file
+
+    def to_dict(self) -> dict:
+        return {
+            "engine": self.engine,
+            "release": self.release,
+            "family": self.family,
+            "platform": self.platform,
+            "level": self.level,
+            "record": self.record,
+            "rows": list(self.rows),
+        }
+
+
+@dataclass
+class Coverage:
+    cells: list[Cell]
+    notes: dict[str, str] = field(default_factory=dict)  # engine -> what its levels rest on, where it matters
+    _index: dict[tuple[str, str, str, str], Cell] = field(default_factory=dict, repr=False)
+
+    def __post_init__(self) -> None:
+        self._index = {(c.engine, c.release, c.family, c.platform): c for c in self.cells}
+
+    def cell(self, engine: str, release: str, family: str, platform: str) -> Cell | None:
+        return self._index.get((engine, str(Version(release)), family, platform))
+
+    @property
+    def counts(self) -> dict[str, dict[str, int]]:
+        """engine -> level -> cells (each with its `total`), and the same over every engine under `total`."""
+        out: dict[str, dict[str, int]] = {}
+        for engine in dict.fromkeys(c.engine for c in self.cells):
+            n = Counter(c.level for c in self.cells if c.engine == engine)
+            out[engine] = {lv: n[lv] for lv in LEVELS} | {"total": sum(n.values())}
+        n = Counter(c.level for c in self.cells)
+        out["total"] = {lv: n[lv] for lv in LEVELS} | {"total": len(self.cells)}
+        return out
+
+    def to_dict(self) -> dict:
+        return {
+            "levels": list(LEVELS),
+            "platforms": sorted(PLATFORMS),
+            "rows": [c.to_dict() for c in self.cells],
+            "counts": self.counts,
+            "notes": self.notes,
+        }
+
+
+def _family_of(target: object) -> str | None:
+    """The family a record's `target` names: its family, or the family of its architecture / model_type."""
+    if not isinstance(target, dict):
+        return None
+    if target.get("family") in FAMILIES:
+        return target["family"]
+    archs = target.get("architectures") or [target.get("architecture")]
+    for name, fam in FAMILIES.items():
+        if target.get("model_type") in fam.model_types or any(a in fam.architectures for a in archs):
+            return name
+    return None
+
+
+@cache
+def zoo_family() -> str:
+    """The bundled zoo target's family (the real-engine tier serves it)."""
+    return read_target(ZOO_TARGET).family
+
+
+def record_families(rec: dict) -> frozenset[str]:
+    """The target families a record covers (module docstring): its own `family` or `target`, its `families`, its
+    `targets`, and those its entries (`variants`) name; none named: the zoo target's."""
+    found: set[str] = set()
+    lists = [x for key in ("families", "targets", "variants") for x in rec.get(key, ()) or ()]
+    for entry in (rec, *lists):
+        if isinstance(entry, str):
+            found.add(entry)
+        elif isinstance(entry, dict):
+            fam = entry.get("family") if isinstance(entry.get("family"), str) else None
+            fam = fam or _family_of(entry.get("target")) or (_family_of(entry) if entry is not rec else None)
+            if fam:
+                found.add(fam)
+    return frozenset(found or {zoo_family()})
+
+
+@dataclass(frozen=True)
+class _Seen:
+    release: str
+    platform: str
+    level: str
+    record: str  # path under src/eaglewire/
+    families: frozenset[str]
+
+
+def _observations(engine: str) -> list[_Seen]:
+    """Every record of a running engine or of a release's model code, from the ledger and the committed records."""
+    pairs: dict[tuple[str, str, str], str] = {}  # (release, platform, record under data/) -> level
+    for rel, o in ledger(engine).observed():
+        pairs[(rel.version, o.platform, o.record)] = o.level
+    for rec in records():
+        name, _, version = rec["engine"].partition("==")
+        if name == engine:
+            pairs.setdefault(
+                (version, rec["platform"], f"observed/{rec['file']}"), rec.get("level", "engine")
+            )
+    out = []
+    for (version, platform, record), level in pairs.items():
+        path = engine_data(engine, record)
+        if not path.is_file():
+            continue  # a ledger entry without its record is no evidence
+        rec = json.loads(path.read_text())
+        where = str(path.relative_to(ENGINES_DIR.parent))
+        out.append(_Seen(str(Version(version)), platform, level, where, record_families(rec)))
+    return out
+
+
+def _runner(release: Release, platform: str) -> str | None:
+    """The one model runner the release runs on `platform` per its ledger (None: more than one, or no runners)."""
+    runner = release.default_runner.get(platform)
+    return runner if runner in RUNNERS else None
+
+
+@cache
+def _serving_rows(engine: str, model: str, platform: str, runner: str | None) -> tuple:
+    """The engine's serving rows for a model file that hold on the platform and runner (`rules.row.match`, any
+    release), each with its version set parsed once (`Row.covers` parses it per call: seconds over 5000 cells)."""
+    rows = match(
+        (r for r in ROWS if r.role == "serve" and r.covers_model(model)), Spec(engine, None, platform, runner)
+    )
+    return tuple((r, SpecifierSet(r.versions)) for r in rows if r.framework == engine)
+
+
+def _read_rows(engine: str, release: Release, family: str, platform: str) -> tuple[str, ...]:
+    """The serving rows for the family's model file, holding on the platform, read at this very release."""
+    version = Version(release.version)
+    read_here = "taps" in release.read
+    rows = _serving_rows(engine, MODEL_FILES[engine][family], platform, _runner(release, platform))
+    return tuple(
+        r.key
+        for r, versions in rows
+        if versions.contains(version, prereleases=True)  # = r.covers(version)
+        and (read_here or release.version in r.checked)
+    )
+
+
+def _cell(engine: str, release: Release, family: str, platform: str, seen: list[_Seen]) -> Cell:
+    version = str(Version(release.version))
+    for level in LEVELS[:2]:  # engine, then model-code
+        hit = next(
+            (s for s in seen if s.level == level and s.release == version and s.platform == platform
+             and family in s.families), None,
+        )  # fmt: skip
+        if hit is not None:
+            return Cell(engine, version, family, platform, level, hit.record)
+    rows = _read_rows(engine, release, family, platform)
+    return Cell(engine, version, family, platform, "read" if rows else "none", None, rows)
+
+
+def _note(engine: str) -> str | None:
+    """Where an engine's rows were read outside any release (TensorRT-LLM: repository snapshots)."""
+    commits = sorted(
+        {c for r in ROWS if r.framework == engine for c in r.checked if c and not _is_version(c)}
+    )
+    if commits and not ledger(engine).read("taps"):
+        return (
+            f"no release read: the rows were read in repository snapshots ({', '.join(commits)}), which are not "
+            "releases, so every release is `none`"
+        )
+    return None
+
+
+@cache
+def coverage() -> Coverage:
+    """The evidence per engine x EAGLE-3 release x target family (the engine's model table) x platform."""
+    cells: list[Cell] = []
+    notes: dict[str, str] = {}
+    for engine in ENGINES:
+        seen = _observations(engine)
+        for release in (r for r in ledger(engine).releases if r.eagle3):
+            for family in MODEL_FILES[engine]:
+                for platform in sorted(PLATFORMS):
+                    cells.append(_cell(engine, release, family, platform, seen))
+        if note := _note(engine):
+            notes[engine] = note
+    return Coverage(cells, notes)
+
 
 HEAD = """# What eaglewire knows, and what it assumes
 
-Built from the convention table (`src/eaglewire/engines/`) by `make docs`; do not edit by hand.
+Built from the convention table (`src/eaglewire/engines/`) and the engines' release ledgers by `make docs` (the
+same data as `eaglewire coverage --json`); do not edit by hand.
 
 A verdict is `ok` only when its row was read at source for the engine version asked (between the oldest and newest
 release read, bracketed by identical code) and the target family is in the engine's table. Versions outside a
 row's read range, rows read only in repository snapshots (no release), and families not listed are applied as
 **assumed**, and the verdict is `unverified`. Facts and sources: docs/conventions.md.
 
-Evidence levels, strongest first: **observed** (a running engine served the zoo target over a matrix of id
+Per row below, strongest first: **observed** (a running engine served the zoo target over a matrix of id
 variants and captured exactly the taps the row predicts, or failed where it says: tests/real_engine, the record in
 `src/eaglewire/engines/<engine>/data/observed/`), **verified** (read at source in the releases listed), **assumed**.
+Per release and family, at the end: the evidence levels of `eaglewire coverage` (engine, model-code, read, none);
+`eaglewire matrix` shows the level behind each drafter's verdict at each release.
 """
+
+SYMBOL = {"engine": "**E**", "model-code": "**M**", "read": "R", "none": "·"}
+
+EVIDENCE_HEAD = """## Evidence per release and family
+
+One cell per engine x EAGLE-3 release (every one on the package index) x target family (the engine's model table)
+x platform (`eaglewire coverage --json` lists them). Levels, strongest first: **E** `engine` (a running engine's
+record covers the release, platform and family), **M** `model-code` (the release's own model code, executed), R
+`read` (a serving row for the family's model file was read at source in that very release), · `none` (nothing:
+a release between two read ones is applied through their rows, but was not itself looked at). A grid cell shows
+one symbol when both platforms agree, else `cpu / cuda`.
+"""
+
+
+def _symbol(cells: list[Cell]) -> str:
+    by = {c.platform: SYMBOL[c.level] for c in cells}
+    return by["cpu"] if len(set(by.values())) == 1 else f"{by['cpu']} / {by['cuda']}"
+
+
+def evidence_markdown(cov: Coverage | None = None) -> str:
+    cov = cov or coverage()
+    counts = cov.counts
+    lines = [
+        EVIDENCE_HEAD,
+        "| | " + " | ".join(LEVELS) + " | cells |",
+        "|---" * (len(LEVELS) + 2) + "|",
+    ]
+    for engine, n in counts.items():
+        name = "**all**" if engine == "total" else engine
+        lines.append(f"| {name} | " + " | ".join(str(n[lv]) for lv in LEVELS) + f" | {n['total']} |")
+    lines.append("")
+    records = sorted({c.record for c in cov.cells if c.record})
+    if records:
+        lines += ["Records behind **E** and **M**: " + ", ".join(f"`src/eaglewire/{r}`" for r in records), ""]
+    for engine in dict.fromkeys(c.engine for c in cov.cells):
+        cells = [c for c in cov.cells if c.engine == engine]
+        families = list(dict.fromkeys(c.family for c in cells))
+        lines += [f"### {engine}", ""]
+        if engine in cov.notes:
+            lines += [f"{engine}: {cov.notes[engine]}.", ""]
+        lines += ["| release | " + " | ".join(families) + " |", "|---" * (len(families) + 1) + "|"]
+        grid: dict[tuple[str, str], list[Cell]] = {}
+        for c in cells:
+            grid.setdefault((c.release, c.family), []).append(c)
+        for release in dict.fromkeys(c.release for c in cells):
+            row = [_symbol(grid[(release, f)]) for f in families]
+            lines.append(f"| {release} | " + " | ".join(row) + " |")
+        lines.append("")
+    return "\n".join(lines)
 
 
 def markdown() -> str:
@@ -54,4 +332,5 @@ def markdown() -> str:
                 f"{', '.join(r.checked[:3])}{' ...' if len(r.checked) > 3 else ''} | {status} |"
             )
         lines.append("")
+    lines.append(evidence_markdown())
     return "\n".join(lines)

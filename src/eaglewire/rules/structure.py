@@ -18,7 +18,6 @@ from typing import Any
 
 from packaging.version import Version
 
-from eaglewire.rules import taps as conv
 from eaglewire.rules.row import Row
 
 NEXTN_SUFFIXES = ("NextN", "MTP")  # MTP/NextN draft layers (DeepseekV3ForCausalLMNextN): not EAGLE-3 heads
@@ -105,26 +104,6 @@ def rule(into: list[StructureRule], code: str, engine: str, versions: str, sever
 
 
 # ---- helpers rows of several engines share ----------------------------------------------------------------------
-
-
-def engine_aux_count(c: Context) -> int:
-    """How many aux states the engine builds fc for: the row's keys in order, else 3."""
-    keys = c.row.fc_width_keys
-    if c.engine == "vllm" and c.speculators and c.version >= Version("0.24.0"):
-        layer_type = (c.cfg.get("transformer_layer_config") or {}).get("model_type")
-        if layer_type == "qwen3":  # qwen3_eagle3.py:202-214 reads the top-level list too
-            keys = ("num_aux_hidden_states", "eagle_aux_hidden_state_layer_ids")
-    for key in keys:
-        value = conv.get_path(c.cfg, key)
-        if isinstance(value, bool) or value is None:
-            continue
-        if isinstance(value, int):
-            return value
-        if isinstance(value, list) and value:
-            return len(value)
-    if c.engine == "trtllm":
-        return len(c.served.taps) if c.served.taps is not None else 3
-    return 3
 
 
 def unhonoured(c: Context, key: str, honoured: bool) -> str | None:

@@ -9,21 +9,47 @@ its source):
 - SGLang: `GET /server_info` (`/get_server_info` before 0.5.x renamed it): every resolved server argument (the
   speculative settings and the draft model path), `launch_command` (what was asked for), `version`;
   `GET /model_info` (`/get_model_info`), `GET /metrics` with --enable-metrics.
+
+Where the server runs (`platform`) and, for vLLM, which model runner it uses (`runner`) are read where the server
+says them, each as a `Fact` naming what said it (`engines/vllm/platform.py`, `engines/sglang/platform.py`): vLLM's
+/version local label ("0.32.0+cpu"), its /server_info (VLLM_SERVER_DEV_MODE=1 only: the config's device and
+VLLM_USE_V2_MODEL_RUNNER), the engine's own log when `probe --launch` started it (`facts_of_log`); SGLang's
+/server_info `device`. vLLM's CPU wheel from PyPI says neither on its endpoints ("0.32.0", no /server_info): the
+probe then assumes, and says so (jobs/probe.py).
 """
 
 from __future__ import annotations
 
+import contextlib
 import shlex
 from dataclasses import dataclass, field
 from typing import Any
 
 from eaglewire.engines.metrics import ENDPOINTS
+from eaglewire.engines.sglang import platform as sglang_platform
+from eaglewire.engines.vllm import platform as vllm_platform
 from eaglewire.errors import InputError
 from eaglewire.server.counters import SpecCounters, models_in, read_counters
 from eaglewire.server.http import Http
 from eaglewire.server.prometheus import Sample, parse
 
 VLLM, SGLANG = ENDPOINTS["vllm"], ENDPOINTS["sglang"]
+SOURCES = ("server", "given", "launch", "assumed", "unknown")
+
+
+@dataclass(frozen=True)
+class Fact:
+    """Where the server runs (platform: "cpu", "cuda", ...) or which model runner it uses (vLLM: "v1", "mrv2"), and
+    where that came from: "server" (its endpoints or its own log), "given" (--platform, --runner), "launch" (the
+    launch command: its environment, the interpreter it runs), "assumed" (nothing said it; `basis` names what would
+    settle it), "unknown" (nothing said it and nothing was assumed)."""
+
+    value: str | None
+    source: str
+    basis: str
+
+    def to_dict(self) -> dict:
+        return {"value": self.value, "source": self.source, "basis": self.basis}
 
 
 @dataclass
@@ -39,6 +65,8 @@ class ServerInfo:
     launch_command: list[str] | None = None  # what the server was asked to run (SGLang's launch_command)
     counters: SpecCounters | None = None  # at the time of reading
     metrics_models: list[str] = field(default_factory=list)
+    platform: Fact | None = None  # where the server says it runs (None: it does not say)
+    runner: Fact | None = None  # vLLM: the model runner, where the server says it
     notes: list[str] = field(default_factory=list)
 
     @property
@@ -65,6 +93,8 @@ class ServerInfo:
             "speculative_settings": self.settings,
             "draft_tokens_per_verify": self.k,
             "launch_command": self.launch_command,
+            "platform": self.platform.to_dict() if self.platform else None,
+            "runner": self.runner.to_dict() if self.runner else None,
             "source": ENDPOINTS[self.engine].source,
             "notes": self.notes,
         }
@@ -154,8 +184,46 @@ def read_server(url: str, model: str | None = None, timeout: float = 10.0) -> Se
     )  # fmt: skip
     if counters is not None:
         info.settings = {"num_speculative_tokens": counters.k}
+    info.platform, info.runner = _vllm_facts(http, str(version))
     info.notes.append("vLLM does not publish its draft model: give --drafter (or probe --launch)")
     return info
+
+
+def _vllm_facts(http: Http, version: str) -> tuple[Fact | None, Fact | None]:
+    """Platform and runner where a vLLM server says them: its version's local label, its /server_info."""
+    platform = runner = None
+    label = vllm_platform.platform_of_version(version)
+    if label is not None:
+        platform = Fact(label, "server", f"/version {version!r} [{vllm_platform.VERSION_SOURCE}]")
+    reply = http.get("/server_info")
+    data = None
+    if reply.status == 200:
+        with contextlib.suppress(InputError):
+            data = http.json(reply, "/server_info")
+    if isinstance(data, dict) and "vllm_config" in data:
+        device = vllm_platform.platform_of_server_info(data)
+        if device is not None and platform is None:
+            platform = Fact(device, "server", f"/server_info device_config={device} "
+                            f"[{vllm_platform.SERVER_INFO_SOURCE}]")  # fmt: skip
+        env = data.get("vllm_env") if isinstance(data.get("vllm_env"), dict) else {}
+        ran = vllm_platform.runner_of_env(env)
+        if ran is not None:
+            runner = Fact(ran, "server", f"/server_info vllm_env {vllm_platform.RUNNER_ENV}="
+                          f"{env[vllm_platform.RUNNER_ENV]} [{vllm_platform.SERVER_INFO_SOURCE}]")  # fmt: skip
+    return platform, runner
+
+
+def facts_of_log(text: str, engine: str) -> tuple[Fact | None, Fact | None]:
+    """Platform and runner where the engine's own log says them (`probe --launch` has the log while the engine
+    runs). vLLM only: SGLang's /server_info already says its device."""
+    if engine != "vllm":
+        return None, None
+    platform, runner = vllm_platform.read_log(text)
+    src = vllm_platform.LOG_SOURCE
+    return (
+        Fact(platform[0], "server", f"the engine's log: {platform[1]} [{src}]") if platform else None,
+        Fact(runner[0], "server", f"the engine's log: {runner[1]} [{src}]") if runner else None,
+    )
 
 
 def _sglang(http: Http, card: dict, data: dict) -> ServerInfo:
@@ -190,6 +258,10 @@ def _sglang(http: Http, card: dict, data: dict) -> ServerInfo:
             card["id"] if card["id"] in info.metrics_models else None,
             f"{http.base}/metrics",
         )
+    device = _find(data, sglang_platform.DEVICE_KEY)
+    if isinstance(device, str) and device:
+        info.platform = Fact(device.split(":")[0], "server", f"/server_info device={device!r} "
+                             f"[{sglang_platform.SOURCE}]")  # fmt: skip
     if settings.get("speculative_algorithm") is None:
         info.counters = None
     elif info.counters is None:

@@ -149,3 +149,7 @@ def reported_qwen_vl(c: Context) -> str | None:
     if c.target.family in ("qwen2_5_vl", "qwen3_vl", "qwen3_vl_moe"):
         return "users report accept length ~1.0 for Qwen-VL targets on SGLang 0.5.5 (cause not established); 0.5.4 worked"
     return None
+
+
+# eagle_config.use_aux_hidden_state is read from this release (spec_aux_hidden_state.py:186-191 @0.5.23); before, aux states are always captured
+AUX_FLAG_READ_FROM = "0.5.8"

@@ -120,3 +120,19 @@ def sliding_window_ignored(c: Context) -> str | None:
     if qwen3 and c.version >= Version("0.26.0") and isinstance(dcfg.get("layer_types"), list):
         return None
     return "the drafter's sliding window is not applied by vLLM here (the target's window is used): -31% accept length at 2k context (speculators PR #684)"
+
+
+# From 0.24.0 a speculators-format Qwen3 drafter builds its fc from the top-level id list too (qwen3_eagle3.py:202-214)
+QWEN3_TOP_LEVEL_WIDTH_FROM = "0.24.0"
+
+
+def fc_width_keys(c: Context) -> tuple[str, ...] | None:
+    """The keys this release takes the fc width from, where they differ from the tap row's (None: the row's)."""
+    if c.speculators and c.version >= Version(QWEN3_TOP_LEVEL_WIDTH_FROM):
+        if (c.cfg.get("transformer_layer_config") or {}).get("model_type") == "qwen3":
+            return ("num_aux_hidden_states", "eagle_aux_hidden_state_layer_ids")
+    return None
+
+
+# eagle_config.use_aux_hidden_state is read from this release (llama_eagle3.py:145-149 @0.14.0); before, aux states are always captured
+AUX_FLAG_READ_FROM = "0.14.0"

@@ -1,0 +1,226 @@
+"""`eaglewire coverage` (the evidence per engine x release x family x platform, computed from the ledgers, the
+records and the rows) and `eaglewire matrix` (every drafter at every release: taps, verdict, evidence, fix; JSON
+and one HTML page)."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import subprocess
+import sys
+
+import pytest
+
+from eaglewire import zoo
+from eaglewire.cli.render_matrix import matrix_html, write_matrix_html
+from eaglewire.engines.models import MODEL_FILES
+from eaglewire.engines.observed import records
+from eaglewire.engines.table import ENGINES, ROWS
+from eaglewire.jobs import coverage as cov_job
+from eaglewire.jobs.matrix import STATUSES, matrix
+from eaglewire.rules import ENGINES_DIR
+from eaglewire.rules.ledger import ledger
+from eaglewire.rules.row import LEVELS
+
+ROW_KEYS = {"engine", "release", "family", "platform", "level", "record", "rows"}
+DRAFTERS = [zoo.drafter_dir(n) for n in zoo.DRAFTERS]
+
+
+@pytest.fixture(scope="module")
+def cov():
+    return cov_job.coverage()
+
+
+@pytest.fixture(scope="module")
+def data(cov):
+    return json.loads(json.dumps(cov.to_dict()))
+
+
+def test_coverage_json_shape(data):
+    assert set(data) >= {"rows", "counts"}
+    assert data["rows"] and all(set(r) == ROW_KEYS for r in data["rows"])
+    assert {r["level"] for r in data["rows"]} <= set(LEVELS)
+    assert {r["platform"] for r in data["rows"]} == {"cpu", "cuda"}
+    for r in data["rows"]:
+        assert (r["record"] is not None) == (r["level"] in ("engine", "model-code")), r
+        assert bool(r["rows"]) == (r["level"] == "read"), r
+
+
+def test_coverage_has_every_eagle3_release_family_and_platform(data):
+    for engine in ENGINES:
+        mine = [r for r in data["rows"] if r["engine"] == engine]
+        releases = [r.version for r in ledger(engine).releases if r.eagle3]
+        assert list(dict.fromkeys(r["release"] for r in mine)) == releases
+        assert len(mine) == len(releases) * len(MODEL_FILES[engine]) * 2
+        assert {r["family"] for r in mine} == set(MODEL_FILES[engine])
+
+
+def test_counts_add_up(data):
+    counts = data["counts"]
+    assert set(counts) == {*ENGINES, "total"}
+    for engine in ENGINES:
+        n = counts[engine]
+        assert (
+            sum(n[lv] for lv in LEVELS) == n["total"] == sum(1 for r in data["rows"] if r["engine"] == engine)
+        )
+    assert all(counts["total"][lv] == sum(counts[e][lv] for e in ENGINES) for lv in LEVELS)
+    assert counts["total"]["total"] == len(data["rows"])
+
+
+def test_the_observed_vllm_cell_is_engine_with_its_record(cov):
+    cell = cov.cell("vllm", "0.32.0", "llama", "cpu")
+    assert cell.level == "engine"
+    assert cell.record == "engines/vllm/data/observed/vllm-0.32.0-cpu.json"
+    assert (ENGINES_DIR.parent / cell.record).is_file()
+    # the record covers what it ran: the CPU build, the zoo's family; CUDA and other families rest on reading
+    assert cov.cell("vllm", "0.32.0", "llama", "cuda").level == "read"
+    assert cov.cell("vllm", "0.32.0", "qwen3", "cpu").level == "read"
+    assert [c for c in cov.cells if c.level == "engine"] == [cell]
+
+
+def test_the_record_family_is_the_family_its_rows_were_predicted_for():
+    """The tier's record names no family: it is the zoo target's, and the rows the record's variants were checked
+    against are rows of that family's model file."""
+    (rec,) = [r for r in records() if r["file"] == "vllm-0.32.0-cpu.json"]
+    assert cov_job.record_families(rec) == {"llama"} == {cov_job.zoo_family()}
+    keys = {v["eaglewire"]["row"] for v in rec["variants"]}
+    assert all(MODEL_FILES["vllm"]["llama"] in r.models for r in ROWS if r.key in keys)
+
+
+def test_a_record_names_its_families():
+    assert cov_job.record_families({"family": "qwen3"}) == {"qwen3"}
+    assert cov_job.record_families({"families": ["qwen3", "gpt_oss"]}) == {"qwen3", "gpt_oss"}
+    assert cov_job.record_families({"target": {"architecture": "Qwen3MoeForCausalLM"}}) == {"qwen3_moe"}
+    assert cov_job.record_families(
+        {"variants": [{"family": "glm4_moe"}, {"target": {"model_type": "llama4"}}]}
+    ) == {
+        "glm4_moe",
+        "llama4",
+    }
+
+
+def test_a_read_release_is_read_and_an_unread_one_none(cov):
+    read = cov.cell("sglang", "0.5.23", "llama", "cuda")
+    assert read.level == "read" and read.rows and all(k.startswith("sglang-llama") for k in read.rows)
+    assert cov.cell("sglang", "0.5.23", "deepseek_v3", "cpu").level == "read"
+    # releases the ledger does not list as read, between read ones: none, though check applies the rows around
+    assert cov.cell("sglang", "0.4.5.post1", "llama", "cuda").level == "none"
+    assert cov.cell("vllm", "0.25.1", "llama", "cpu").level == "none"
+    # a family no row covers at that release: none (SGLang's qwen3 rows start at 0.4.6)
+    assert cov.cell("sglang", "0.4.5", "qwen3", "cuda").level == "none"
+    assert cov.cell("sglang", "0.4.6", "qwen3", "cuda").level == "read"
+
+
+def test_trtllm_has_no_release_read(cov):
+    cells = [c for c in cov.cells if c.engine == "trtllm"]
+    assert cells and {c.level for c in cells} == {"none"}
+    assert "commit" in cov.notes["trtllm"]
+
+
+def test_model_code_and_engine_records_rank_above_reading():
+    release = ledger("sglang").release("0.5.23")
+    seen = [
+        cov_job._Seen("0.5.23", "cpu", "model-code", "engines/sglang/data/x.json", frozenset({"qwen3"})),
+        cov_job._Seen("0.5.23", "cpu", "engine", "engines/sglang/data/y.json", frozenset({"llama"})),
+        cov_job._Seen("0.5.23", "cpu", "model-code", "engines/sglang/data/z.json", frozenset({"llama"})),
+    ]
+    qwen = cov_job._cell("sglang", release, "qwen3", "cpu", seen)
+    assert (qwen.level, qwen.record) == ("model-code", "engines/sglang/data/x.json")
+    assert cov_job._cell("sglang", release, "llama", "cpu", seen).level == "engine"
+    assert cov_job._cell("sglang", release, "qwen3", "cuda", seen).level == "read"  # another platform
+    assert cov_job._cell("sglang", release, "gpt_oss", "cpu", seen).level == "read"  # another family
+
+
+def test_docs_coverage_carries_the_evidence_grid():
+    doc = (ENGINES_DIR.parents[2] / "docs" / "coverage.md").read_text()
+    assert cov_job.evidence_markdown() in doc  # the page is in sync: tests/test_conventions.py
+
+
+# ---------------------------------------------------------------------------------------------------------- matrix
+
+
+@pytest.fixture(scope="module")
+def zoo_matrix():
+    return matrix(DRAFTERS, zoo.target_dir())
+
+
+def test_matrix_has_a_row_per_read_release_with_verdicts(zoo_matrix):
+    m = zoo_matrix
+    want = [
+        (e, r.version)
+        for e in ("sglang", "vllm")
+        for r in ledger(e).releases
+        if r.eagle3 and "taps" in r.read
+    ]
+    assert [(r.engine, r.release) for r in m.releases] == want
+    assert all(len(r.cells) == 2 and {c.status for c in r.cells} <= set(STATUSES) for r in m.releases)
+    assert m.seconds < 60, m.seconds
+    cell = {(r.engine, r.release, c.drafter): c for r in m.releases for c in r.cells}
+    new = cell[("sglang", "0.5.23", "custom-taps")]
+    assert (new.status, new.taps, new.level) == ("ok", "h0,h1,h4", "read")
+    old = cell[("sglang", "0.4.5", "custom-taps")]
+    assert old.status == "mismatch" and old.taps == "h2,h4,h5" and old.fix and not old.fix["expressible"]
+    assert cell[("vllm", "0.33.0", "default")].status == "ok"
+    # no platform: check's own assumption (CUDA) and CUDA's evidence
+    assert m.evidence_platform == "cuda" and "CUDA" in m.platform_note
+    assert cell[("vllm", "0.32.0", "default")].level == "read"
+    assert sum(m.counts["default"].values()) == len(m.releases)
+
+
+def test_matrix_on_cpu_shows_the_engine_run_and_caches(zoo_matrix):
+    m = matrix(DRAFTERS, zoo.target_dir(), ["vllm"], platform="cpu")
+    (row,) = [r for r in m.releases if r.release == "0.32.0"]
+    assert all(c.level == "engine" and c.record.endswith("vllm-0.32.0-cpu.json") for c in row.cells)
+    assert all(c.label.endswith(" v1") for c in row.cells)  # vLLM on CPU runs V1
+    again = matrix(DRAFTERS, zoo.target_dir(), ["vllm"], platform="cpu")
+    assert again.checks == 0 and again.to_dict()["releases"] == m.to_dict()["releases"]
+
+
+def test_matrix_all_releases_marks_the_unread(zoo_matrix):
+    m = matrix(DRAFTERS[:1], zoo.target_dir(), ["sglang"], all_releases=True)
+    assert len(m.releases) == sum(1 for r in ledger("sglang").releases if r.eagle3)
+    unread = [r for r in m.releases if not r.read]
+    assert unread and all(c.level == "none" for r in unread for c in r.cells)
+
+
+def test_matrix_html_is_one_self_contained_grid(zoo_matrix, tmp_path):
+    path = write_matrix_html(zoo_matrix, tmp_path / "matrix.html")
+    page = path.read_text()
+    assert page == matrix_html(zoo_matrix) and page.startswith("<!doctype html>")
+    assert page.count("<table class='grid'>") == 2  # one per engine
+    assert len(re.findall(r"<td style='background:", page)) == len(zoo_matrix.releases) * len(DRAFTERS)
+    for name in zoo.DRAFTERS:
+        assert f"<th>{name}</th>" in page
+    assert "CUDA" in page  # the platform assumption is said
+    assert not re.search(r"(src|href)\s*=|https?://|@import", page)  # no external assets
+
+
+def test_matrix_json_round_trips(zoo_matrix):
+    d = json.loads(json.dumps(zoo_matrix.to_dict()))
+    assert [x["name"] for x in d["drafters"]] == list(zoo.DRAFTERS)
+    cell = d["releases"][0]["cells"][0]
+    assert {"served_taps", "status", "level", "fix", "record", "label"} <= set(cell)
+
+
+def test_cli_coverage_json_parses():
+    r = subprocess.run(
+        [sys.executable, "-m", "eaglewire.cli", "coverage", "--json"],
+        capture_output=True, text=True, timeout=300, env=dict(os.environ, OMP_NUM_THREADS="1"),
+    )  # fmt: skip
+    assert r.returncode == 0, r.stderr
+    data = json.loads(r.stdout)
+    assert data["counts"]["total"]["total"] == len(data["rows"])
+
+
+def test_cli_matrix_writes_json_and_html(tmp_path, capsys):
+    from eaglewire.cli.app import main
+
+    page = tmp_path / "m.html"
+    rc = main(["matrix", *map(str, DRAFTERS), "--target", str(zoo.target_dir()), "--engine", "sglang", "--json",
+               "--html", str(page)])  # fmt: skip
+    assert rc == 0
+    data = json.loads(capsys.readouterr().out)
+    assert {r["engine"] for r in data["releases"]} == {"sglang"} and page.is_file()
+    assert main(["matrix", str(DRAFTERS[0]), "--engine", "sglang==0.5.23"]) == 2  # a release is not an engine
+    assert main(["matrix", str(DRAFTERS[0]), "--platform", "tpu"]) == 2
