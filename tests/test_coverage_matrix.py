@@ -224,3 +224,20 @@ def test_cli_matrix_writes_json_and_html(tmp_path, capsys):
     assert {r["engine"] for r in data["releases"]} == {"sglang"} and page.is_file()
     assert main(["matrix", str(DRAFTERS[0]), "--engine", "sglang==0.5.23"]) == 2  # a release is not an engine
     assert main(["matrix", str(DRAFTERS[0]), "--platform", "tpu"]) == 2
+
+
+def test_check_says_the_evidence_its_verdict_rests_on():
+    """check names the level of the served-taps fact: the running engine where a record covers the release,
+    platform and family; the source read; or nothing (a release nobody read)."""
+    from eaglewire import zoo
+    from eaglewire.jobs.check import check
+
+    def level(engine: str, platform: str | None) -> dict:
+        rep = check(zoo.drafter_dir("default"), zoo.target_dir(), [engine], platform=platform)
+        return rep.verdicts[0].evidence
+
+    seen = level("vllm==0.32.0", "cpu")
+    assert seen["level"] == "engine" and "vllm-0.32.0-cpu.json" in seen["basis"], seen
+    assert level("vllm==0.32.0", "cuda")["level"] == "read"  # a CPU run does not speak for CUDA
+    assert level("sglang==0.5.23", None) == {"level": "read", "basis": "read at source (sglang 0.5.23)"}
+    assert level("vllm==0.99.0", "cpu")["level"] == "none"

@@ -76,6 +76,14 @@ def render_check(rep, out: Console) -> None:
         out.print(Text(f"assumed: {a}", "cyan"))
     for u in rep.unknowns:
         out.print(Text(f"unknown: {u}", "yellow"))
+    for v in rep.verdicts:
+        if v.evidence:
+            out.print(
+                Text(
+                    f"evidence [{v.engine}]: {v.evidence['basis']}; structure and flag rules read at source",
+                    "dim",
+                )
+            )
     verdict = {
         "problem": ("PROBLEM: the engine will not feed this drafter what it was trained on", "bold red"),
         "unverified": (

@@ -23,6 +23,7 @@ from eaglewire.formats import DrafterCheckpoint, read_drafter, write_drafter
 from eaglewire.formats.checkpoint import PROVENANCE_KEY
 from eaglewire.formats.trained import Assumption, TrainedTaps, target_from_provenance, trained_taps
 from eaglewire.formats.vocab import VocabReport, checkpoint_vocab_report
+from eaglewire.jobs.coverage import evidence
 from eaglewire.jobs.structure import findings_for
 from eaglewire.rules import taps as conv
 from eaglewire.taps import Wiring
@@ -76,6 +77,9 @@ class EngineVerdict:
     outcomes: dict[str, str] = field(
         default_factory=dict
     )  # each training-taps option -> the verdict under it
+    evidence: dict[str, str] = field(
+        default_factory=dict
+    )  # level and basis of the served-taps fact (coverage)
 
     @property
     def problem(self) -> bool:
@@ -114,6 +118,7 @@ class EngineVerdict:
             ],
             "verified_version": self.verified_version,
             "source": self.served.row.source,
+            "evidence": self.evidence,
         }
 
 
@@ -333,6 +338,15 @@ def check(
             # an architecture the table does not list, served by capture code whose taps are known
             if m.basis and m.model_known:
                 v.findings.append(Finding("info", "engine-registry", m.basis, spec.framework))
+            version = spec.version or table.NEWEST.get(spec.framework)
+            v.evidence = (
+                evidence(spec.framework, str(version), tinfo.family, platform, v.verified_version and m.exact)
+                if version is not None
+                else {
+                    "level": "read",
+                    "basis": f"read at source ({spec.framework} {', '.join(m.row.checked)})",
+                }
+            )
             verdicts.append(v)
     vrep = None
     if ckpt.arch is not None and ckpt.has_weights:

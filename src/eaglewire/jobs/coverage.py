@@ -334,3 +334,29 @@ def markdown() -> str:
         lines.append("")
     lines.append(evidence_markdown())
     return "\n".join(lines)
+
+
+@cache
+def _seen(engine: str) -> tuple[_Seen, ...]:
+    return tuple(_observations(engine))
+
+
+def evidence(engine: str, version: str, family: str, platform: str | None, read: bool) -> dict[str, str]:
+    """The evidence a verdict on the served taps rests on, strongest first: a running engine of that release on
+    that platform showed it for the family (`engine`), the release's model code did (`model-code`), its capture
+    code was read (`read`: `read` says the row covers a release read), or nothing (`none`: assumed)."""
+    version = str(Version(version))
+    for level in LEVELS[:2]:
+        hit = next(
+            (s for s in _seen(engine) if s.level == level and s.release == version and s.platform == platform
+             and family in s.families), None,
+        )  # fmt: skip
+        if hit is not None:
+            what = "engine run" if level == "engine" else "model code, executed"
+            return {
+                "level": level,
+                "basis": f"observed: {engine} {version} {platform.upper()} {what} ({hit.record})",
+            }
+    if read:
+        return {"level": "read", "basis": f"read at source ({engine} {version})"}
+    return {"level": "none", "basis": f"assumed: {engine} {version} was not read at source"}

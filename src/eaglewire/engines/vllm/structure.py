@@ -22,14 +22,16 @@ RULES: list[StructureRule] = []
 
 # ---- format and architecture routing -----------------------------------------------------------------------
 
-ROUTES = (  # architecture -> the versions vLLM loads it as an EAGLE-3 draft (vllm transformers_utils/configs/eagle.py)
-    ("LlamaForCausalLM", ">=0.8.5"),
-    ("Eagle3LlamaForCausalLM", ">=0.8.5"),
-    ("LlamaForCausalLMEagle3", "==0.8.5,>=0.10.2"),
-    ("Eagle3DeepseekV2ForCausalLM", ">=0.18.0"),
-    ("Eagle3DeepseekV3ForCausalLM", ">=0.18.0"),
-    ("Qwen3ForCausalLM", ">=0.24.0"),
-    ("Eagle3Qwen3ForCausalLM", ">=0.24.0"),
+# architecture -> the releases vLLM loads it as an EAGLE-3 draft (vllm transformers_utils/configs/eagle.py), as
+# alternative ranges: LlamaForCausalLMEagle3 in 0.8.5 (and its .post rebuilds), not 0.9.0-0.10.1, again from 0.10.2
+ROUTES = (
+    ("LlamaForCausalLM", (">=0.8.5",)),
+    ("Eagle3LlamaForCausalLM", (">=0.8.5",)),
+    ("LlamaForCausalLMEagle3", ("==0.8.5.*", ">=0.10.2")),
+    ("Eagle3DeepseekV2ForCausalLM", (">=0.18.0",)),
+    ("Eagle3DeepseekV3ForCausalLM", (">=0.18.0",)),
+    ("Qwen3ForCausalLM", (">=0.24.0",)),
+    ("Eagle3Qwen3ForCausalLM", (">=0.24.0",)),
 )
 
 
@@ -41,14 +43,11 @@ def architecture_routing(c: Context) -> str | None:
     arch = c.architecture
     for name, spec in ROUTES:
         if arch == name:
-            if "==0.8.5" in spec:
-                ok = c.version == Version("0.8.5") or c.version >= Version("0.10.2")
-            else:
-                ok = c.version in SpecifierSet(spec)
+            ok = any(SpecifierSet(s).contains(c.version, prereleases=True) for s in spec)
             return (
                 None
                 if ok
-                else f"vLLM {c.version} does not register {arch!r} as an EAGLE-3 draft (from {spec})"
+                else f"vLLM {c.version} does not register {arch!r} as an EAGLE-3 draft (from {' or '.join(spec)})"
             )
     return (
         f"architectures[0] is {arch!r}: vLLM {c.version} maps it to Eagle3{arch.removeprefix('Eagle3')}, which no "
