@@ -791,6 +791,7 @@ def test_sglang_flags_from_its_own_launch_command(capsys, tmp_path):
     assert rc == 1 and out["diagnosis"] == "flags"
     assert out["measured"]["accept_length"] == pytest.approx(1 + 112 / 60)
     assert out["lint"]["effective"]["num_draft_tokens"] == 2
+    assert out["regime"].startswith("greedy")  # the workload's sampling settings, which the prediction models
 
 
 # ---- doctor --server ----------------------------------------------------------------------------------------------

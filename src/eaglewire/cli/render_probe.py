@@ -89,6 +89,7 @@ def render_probe(rep, out: Console) -> None:
     if rep.launched:
         out.print(Text(f"  launched: {' '.join(rep.launched['command'])} (pid {rep.launched['pid']})", "dim"))
     render_facts(rep, out)
+    out.print(Text(f"regime: {rep.regime}", "dim"))
     render_measurement(rep.measurement, out)
     d = rep.diagnosis
     if rep.lint is not None:

@@ -34,7 +34,7 @@ from eaglewire.server.http import Http
 from eaglewire.server.info import Fact, ServerInfo, facts_of_log, read_server
 from eaglewire.server.launch import Engine
 from eaglewire.server.measure import Measurement, measure
-from eaglewire.server.workload import Prompt, build_prompts
+from eaglewire.server.workload import REGIME, Prompt, build_prompts
 
 
 @dataclass
@@ -71,6 +71,7 @@ class ProbeReport:
     platform: Fact | None = None  # where the server runs, and where that came from
     runner: Fact | None = None  # vLLM's model runner, and where that came from (None: SGLang)
     assumed: list[str] = field(default_factory=list)  # what was assumed, and what would settle it
+    regime: str = REGIME  # the sampling settings the workload used and the prediction models
 
     @property
     def exit_code(self) -> int:
@@ -85,6 +86,7 @@ class ProbeReport:
             "platform": self.platform.to_dict() if self.platform else None,
             "runner": self.runner.to_dict() if self.runner else None,
             "assumed": self.assumed,
+            "regime": self.regime,
             "measured": self.measurement.to_dict(),
             "predicted": self.prediction.to_dict() if self.prediction is not None else None,
             "lint": self.lint.to_dict() if self.lint is not None else None,

@@ -24,6 +24,11 @@ from eaglewire.errors import InputError
 from eaglewire.server.counters import SpecCounters
 from eaglewire.server.http import Http
 
+# Every probe request is greedy: the workload and the prediction beside it are in the same regime (a sampled
+# workload would need a sampled prediction, and vLLM's CPU build cannot be trusted there: docs/sampled-acceptance.md)
+TEMPERATURE = 0.0
+REGIME = "greedy (temperature 0): the workload sent and the walk predicted are greedy"
+
 
 @dataclass(frozen=True)
 class Prompt:
@@ -122,7 +127,12 @@ def build_prompts(data: SampleLoader | None, tokenizer: Any, n: int, prompt_len:
 
 def request(engine: str, model: str, prompt: Prompt, max_tokens: int) -> tuple[str, dict]:
     """(path, body) of one greedy request that runs to `max_tokens`."""
-    body: dict[str, Any] = {"model": model, "max_tokens": max_tokens, "temperature": 0.0, "ignore_eos": True}
+    body: dict[str, Any] = {
+        "model": model,
+        "max_tokens": max_tokens,
+        "temperature": TEMPERATURE,
+        "ignore_eos": True,
+    }
     if engine == "sglang":
         body["return_spec_tokens_details"] = True
     if prompt.messages is not None:
