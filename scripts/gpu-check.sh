@@ -3,8 +3,9 @@
 # two GPUs), generate and bench on the zoo target, on CUDA and on the CPU, compared (same taps, acc within 0.01 per
 # step, greedy output identical in fp32). Under 8 minutes on one GPU. Details: scripts/gpu_check.py.
 #
-#   scripts/gpu-check.sh              on a machine with a GPU; writes gpu-check/summary.json
-#   scripts/gpu-check.sh --dry-run    the CPU on both sides, small sizes: proves the script works (make test runs it)
+#   scripts/gpu-check.sh              on a machine with a GPU; writes gpu-check-results/summary.json (git-ignored)
+#   scripts/gpu-check.sh --dry-run    the CPU on both sides, small sizes: proves the script works (make test-all
+#                                     runs it: tests/test_gpu_check.py); the same default folder
 #   scripts/gpu-check.sh --out DIR    another output folder
 #
 # PYTHON picks the interpreter (default: .venv/bin/python when it exists, else python3).

@@ -10,7 +10,7 @@ every accuracy is within 0.01 per step, the search picks the same wiring, and gr
 `--dry-run` runs the same steps with the CPU on both sides and smaller sizes: it proves the script itself works
 (it is part of `make test`). Commands run in this process (one import of torch) except torchrun's.
 
-Writes OUT/summary.json and prints one line per check; exit 0 = all passed, 1 = a check failed.
+Writes OUT/summary.json (OUT: --out, default gpu-check-results/, which git ignores) and prints one line per check; exit 0 = all passed, 1 = a check failed.
 """
 
 from __future__ import annotations
@@ -27,6 +27,8 @@ import time
 from pathlib import Path
 
 ACC_TOL, TAP_TOL = 0.01, 1e-3
+# Ignored by git (.gitignore): a run never writes into the tracked tree.
+DEFAULT_OUT = Path("gpu-check-results")
 
 
 def run(argv: list[str], log: Path) -> dict:
@@ -98,7 +100,9 @@ def main() -> int:
     ap.add_argument(
         "--dry-run", action="store_true", help="CPU on both sides, small sizes (proves the script)"
     )
-    ap.add_argument("--out", type=Path, default=Path("gpu-check"))
+    ap.add_argument(
+        "--out", type=Path, default=DEFAULT_OUT, help=f"output folder, emptied first (default {DEFAULT_OUT}/)"
+    )
     args = ap.parse_args()
     import torch
 

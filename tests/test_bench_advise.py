@@ -4,7 +4,7 @@ import torch
 from test_decode import pair
 
 from eaglewire.bench.advise import advise, measure_costs, predicted_speedup
-from eaglewire.bench.decode import run_bench
+from eaglewire.bench.decode import BenchResult, Method, Run, run_bench
 from eaglewire.capture import CapturedSample
 from eaglewire.jobs.decode import DecodeConfig
 from eaglewire.jobs.lint import lint
@@ -36,6 +36,33 @@ def test_bench_reports_every_method():
         if m["kind"] == "eaglewire":
             assert m["outputs_identical_to_plain_greedy"] == "2/2", m
     assert data["best_eaglewire"]["kind"] == "eaglewire"
+
+
+def test_a_speed_up_above_tau_marks_the_run_disturbed_and_is_never_best():
+    """make bench on a busy machine once printed chain 3 at 3.24x with tau 2.96 as the best result: impossible
+    (each verify is at least one target forward and yields tau tokens), so the run is marked and not ranked."""
+    plain = Method(
+        "plain greedy (own loop)", "plain", {}, [Run(0, 100, 10.0, None, True), Run(1, 100, 10.0, None, True)]
+    )
+    # chain 3: 8 verifies for 24 tokens (tau (24-1)/8 = 2.875), yet 3.4x plain's tokens/s: disturbed
+    fast = Method(
+        "eaglewire chain 3",
+        "eaglewire",
+        {"steps": 3},
+        [Run(0, 24, 0.706, 8, True), Run(1, 24, 0.706, 8, True)],
+    )
+    # chain 5: tau 3.5 and 2.0x: possible
+    ok = Method(
+        "eaglewire chain 5", "eaglewire", {"steps": 5}, [Run(0, 36, 1.8, 10, True), Run(1, 36, 1.8, 10, True)]
+    )
+    data = BenchResult([plain, fast, ok], 2, [], 128, plain.name, 1).to_dict()
+    rows = {r["method"]: r for r in data["methods"]}
+    assert rows["eaglewire chain 3"]["speedup"] > rows["eaglewire chain 3"]["tau_median"]
+    assert rows["eaglewire chain 3"]["disturbed"] and not rows["eaglewire chain 5"]["disturbed"]
+    assert data["best_eaglewire"]["method"] == "eaglewire chain 5"
+    assert data["disturbed"] == ["eaglewire chain 3"]
+    assert "3.40x at tau 2.88" in data["disturbed_note"] and "impossible" in data["disturbed_note"]
+    assert not rows["plain greedy (own loop)"]["disturbed"]
 
 
 def test_advice_is_consistent_and_lints_clean(tmp_path):

@@ -48,3 +48,19 @@ def test_gpu_check_dry_run(tmp_path):
 def test_gpu_check_on_cuda(tmp_path):
     summary = _run(tmp_path)
     assert summary["passed"] and summary["seconds"] < 480, summary
+
+
+def test_the_default_output_folder_is_ignored_by_git():
+    """The check (and its dry run) writes into gpu-check-results/ unless told otherwise: never into tracked files."""
+    import importlib.util
+    import shutil
+
+    spec = importlib.util.spec_from_file_location("gpu_check", SCRIPT.with_name("gpu_check.py"))
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    root = SCRIPT.parents[1]
+    if shutil.which("git") is None or not (root / ".git").exists():
+        pytest.skip("not a git checkout")
+    probe = mod.DEFAULT_OUT / "summary.json"
+    r = subprocess.run(["git", "check-ignore", "-q", str(probe)], cwd=root)
+    assert r.returncode == 0, f"{probe} is not ignored by git: add {mod.DEFAULT_OUT}/ to .gitignore"

@@ -4,7 +4,8 @@
 - search.json: the wiring search's cost on a 61-layer target as a multiple of one standalone evaluation of the
   same samples (goal <= 10x), and the evaluation's throughput against the speculators library's own forward on
   the same drafter and inputs (goal >= 1.0x);
-- decode.json + decode.png: plain greedy vs eaglewire chain/tree vs assisted generation vs prompt lookup;
+- decode.json + decode.png: plain greedy vs eaglewire chain/tree vs assisted generation vs prompt lookup; a
+  speed-up above the method's accept length (impossible) marks the run disturbed: said, and never ranked best;
 - walk.json: the cost of `eaglewire test`'s accept-length prediction (the engine's walk: the target's greedy
   continuation, one capture forward, K drafter steps over every row) against the target's own greedy decoding of
   the same tokens (goal <= 2x), and of the whole default `test` (SGLang trees and the teacher-forced acc too);
@@ -387,4 +388,7 @@ def run_all(out: Path, progress: Callable[[str], None] | None = None, decode: bo
             zoo.held_out_samples,
             assistant=zoo.zoo_dir() / "assistant",
         )
+        note = results["decode"].to_dict()["disturbed_note"]
+        if note:  # a speed-up above tau: said, and never ranked best (decode.json marks it)
+            say(f"decoding benchmark: {note}")
     return results
