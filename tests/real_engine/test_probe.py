@@ -197,7 +197,15 @@ def _launch(vllm_python, drafter, k, *extra) -> subprocess.Popen:
     cmd = [sys.executable, "-m", "eaglewire.cli", "probe", "--launch", "--requests", str(REQUESTS), *extra, "--",
            *serve_argv(vllm_python, drafter, k)]  # fmt: skip
     env = {**os.environ, "PYTHONPATH": str(SRC), "COLUMNS": "400"}
-    return subprocess.Popen(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    return subprocess.Popen(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            preexec_fn=_interruptible)  # fmt: skip
+
+
+def _interruptible() -> None:
+    """Ctrl-C as a terminal delivers it. A shell without job control starts a background job (CI's runner) with
+    SIGINT ignored, every child inherits that, and Python then installs no KeyboardInterrupt handler: the probe
+    would run to its end and exit 0 whatever it does with a Ctrl-C."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
 
 
 def _gone(pgid: int) -> bool:
@@ -238,6 +246,7 @@ def test_server_without_speculation_fails_cleanly(vllm_python):
 
 
 def test_sigint_stops_the_engine(vllm_python):
+    """Ctrl-C while `probe --launch` measures: exit 130 and no process of the engine's group left."""
     proc = _launch(vllm_python, zoo.drafter_dir("default"), 3)
     pid = int(_wait_for(proc, r"healthy at \S+ \(pid (\d+)\)", 900).group(1))
     members = group_members(pid)

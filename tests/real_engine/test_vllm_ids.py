@@ -3,14 +3,15 @@ eaglewire's served taps for `vllm==0.32.0` on the CPU: no tap differs, and every
 stage eaglewire names and with the number of aux states eaglewire says reach the fc.
 
 The run is recorded as the evidence of the vLLM 0.32 rows (EAGLEWIRE_REAL_ENGINE_OUT/vllm-ids.json; the committed
-copy src/eaglewire/engines/vllm/data/observed/vllm-0.32.0-cpu.json is replayed against the table by `make test`).
+copy src/eaglewire/engines/vllm/data/observed/vllm-0.32.0-cpu.json is replayed against the table by `make test`),
+with its provenance: engine and torch versions, platform and runner as the engine reported them, the sha256 of the
+target, the prompt and each variant's files, and the sizes that turn vLLM's fc shape error into a count of states.
 """
 
 from __future__ import annotations
 
 import json
 import os
-import re
 from pathlib import Path
 
 import pytest
@@ -19,6 +20,7 @@ from eaglewire import zoo
 from eaglewire.engines.observed import record_variant
 from eaglewire.jobs.check import check
 
+from .cases import states_fed, states_named
 from .engine import prompts, run_vllm
 from .variants import L, variants, write_variant
 
@@ -51,37 +53,42 @@ def _cpu_verdict(drafter: Path):
     return verdict
 
 
-def _states_fed(error: str, hidden: int) -> int | None:
-    """vLLM's fc error names the input size: states = size / (hidden * prompt tokens)."""
-    m = re.search(r"invalid for input of size (\d+)", error)
-    return int(m.group(1)) // (hidden * PROMPT_TOKENS) if m else None
-
-
 def test_engine_and_eaglewire_agree_on_every_variant(engine, built):
     hidden = json.loads((zoo.target_dir() / "config.json").read_text())["hidden_size"]
     rows, wrong = [], []
+    prov = engine["__provenance__"]
     for v in variants():
         res, verdict = engine[v.name], _cpu_verdict(built[v.name])
         served = verdict.served
         captured = [i for i in res.get("aux_hidden_state_layers") or [] if 0 <= i <= L]
         row = record_variant(v.name, v.fmt, v.top, v.nested, res, served, captured)
-        rows.append(row)
+        rows.append(
+            row | {"drafter_sha256": prov["inputs"]["drafters"][v.name], "engine_runner": res.get("runner")}
+        )
         if res["stage"] is None:
             if served.failure is not None or list(served.taps.indices) != captured:
                 wrong.append(
                     (v.name, "engine served", captured, "eaglewire", str(served.taps), served.failure)
                 )
         else:
-            fed = _states_fed(res.get("error", ""), hidden)
-            names_count = fed is not None and re.search(
-                rf"\b{fed} of \d|receives {fed} states|captures {fed} states", served.failure or ""
-            )  # fmt: skip
-            if served.failure is None or served.stage != res["stage"] or not names_count:
+            fed = states_fed(res.get("error"), hidden, PROMPT_TOKENS)
+            if (
+                served.failure is None
+                or served.stage != res["stage"]
+                or fed is None
+                or states_named(served.failure) != fed
+            ):
                 wrong.append(
                     (v.name, res["stage"], res.get("error"), "eaglewire", served.stage, served.failure)
                 )
     out = Path(os.environ.get("EAGLEWIRE_REAL_ENGINE_OUT", "real-engine-results"))
     out.mkdir(parents=True, exist_ok=True)
-    (out / "vllm-ids.json").write_text(json.dumps({"engine": ENGINE, "platform": "cpu", "runner": "v1",
-                                                   "target_layers": L, "variants": rows}, indent=1))  # fmt: skip
+    record = {"engine": ENGINE, "platform": prov["platform"]["device_type"], "runner": "/".join(prov["runner"]),
+              "target_layers": L, "hidden_size": hidden, "prompt_tokens": PROMPT_TOKENS,
+              "provenance": {"engine": {k: v for k, v in prov.items() if k != "inputs"},
+                             "target_sha256": prov["inputs"]["target"],
+                             "prompts_sha256": sorted(set(prov["inputs"]["prompts"].values()))},
+              "variants": rows}  # fmt: skip
+    (out / "vllm-ids.json").write_text(json.dumps(record, indent=1))
+    assert prov["runner"] == ["v1"] and prov["platform"]["device_type"] == "cpu", prov  # as the table assumes
     assert not wrong, wrong

@@ -5,23 +5,30 @@
 SPEC: {"target": DIR, "cases": [{"name", "drafter" (DIR or null: no speculation), "k", "prompts" ([[token ids]]),
 "max_tokens", optionally "temperature", "top_p", "seeds" (requests per prompt, seeded 0..seeds-1)}]}. Per case OUT holds the stage it failed at ("load", "warm-up", "first request") with the engine's
 error, or the taps the target captures (its `aux_hidden_state_layers`, read through collective_rpc from the model
-the engine runs), the tokens of each request, and the spec-decode counters from `LLM.get_metrics()`. Each case is a
-new engine; the engines run one after another in one child process (the engine core in-process: no second
-import of vLLM per case), and a case that kills that process is recorded as a crash and the next case gets a new one.
+the engine runs), the tokens of each request, the spec-decode counters from `LLM.get_metrics()`, the engine's own
+"SpecDecoding metrics" log lines (its stat logger, flushed after the requests) and the model runner it built. Each
+case is a new engine; the engines run one after another in one child process (the engine core in-process: no
+second import of vLLM per case), and a case that kills that process is recorded as a crash and the next case gets a
+new one. OUT.provenance.json: what the engine reports of itself (vllm.__version__, torch.__version__, vLLM's
+current platform, the model runner class each case ran and vLLM's log lines naming the model runner).
 """
 
 from __future__ import annotations
 
 import gc
 import json
+import logging
 import multiprocessing as mp
 import os
+import platform
 import sys
 import traceback
 
 os.environ.setdefault("VLLM_CPU_KVCACHE_SPACE", "1")
 os.environ.setdefault("VLLM_ENABLE_V1_MULTIPROCESSING", "0")
-os.environ.setdefault("VLLM_LOGGING_LEVEL", "WARNING")  # the engine core in this process: fast restarts
+os.environ.setdefault(
+    "VLLM_CONFIGURE_LOGGING", "0"
+)  # logging set up here (_capture_log): the engine's own lines
 os.environ.setdefault("VLLM_ALLOW_INSECURE_SERIALIZATION", "1")  # collective_rpc with a function
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
@@ -37,6 +44,56 @@ def _aux_layers(worker) -> list[int] | None:
     holder = getattr(parent, "model", parent)
     layers = getattr(holder, "aux_hidden_state_layers", None)
     return None if layers is None else [int(x) for x in layers]
+
+
+def _runner(worker) -> dict:
+    """The model runner the worker built (cpu_worker.py: CPUModelRunner, or CPUModelRunnerV2 under MRV2)."""
+    cls = type(worker.model_runner)
+    v2 = bool(getattr(worker, "use_v2_model_runner", False)) or "V2" in cls.__name__
+    return {"class": f"{cls.__module__}.{cls.__qualname__}", "runner": "mrv2" if v2 else "v1"}
+
+
+class _Lines(logging.Handler):
+    """vLLM's log records, kept as text."""
+
+    def __init__(self):
+        super().__init__(logging.DEBUG)
+        self.lines: list[str] = []
+
+    def emit(self, record: logging.LogRecord) -> None:
+        self.lines.append(f"{record.levelname} {record.name}: {record.getMessage()}")
+
+
+LOG = _Lines()
+
+
+def _capture_log() -> None:
+    """Once per process, before vLLM is imported (VLLM_CONFIGURE_LOGGING=0: vLLM leaves logging alone, so no
+    engine start replaces these handlers): the console gets WARNING and above, as vLLM would print them; LOG keeps
+    every INFO line and the stat logger's lines at any level (INFO, DEBUG once the engine is idle), where the
+    "SpecDecoding metrics" line is written."""
+    root = logging.getLogger("vllm")
+    if LOG in root.handlers:
+        return
+    console = logging.StreamHandler(sys.stdout)
+    console.setLevel(logging.WARNING)
+    console.setFormatter(logging.Formatter("%(levelname)s %(asctime)s [%(filename)s:%(lineno)d] %(message)s"))
+    root.addHandler(console)
+    root.addHandler(LOG)
+    root.setLevel(logging.INFO)
+    root.propagate = False
+    logging.getLogger("vllm.v1.metrics.loggers").setLevel(logging.DEBUG)
+
+
+def engine_info() -> dict:
+    import torch
+    import vllm
+    from vllm.platforms import current_platform
+
+    return {"vllm": vllm.__version__, "torch": torch.__version__,
+            "platform": {"device_type": current_platform.device_type, "class": type(current_platform).__name__,
+                         "os": platform.platform(), "machine": platform.machine(),
+                         "python": platform.python_version()}}  # fmt: skip
 
 
 def _stage(exc: BaseException, default: str) -> str:
@@ -64,10 +121,12 @@ def _metrics(llm) -> dict:
 
 
 def run_case(target: str, case: dict) -> dict:
+    _capture_log()
     from vllm import LLM, SamplingParams
     from vllm.inputs import TokensPrompt
 
-    result: dict = {"name": case["name"]}
+    start = len(LOG.lines)
+    result: dict = {"name": case["name"], "engine": engine_info()}
     kwargs = dict(model=target, dtype="float32", max_model_len=1024, enforce_eager=True, seed=0,
                   disable_log_stats=False, max_num_seqs=16)  # fmt: skip
     if case.get("drafter"):
@@ -82,6 +141,10 @@ def run_case(target: str, case: dict) -> dict:
         result["aux_hidden_state_layers"] = taps[0]
     except BaseException as exc:
         result["aux_hidden_state_layers_error"] = _error(exc)
+    try:
+        result["runner"] = llm.collective_rpc(_runner)[0]
+    except BaseException as exc:
+        result["runner_error"] = _error(exc)
     temp, seeds = case.get("temperature", 0.0), case.get("seeds", 1)
     prompts, params = [], []
     for p in case["prompts"]:
@@ -92,13 +155,22 @@ def run_case(target: str, case: dict) -> dict:
     try:
         outs = llm.generate(prompts, params, use_tqdm=False)
     except BaseException as exc:
-        return result | {"stage": "first request", "error": _error(exc)}
+        return result | {"stage": "first request", "error": _error(exc), "log": _log(start)}
     result["tokens"] = [list(o.outputs[0].token_ids) for o in outs]
     result["metrics"] = _metrics(llm)
+    llm.llm_engine.do_log_stats()  # the stat logger's last interval: its SpecDecoding line for the rest
     result["stage"] = None
+    result["log"] = _log(start)
     del llm
     gc.collect()
     return result
+
+
+def _log(start: int) -> dict:
+    """This case's engine log: its "SpecDecoding metrics" lines, and the lines naming the model runner."""
+    lines = LOG.lines[start:]
+    return {"spec_decode": [ln for ln in lines if "SpecDecoding metrics" in ln],
+            "runner": [ln for ln in lines if "model runner" in ln.lower()]}  # fmt: skip
 
 
 def worker(target: str, cases: list[dict], conn) -> None:
@@ -142,6 +214,19 @@ def main() -> None:
             proc.join()
     with open(sys.argv[2], "w") as f:
         json.dump(results, f)
+    with open(sys.argv[2] + ".provenance.json", "w") as f:
+        json.dump(provenance(results), f)
+
+
+def provenance(results: list[dict]) -> dict:
+    """What the engine reported of itself over the run (the first case that started one), the runner of each
+    case, and vLLM's lines naming the model runner (logged once per process: the first case of each)."""
+    info = next((r["engine"] for r in results if "engine" in r), None) or engine_info()
+    runners = {r["name"]: r["runner"] for r in results if "runner" in r}
+    log = [ln for r in results for ln in (r.get("log") or {}).get("runner", [])]
+    return info | {"runner": sorted({x["runner"] for x in runners.values()}),
+                   "runner_class": sorted({x["class"] for x in runners.values()}),
+                   "runner_log": list(dict.fromkeys(log))}  # fmt: skip
 
 
 if __name__ == "__main__":

@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 import contextlib
-import hashlib
 import json
 import os
 import signal
 import subprocess
 import time
 from pathlib import Path
+
+from real_engine.engine import inputs_key
 
 from eaglewire import zoo
 
@@ -24,15 +25,13 @@ def run_sglang(
     python: Path, cases: list[dict], workdir: Path, name: str, timeout: float = 3600
 ) -> dict[str, dict]:
     """Run the cases in SGLang, one server each; results by case name. With EAGLEWIRE_SGLANG_CACHE set, a finished
-    run of the same spec (same cases, same interpreter) is reused from that folder (for working on the tests)."""
-    text = json.dumps(
-        {"target": str(zoo.target_dir()), "cases": cases, "python": str(python)}, sort_keys=True
-    )
+    run of the same inputs (by sha256: target, drafters, prompts; the same settings and interpreter) is reused from
+    that folder, and a stopped one resumes after its last finished case (for working on the tests)."""
     cache = os.environ.get("EAGLEWIRE_SGLANG_CACHE")
-    if cache:
+    if cache:  # keyed by content: the target's and each drafter's files, the prompts, settings, interpreter
         workdir = Path(cache)
         workdir.mkdir(parents=True, exist_ok=True)
-        name = f"{name}-{hashlib.sha256(text.encode()).hexdigest()[:16]}"
+        name = f"{name}-{inputs_key(zoo.target_dir(), cases, str(python))[:16]}"
     out = workdir / f"{name}.json"
     if not out.exists():
         logs = workdir / f"{name}-logs"

@@ -5,11 +5,12 @@
 
 SPEC: {"target": DIR, "workdir": DIR, "cases": [{"name", "drafter" (DIR, or null: no speculation), "steps", "topk",
 "draft_tokens", "prompts" ([[token ids]]), "max_tokens", optionally "dtype" (default bfloat16), "timeout" (start, s),
-"extra_args" ([str])}]}. Per case OUT holds the stage it failed at ("load": the server exited before its warm-up,
-"warm-up": SGLang's own warm-up request failed, "first request": our /generate failed) with SGLang's message, or the
-requests' outputs and meta_info (completion_tokens, spec_verify_ct, ...); always what the target captured, read
-from the running engine (sitecustomize.py in harness/: the ids `set_eagle3_layers_to_capture` got, the
-`layers_to_capture` it set, and the layers the first forward's capture loop took) and the seconds the start took.
+"extra_args" ([str])}]}. Per case OUT holds the stage it failed at ("load": the server exited before serving
+anything; "warm-up": SGLang's own warm-up request, its first batch, failed; "first request": our /generate failed)
+with SGLang's message, or the requests' outputs and meta_info (completion_tokens, spec_verify_ct, ...); always what
+the target captured, read from the running engine (sitecustomize.py in harness/: the ids
+`set_eagle3_layers_to_capture` got, the `layers_to_capture` it set, and the layers the first forward's capture loop
+took) and the seconds the start took.
 Each case's result is also kept in the work folder: a run stopped midway and started again on the same folder
 (EAGLEWIRE_SGLANG_CACHE) resumes after the last finished case. Standard library only: the scheduler processes
 import SGLang, this process does not.
@@ -84,6 +85,14 @@ def last_error(log: str) -> str | None:
     return found[-1][:600] if found else None
 
 
+def stage_of(log: str) -> str:
+    """Where a server that never became healthy failed: "warm-up" when SGLang's warm-up request failed (its own
+    message) or the scheduler died running a batch (the warm-up request is the first batch: its crash kills the
+    server before the warm-up thread reports), else "load" (config, model build, weights)."""
+    serving = ("in event_loop_normal", "in run_batch")
+    return "warm-up" if WARMUP_FAILED in log or any(f in log for f in serving) else "load"
+
+
 def taps_events(path: Path) -> list[dict]:
     if not path.exists():
         return []
@@ -129,7 +138,7 @@ def run_case(target: str, workdir: Path, case: dict) -> dict:
         while True:
             if proc.poll() is not None:
                 text = log_path.read_text(errors="replace")
-                result["stage"] = "warm-up" if WARMUP_FAILED in text else "load"
+                result["stage"] = stage_of(text)
                 result["error"] = last_error(text) or f"server exited with code {proc.returncode}"
                 break
             if call(url + "/health", timeout=2)[0] == 200:

@@ -88,6 +88,8 @@ def render_probe(rep, out: Console) -> None:
     )
     if rep.launched:
         out.print(Text(f"  launched: {' '.join(rep.launched['command'])} (pid {rep.launched['pid']})", "dim"))
+        for line in rep.launched.get("engine_said") or []:
+            out.print(Text(f"  the engine said: {line}", "dim"))
     render_facts(rep, out)
     out.print(Text(f"regime: {rep.regime}", "dim"))
     render_measurement(rep.measurement, out)

@@ -16,6 +16,7 @@ what would settle it; every runner row an assumption leaves open is predicted to
 from __future__ import annotations
 
 import contextlib
+import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -301,8 +302,30 @@ def probe_launch(
                               "engine_log": engine.log_path, "launch_platform": interpreter})  # fmt: skip
         report = probe(engine.url, run, progress)
         report.launched = {"command": engine.argv, "pid": engine.pid, "url": engine.url, "notes": engine.notes,
-                           "log": str(engine.log_path)}  # fmt: skip
+                           "log": str(engine.log_path), "engine_said": engine_said(engine.log_path)}  # fmt: skip
     return report
+
+
+_SAID = ("adjust", "overrid", "overwrit", "reset", "forc", "disabl", "not support", "ignor", "capped", "capping", "fall back",
+         "falling back", "instead")  # fmt: skip
+
+
+def engine_said(log: Path | None, limit: int = 20) -> list[str]:
+    """The engine's own words about the speculative settings it changed (SGLang: "speculative_num_draft_tokens is
+    adjusted to speculative_num_steps + 1"): the log lines that name speculation and a change, each once, without
+    the logger's timestamp. The log goes when the engine stops; these lines stay in the report."""
+    try:
+        text = Path(log).read_text(errors="replace") if log else ""
+    except OSError:
+        return []
+    out: list[str] = []
+    for line in text.splitlines():
+        low = line.lower()
+        if "specul" in low and any(w in low for w in _SAID):
+            line = re.sub(r"^\[?\d{4}-\d\d-\d\d[ T][\d:.,]+\]?\s*", "", line.strip())[:300]
+            if line not in out:
+                out.append(line)
+    return out[:limit]
 
 
 def engine_platform(argv: list[str]) -> str | None:
