@@ -1,6 +1,6 @@
 """Which target architectures each SGLang and vLLM release serves with EAGLE-3, read from the release's own wheel.
 
-    python scripts/engine_registries.py                      # every release read (conventions READ lists)
+    python scripts/engine_registries.py                      # every release the ledger marks read for taps
     python scripts/engine_registries.py --engine vllm --release 0.34.0   # add a release
     python scripts/engine_registries.py --sources /tmp/engine-src         # keep the unzipped sources for a rerun
 

@@ -1,7 +1,7 @@
 """Every launch argument that touches speculative decoding or the draft model, per SGLang and vLLM release, read
 from the release's own wheel (never written by hand).
 
-    python scripts/speculative_args.py                                 # every release read (conventions READ)
+    python scripts/speculative_args.py                                 # every release the ledger marks read for taps
     python scripts/speculative_args.py --engine vllm --release 0.34.0  # add a release
     python scripts/speculative_args.py --sources /tmp/engine-src       # unzipped sources, kept for a rerun
 

@@ -76,7 +76,10 @@ def test_the_observed_vllm_cell_is_engine_with_its_record(cov):
     # the record covers what it ran: the CPU build, the zoo's family; CUDA and other families rest on reading
     assert cov.cell("vllm", "0.32.0", "llama", "cuda").level == "read"
     assert cov.cell("vllm", "0.32.0", "qwen3", "cpu").level == "read"
-    assert [c for c in cov.cells if c.level == "engine"] == [cell]
+    sg = cov.cell("sglang", "0.5.23", "llama", "cpu")  # the SGLang tier's record (tests/sglang_engine)
+    assert sg.record == "engines/sglang/data/observed/sglang-0.5.23-cpu.json"
+    assert cov.cell("sglang", "0.5.23", "llama", "cuda").level == "read"
+    assert [c for c in cov.cells if c.level == "engine"] == [sg, cell]  # one cell per committed engine record
 
 
 def test_the_record_family_is_the_family_its_rows_were_predicted_for():

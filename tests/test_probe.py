@@ -816,3 +816,30 @@ def test_doctor_folds_in_the_live_server(tmp_path):
     assert rep.verdict == "unverified" and any("live server" in u for u in rep.unknowns)
     data = rep.to_dict()
     assert data["live_server"]["diagnosis"] == "unverified"
+
+
+# ---- probe --launch keeps the engine's own words about the settings it changed ----------------------------------
+
+SGLANG_LOG = """\
+[2026-12-02 07:09:48] Max running requests is reset to 48 for speculative decoding. You can override this by explicitly setting --max-running-requests.
+[2026-12-02 07:09:48] Non-overlap (synchronous) spec v2 is used for eagle/eagle3/standalone speculative decoding.
+[2026-12-02 07:09:48] Overlap schedule is not implemented for speculative decoding on CPU.
+[2026-12-02 07:09:48] speculative_num_draft_tokens is adjusted to speculative_num_steps + 1 when speculative_eagle_topk == 1
+[2026-12-02 07:09:50] server_args={'model_path': 'M', 'speculative_algorithm': 'EAGLE3', 'disable_overlap_schedule': True}
+[2026-12-02 07:10:08] SPECULATIVE_MOE_A2A_BACKEND is not initialized, using none backend
+[2026-12-02 07:09:48] Max running requests is reset to 48 for speculative decoding. You can override this by explicitly setting --max-running-requests.
+"""  # lines of a real SGLang 0.5.23 log (the SGLang tier's), the last one repeated
+
+
+def test_engine_said_keeps_the_changes_once_without_the_settings_dump(tmp_path):
+    from eaglewire.jobs.probe import engine_said
+
+    log = tmp_path / "engine.log"
+    log.write_text(SGLANG_LOG)
+    assert engine_said(log) == [
+        "Max running requests is reset to 48 for speculative decoding. You can override this by explicitly "
+        "setting --max-running-requests.",
+        "Overlap schedule is not implemented for speculative decoding on CPU.",
+        "speculative_num_draft_tokens is adjusted to speculative_num_steps + 1 when speculative_eagle_topk == 1",
+    ]
+    assert engine_said(tmp_path / "gone.log") == [] and engine_said(None) == []

@@ -62,7 +62,8 @@ def refresh(engine: str, versions: list[str], read: dict[str, list[str]], root: 
         obs = {"level": body.get("level", "engine"), "platform": body["platform"],
                "record": f"observed/{rec.name}", "what": body.get("what", "")}  # fmt: skip
         entry["observed"] = [o for o in entry.get("observed", []) if o["record"] != obs["record"]] + [obs]
-        entry.setdefault("platforms", {})[body["platform"]] = "serves (observed)"
+        how = f"; through {body['harness']}" if body.get("harness") else ""  # e.g. SGLang's CPU test harness
+        entry.setdefault("platforms", {})[body["platform"]] = f"serves (observed{how})"
     data["releases"] = sorted(by.values(), key=lambda r: Version(r["version"]))
     return data
 

@@ -22,9 +22,10 @@ TIMINGS: dict[str, float] = {}  # run name -> seconds (the tier's wall time per 
 
 
 def run_sglang(
-    python: Path, cases: list[dict], workdir: Path, name: str, timeout: float = 3600
+    python: Path, cases: list[dict], workdir: Path, name: str, timeout: float = 3600, parallel: int = 1
 ) -> dict[str, dict]:
-    """Run the cases in SGLang, one server each; results by case name. With EAGLEWIRE_SGLANG_CACHE set, a finished
+    """Run the cases in SGLang, one server each (`parallel` side by side, each on its own core: for cases whose
+    outcome is no timing or rounding); results by case name. With EAGLEWIRE_SGLANG_CACHE set, a finished
     run of the same inputs (by sha256: target, drafters, prompts; the same settings and interpreter) is reused from
     that folder, and a stopped one resumes after its last finished case (for working on the tests)."""
     cache = os.environ.get("EAGLEWIRE_SGLANG_CACHE")
@@ -36,7 +37,8 @@ def run_sglang(
     if not out.exists():
         logs = workdir / f"{name}-logs"
         spec = workdir / f"{name}-spec.json"
-        spec.write_text(json.dumps({"target": str(zoo.target_dir()), "workdir": str(logs), "cases": cases}))
+        spec.write_text(json.dumps({"target": str(zoo.target_dir()), "workdir": str(logs), "cases": cases,
+                                    "parallel": parallel}))  # fmt: skip
         env = {k: v for k, v in os.environ.items() if not k.startswith("PYTHON")}
         t0 = time.time()
         proc = subprocess.Popen(
@@ -52,8 +54,7 @@ def run_sglang(
                 proc.wait(timeout=30)
             with contextlib.suppress(ProcessLookupError):
                 os.killpg(proc.pid, signal.SIGKILL)
-            pgid = logs / "server.pgid"
-            if pgid.exists():
+            for pgid in logs.glob("*.pgid") if logs.is_dir() else []:
                 with contextlib.suppress(ProcessLookupError, ValueError):
                     os.killpg(int(pgid.read_text()), signal.SIGKILL)
             proc.wait()

@@ -18,9 +18,11 @@ import SGLang, this process does not.
 
 from __future__ import annotations
 
+import concurrent.futures
 import contextlib
 import json
 import os
+import queue
 import signal
 import socket
 import subprocess
@@ -99,8 +101,9 @@ def taps_events(path: Path) -> list[dict]:
     return [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
 
 
-def stop(proc: subprocess.Popen, grace: float = 10.0) -> None:
-    """SIGTERM to the server's process group, SIGKILL after `grace` s, then reap."""
+def stop(proc: subprocess.Popen, grace: float = 2.0) -> None:
+    """SIGTERM to the server's process group, SIGKILL after `grace` s, then reap. The results are read by then,
+    and SGLang answers a SIGTERM with 5 s of crash diagnostics (its scheduler exits first): not worth waiting for."""
     with contextlib.suppress(ProcessLookupError):
         os.killpg(proc.pid, signal.SIGTERM)
     try:
@@ -113,7 +116,9 @@ def stop(proc: subprocess.Popen, grace: float = 10.0) -> None:
         proc.wait(timeout=10)
 
 
-def run_case(target: str, workdir: Path, case: dict) -> dict:
+def run_case(target: str, workdir: Path, case: dict, core: int | None = None) -> dict:
+    """One server for one case. `core`: the CPU its threads are bound to (SGLANG_CPU_OMP_THREADS_BIND), when
+    cases run side by side."""
     name = case["name"].replace("/", "_")
     log_path, taps_path = workdir / f"{name}.log", workdir / f"{name}-taps.jsonl"
     taps_path.unlink(missing_ok=True)
@@ -124,6 +129,8 @@ def run_case(target: str, workdir: Path, case: dict) -> dict:
             "EAGLEWIRE_SGLANG_TAPS_OUT": str(taps_path), "HF_HUB_OFFLINE": "1", "TOKENIZERS_PARALLELISM": "false"}  # fmt: skip
     if not has_avx512():
         env["EAGLEWIRE_SGLANG_NO_AVX512"] = "1"
+    if core is not None:
+        env["SGLANG_CPU_OMP_THREADS_BIND"] = str(core)
     result: dict = {"name": case["name"], "stage": None, "error": None,
                     "kernels": "AVX2: torch linear and extend attention (harness/sitecustomize.py)" if not has_avx512()
                     else "as shipped"}  # fmt: skip
@@ -131,7 +138,7 @@ def run_case(target: str, workdir: Path, case: dict) -> dict:
     with open(log_path, "wb") as log:
         proc = subprocess.Popen(command(target, case, port), env=env, stdout=log, stderr=subprocess.STDOUT,
                                 stdin=subprocess.DEVNULL, start_new_session=True)  # fmt: skip
-    pgid_file = workdir / "server.pgid"  # for the caller's cleanup, should this process be killed outright
+    pgid_file = workdir / f"{name}.pgid"  # for the caller's cleanup, should this process be killed outright
     pgid_file.write_text(str(proc.pid))
     try:
         deadline = t0 + case.get("timeout", 300)
@@ -194,17 +201,32 @@ def _on_term(signum, frame):
 
 
 def main() -> None:
+    """Run the spec's cases; with "parallel": N, N servers side by side, each bound to its own core (for cases
+    whose outcome is not a timing or a rounding: which taps a server captures, whether it starts)."""
     signal.signal(signal.SIGTERM, _on_term)
     spec = json.loads(Path(sys.argv[1]).read_text())
     workdir = Path(spec["workdir"])
     workdir.mkdir(parents=True, exist_ok=True)
-    results = []
-    for case in spec["cases"]:
+    parallel = max(1, min(int(spec.get("parallel", 1)), os.cpu_count() or 1))
+    cores: queue.Queue = queue.Queue()
+    for c in range(parallel):
+        cores.put(c if parallel > 1 else None)
+
+    def one(case: dict) -> dict:
         done = workdir / f"{case['name'].replace('/', '_')}.result.json"  # a rerun in the same folder resumes
-        res = json.loads(done.read_text()) if done.exists() else run_case(spec["target"], workdir, case)
+        if done.exists():
+            return json.loads(done.read_text())
+        core = cores.get()
+        try:
+            res = run_case(spec["target"], workdir, case, core)
+        finally:
+            cores.put(core)
         done.write_text(json.dumps(res))
-        results.append(res)
         print(json.dumps({k: v for k, v in res.items() if k != "outputs"}), flush=True)
+        return res
+
+    with concurrent.futures.ThreadPoolExecutor(parallel) as pool:
+        results = list(pool.map(one, spec["cases"]))
     Path(sys.argv[2]).write_text(json.dumps(results))
 
 

@@ -61,9 +61,11 @@ def _probe_section(probe: dict) -> list[str]:
         "prediction is the walk under the taps eaglewire says SGLang feeds and under the trained taps.",
         "",
         "| case | K | diagnosis (exit) | measured (95% CI) | predicted, served taps | predicted, trained taps "
-        "| SGLang said |",
+        "| SGLang said besides |",
         "|---|---|---|---|---|---|---|",
     ]  # fmt: skip
+    said_by = [c.get("engine_said") or [] for c in probe["cases"]]
+    common = [s for s in said_by[0] if all(s in other for other in said_by)] if said_by else []
     for c in probe["cases"]:
         k = c["k"]
         m = c["measured"]
@@ -72,13 +74,14 @@ def _probe_section(probe: dict) -> list[str]:
         trained = "; ".join(f"{p['accept_length'].get(str(k)):.3f} ({p['taps']})" for p in c["predicted"]
                             if p["trained"] and p["accept_length"].get(str(k)) is not None)  # fmt: skip
         ci = "-".join(f"{x:.3f}" for x in m["ci95"]) if m["ci95"] else "n/a"
-        said = "; ".join(f"`{s}`" for s in c.get("engine_said") or []) or "nothing about its settings"
+        said = "; ".join(f"`{s}`" for s in c.get("engine_said") or [] if s not in common) or "-"
         lines.append(
             f"| {c['description']} | {k} | {c['diagnosis']} ({c.get('exit_code')}) | {m['accept_length']:.3f} "
             f"({ci}) | {served or '-'} | {trained or '-'} | {said} |"
         )
     diag = {c["case"]: c["diagnosis"] for c in probe["cases"]}
-    told = []
+    told = [("Every server said, of its speculative settings: " + "; ".join(f"`{s}`" for s in common) + ".")
+            if common else "No line SGLang logged about its speculative settings is common to every server."]  # fmt: skip
     if "custom-taps-no-ids-k3" in diag and "custom-taps-fixed-k3" in diag:
         told.append(
             f"The id-less drafter (the Kimi-K2.5 export) is diagnosed `{diag['custom-taps-no-ids-k3']}`; the copy "
@@ -86,7 +89,7 @@ def _probe_section(probe: dict) -> list[str]:
         )
     if "default-flag-fault" in diag:
         told.append(f"The case's flags are diagnosed `{diag['default-flag-fault']}`.")
-    return [*lines, "", *told, ""] if told else [*lines, ""]
+    return [*lines, "", " ".join(told), ""]
 
 
 def _accept_section(accept: dict, recomputed: dict | None) -> list[str]:
@@ -114,6 +117,12 @@ def _accept_section(accept: dict, recomputed: dict | None) -> list[str]:
             f"{_fmt(r['measured_per_position'])} | {_fmt(r['predicted_per_position'])} | "
             f"{r['lossless_requests']} of {accept['prompts']} |"
         )
+    fp32 = accept.get("float32")
+    if fp32:
+        lines[2] += (
+            f" float32 (the `default` drafter, K = 3): SGLang {'served it' if fp32['stage'] is None else 'failed at ' + fp32['stage']}"
+            + (f" (`{fp32['error']}`)" if fp32.get("error") else "") + "."
+        )  # fmt: skip
     said = (
         f"Largest error of SGLang's reading: {worst:.1%}. {lossless} of {total} speculative requests produced exactly "
         "SGLang's own greedy output without speculation (bf16: a verify over K+1 tokens and a one-token decode "
@@ -175,12 +184,18 @@ def _ids_section(ids: dict) -> list[str]:
     ]  # fmt: skip
     for v in vs:
         e, w = v["engine"], v["eaglewire"]
+        given = e["set_eagle3_layers_to_capture"]
         got = (
             f"{e['stage']}: {(e['error'] or '')[:120]}"
             if e["stage"]
-            else f"{e['set_eagle3_layers_to_capture']} / " + ",".join(f"h{t}" for t in e["captured_taps"])
-        )
-        said = f"fails: {w['failure'][:100]}..." if w["failure"] else (w["served_taps"] or w["status"])
+            else f"{'none (its default)' if given is None else given} / " + ",".join(f"h{t}" for t in e["captured_taps"])
+        )  # fmt: skip
+        if w["failure"]:
+            said = f"fails: {w['failure'][:100]}..."
+        elif w["status"] == "fails":  # a finding, not the taps: e.g. a format the engine cannot read
+            said = f"fails: {', '.join(w.get('problems') or [])} (taps would be {w['served_taps']})"
+        else:
+            said = w["served_taps"] or w["status"]
         got, said = got.replace("|", "/"), said.replace("|", "/")
         lines.append(f"| {v['variant']} | {v['top_level_ids']} | {v['eagle_config_ids']} | {got} | {said} |")
     return [*lines, ""]

@@ -2,7 +2,7 @@
 served taps for `sglang==0.5.23`: every variant SGLang serves, it serves with the taps eaglewire names; every one
 it refuses, eaglewire says fails (the stage is recorded: SGLang's rows name none).
 
-One server per variant (chain: 3 steps, top-k 1, 4 draft tokens), the taps read from the running engine
+One server per variant (chain: 3 steps, top-k 1, 4 draft tokens; two side by side, one core each), the taps read from the running engine
 (harness/sitecustomize.py: what `set_eagle3_layers_to_capture` got and the layers the first forward captured),
 one /generate request of 64 prompt tokens. The run is recorded as the evidence of the SGLang 0.5.23 rows
 (EAGLEWIRE_SGLANG_OUT/sglang-ids.json; the committed copy src/eaglewire/engines/sglang/data/observed/
@@ -24,13 +24,14 @@ from eaglewire.engines.observed import record_variant
 from eaglewire.jobs.check import check
 
 from .conftest import ENGINE
-from .engine import captured_taps, run_sglang
+from .engine import TIMINGS, captured_taps, run_sglang
 from .variants import L, variants, write_variant
 
 pytestmark = pytest.mark.sglang_engine
 
 PROMPT_TOKENS, NEW_TOKENS = 64, 8
 CHAIN = {"steps": 3, "topk": 1, "draft_tokens": 4}
+PARALLEL = 2
 
 
 @pytest.fixture(scope="module")
@@ -46,7 +47,10 @@ def engine(sglang_python, built, tmp_path_factory) -> dict[str, dict]:
     prompt = prompts(AutoTokenizer.from_pretrained(zoo.target_dir()), 1, PROMPT_TOKENS)
     cases = [{"name": n, "drafter": str(d), **CHAIN, "prompts": prompt, "max_tokens": NEW_TOKENS, "timeout": 240}
              for n, d in built.items()]  # fmt: skip
-    return run_sglang(sglang_python, cases, tmp_path_factory.mktemp("sglang-ids-run"), "ids")
+    # two servers side by side, one core each: a variant's outcome is which taps it captures or where it fails
+    return run_sglang(
+        sglang_python, cases, tmp_path_factory.mktemp("sglang-ids-run"), "ids", parallel=PARALLEL
+    )
 
 
 def _verdict(drafter: Path):
@@ -111,9 +115,10 @@ def test_engine_and_eaglewire_agree_on_every_variant(engine, built):
               "what": f"{len(rows)} id variants served by SGLang 0.5.23 on the CPU (test harness); taps read from "
               "the running target", "kernels": kernels,
               "stages_compared": False,  # SGLang's rows name no failure stage: the replay checks fails/serves
-              "harness": "../shared/sglang-cpu (SGLang 0.5.23 wheel, CPU kernels, intel_amx attention, bfloat16)",
+              "harness": "eaglewire's SGLang CPU test harness (SGLang 0.5.23 wheel, CPU kernels built from source, intel_amx attention, bfloat16; tests only)",
               "server": "chain: --speculative-num-steps 3 --speculative-eagle-topk 1 --speculative-num-draft-tokens 4",
-              "median_start_s": sorted(starts)[len(starts) // 2] if starts else None,
+              "median_start_s": sorted(starts)[len(starts) // 2] if starts else None, "servers_side_by_side": PARALLEL,
+              "run_s": {k: round(v) for k, v in TIMINGS.items() if k.startswith("ids")},
               "variants": rows}  # fmt: skip
     (out / "sglang-ids.json").write_text(json.dumps(record, indent=1))
     print("failures whose stage eaglewire does not name:", stage_unnamed)

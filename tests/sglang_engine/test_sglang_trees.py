@@ -1,6 +1,6 @@
 """SGLang's draft trees (top-k > 1) against eaglewire's SGLang tree walk (jobs/tree.py, `evaluate(..., trees=...)`):
 the custom-taps drafter at SGLang's automatic choice for a Llama target (steps 5, top-k 4, 8 draft tokens) and at
-a narrower tree (steps 3, top-k 2, 4 draft tokens); same prompts, bf16, as test_sglang_accept.py. SGLang's reading
+three more: narrow and shallow (3, 2, 4), narrow and deeper with more tokens (4, 2, 8), wide and shallow (2, 4, 6); same prompts, bf16, as test_sglang_accept.py. SGLang's reading
 1 + correct drafts / verify_ct against the tree walk's accept length, within 3% (bf16 arithmetic, and a tree ranks
 its candidates by draft probability: near-ties reorder more than a chain's argmax)."""
 
@@ -18,11 +18,11 @@ from eaglewire.jobs.evaluate import TreeSetting, chain_data, evaluate
 from eaglewire.jobs.pair import load_pair
 
 from .conftest import ENGINE
-from .engine import DTYPE, NEW_TOKENS, PROMPT_LEN, PROMPTS, accept, run_sglang
+from .engine import DTYPE, NEW_TOKENS, PROMPT_LEN, PROMPTS, TIMINGS, accept, run_sglang
 
 pytestmark = pytest.mark.sglang_engine
 
-TREES = (TreeSetting(5, 4, 8), TreeSetting(3, 2, 4))
+TREES = (TreeSetting(5, 4, 8), TreeSetting(3, 2, 4), TreeSetting(4, 2, 8), TreeSetting(2, 4, 6))
 DRAFTER = "custom-taps"
 TOL = 0.03
 
@@ -71,6 +71,16 @@ def test_tree_walk_predicts_sglang(sglang, predicted):
     out = Path(os.environ.get("EAGLEWIRE_SGLANG_OUT", "sglang-results"))
     out.mkdir(parents=True, exist_ok=True)
     (out / "sglang-trees.json").write_text(
-        json.dumps({"engine": ENGINE, "dtype": DTYPE, "rows": rows}, indent=1)
+        json.dumps(
+            {
+                "engine": ENGINE,
+                "dtype": DTYPE,
+                "tolerance": f"{TOL:.0%} (bf16, and near-tie reordering of a tree's "
+                "candidates by draft probability)",
+                "run_s": {k: round(v) for k, v in TIMINGS.items() if k.startswith("trees")},
+                "rows": rows,
+            },
+            indent=1,
+        )
     )
     assert not wrong, wrong

@@ -1,6 +1,6 @@
 """Which target architectures an engine release serves with EAGLE-3, from the engine's own registry.
 
-The data (engine_registries/<engine>.json) is generated from the wheels by scripts/engine_registries.py
+The data (engines/<engine>/data/registry.json) is generated from the wheels by scripts/engine_registries.py
 (`registry_scan.py` reads them), one entry per release read, each fact with the wheel's file:line; nothing here is
 written by hand. It answers three questions for `check`:
 - the engine refuses this architecture at this release (not in the model registry, no EAGLE-3 interface, or

@@ -321,8 +321,9 @@ def markdown() -> str:
             seen = observed_for(r)
             if seen:
                 o = seen[0]
+                ran = f"{o.platform.upper()}, {o.runner} runner" if o.runner else o.platform.upper()
                 status = (
-                    f"observed running ({o.framework} {o.version} {o.platform} build, {o.runner} runner: "
+                    f"observed running ({o.framework} {o.version} on the {ran}: "
                     f"{o.variants} id variants, {o.failures} failing as predicted); {status}"
                 )
             runner = f" ({r.runner})" if r.runner else ""

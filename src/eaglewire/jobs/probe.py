@@ -212,7 +212,26 @@ def settle(
     return platform, runner, [f"{line}; {' or '.join(settles)} settles it"]
 
 
+@dataclass
+class Measured:
+    """What the server gave: its info, the facts known of it, the requests sent and its counters over them. The
+    rest of a probe (the prediction, the diagnosis) needs no server: `probe --launch` stops the engine first, so
+    the prediction never competes with it for the cores or the GPU memory."""
+
+    info: ServerInfo
+    measurement: Measurement
+    sent: list[Prompt]
+    platform: Fact | None
+    runner: Fact | None
+    notes: list[str]
+
+
 def probe(url: str, opts: ProbeOptions, progress=None) -> ProbeReport:
+    return conclude(measure_server(url, opts, progress), opts, progress)
+
+
+def measure_server(url: str, opts: ProbeOptions, progress=None) -> Measured:
+    """The server's part of a probe: read it, send the workload, read its counters around each request."""
     say = progress or (lambda *_: None)
     info = read_server(url, opts.model)
     if not info.speculative:
@@ -240,7 +259,15 @@ def probe(url: str, opts: ProbeOptions, progress=None) -> ProbeReport:
             )
     say(f"{info.engine} {info.version or ''} serves {info.model}; {len(prompts)} requests")
     m = measure(Http(info.url, 30.0), info, prompts, opts.new_tokens, opts.time_limit, say)
-    sent = prompts[: len(m.requests)]
+    return Measured(info, m, prompts[: len(m.requests)], platform, runner, notes)
+
+
+def conclude(measured: Measured, opts: ProbeOptions, progress=None) -> ProbeReport:
+    """The rest of a probe, from what the server gave: lint its launch, predict on the very requests sent,
+    diagnose. No server needed."""
+    say = progress or (lambda *_: None)
+    info, m, sent, notes = measured.info, measured.measurement, measured.sent, measured.notes
+    platform, runner = measured.platform, measured.runner
     report_lint = _lint(opts.launch or info.launch_command, info, notes)
     k = info.k or (report_lint.effective.proposed_drafts_per_verify if report_lint is not None else None)
     pred = None
@@ -300,14 +327,17 @@ def probe_launch(
         say(f"{cmd.engine} healthy at {engine.url} (pid {engine.pid})")
         run = ProbeOptions(**{**opts.__dict__, "drafter": drafter, "target": target, "launch": list(argv),
                               "engine_log": engine.log_path, "launch_platform": interpreter})  # fmt: skip
-        report = probe(engine.url, run, progress)
-        report.launched = {"command": engine.argv, "pid": engine.pid, "url": engine.url, "notes": engine.notes,
-                           "log": str(engine.log_path), "engine_said": engine_said(engine.log_path)}  # fmt: skip
+        measured = measure_server(engine.url, run, progress)
+        launched = {"command": engine.argv, "pid": engine.pid, "url": engine.url, "notes": engine.notes,
+                    "log": str(engine.log_path), "engine_said": engine_said(engine.log_path)}  # fmt: skip
+    say(f"{cmd.engine} stopped; predicting on the {len(measured.sent)} requests it served")
+    report = conclude(measured, run, progress)
+    report.launched = launched
     return report
 
 
-_SAID = ("adjust", "overrid", "overwrit", "reset", "forc", "disabl", "not support", "ignor", "capped", "capping", "fall back",
-         "falling back", "instead")  # fmt: skip
+_SAID = ("adjust", "overrid", "overwrit", "reset", "forc", "disabl", "not support", "not implemented", "ignor",
+         "capped", "capping", "fall back", "falling back", "instead")  # fmt: skip
 
 
 def engine_said(log: Path | None, limit: int = 20) -> list[str]:
@@ -321,6 +351,8 @@ def engine_said(log: Path | None, limit: int = 20) -> list[str]:
     out: list[str] = []
     for line in text.splitlines():
         low = line.lower()
+        if len(line) > 500 or "_args=" in low:
+            continue  # a dump of every setting (SGLang's server_args=..., vLLM's non-default args), not a change
         if "specul" in low and any(w in low for w in _SAID):
             line = re.sub(r"^\[?\d{4}-\d\d-\d\d[ T][\d:.,]+\]?\s*", "", line.strip())[:300]
             if line not in out:

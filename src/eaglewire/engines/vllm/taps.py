@@ -182,7 +182,7 @@ DEEPSEEK = (
 NOT_LLAMA = "refused by the eagle3 model_type gate ('Eagle3 is only supported for Llama models', vllm#22152)"
 GATED = (
     "refused by the eagle3 model_type gate, which never lists it (config/speculative.py:778 @0.17.0 "
-    "aux_hidden_states_supported, :991 @0.21.0; gone in 0.22.0; engine_registries/vllm.json)"
+    "aux_hidden_states_supported, :991 @0.21.0; gone in 0.22.0; engines/vllm/data/registry.json)"
 )
 GROUPS: tuple[Group, ...] = (
     Group("llama", ("llama",), "0.8.5", "vLLM < 0.8.5 has no EAGLE-3", LLAMA_MODEL, "0.23.0"),
