@@ -111,19 +111,6 @@ def ids_removed(tmp: Path) -> Path:
     return out
 
 
-@pytest.fixture(scope="module")
-def weak_drafter(tmp_path_factory, text_data) -> Path:
-    """A drafter trained for a few steps on the zoo target: it loads and runs like any other, and drafts badly."""
-    out = tmp_path_factory.mktemp("weak") / "drafter"
-    cmd = [sys.executable, "-m", "eaglewire.cli", "train", "--target", str(zoo.target_dir()), "--data",
-           str(text_data), "--out", str(out), "--taps", "h2,h4,h5", "--steps", "6", "--batch-size", "4",
-           "--max-len", "128", "--ttt-steps", "3", "--draft-vocab", "2048", "--warmup", "2", "--eval-every", "6",
-           "--checkpoint-every", "1000", "--json"]  # fmt: skip
-    env = {**os.environ, "PYTHONPATH": str(SRC)}
-    subprocess.run(cmd, check=True, env=env, capture_output=True, timeout=600)
-    return out
-
-
 def show(rep) -> str:
     """One line per case (printed: `pytest -s` shows the numbers behind each diagnosis)."""
     m = rep.measurement

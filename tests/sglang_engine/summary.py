@@ -214,7 +214,7 @@ def _cpu_section() -> list[str]:
 
 def render(accept: dict, trees: dict | None, probe: dict | None, ids: dict, recomputed: dict | None) -> str:
     """The page. `recomputed`: "case/K=k" -> (predicted reading, predicted verifies) from the walk run here."""
-    run_s = {**accept.get("run_s", {}), **(trees or {}).get("run_s", {})}
+    run_s = {**accept.get("run_s", {}), **ids.get("run_s", {}), **(trees or {}).get("run_s", {})}
     intro = (
         "Written from the JSON records of the SGLang tier (`make test-sglang`, tests/sglang_engine; "
         "`python tests/sglang_engine/summary.py > docs/sglang-engine.md`) and eaglewire's side recomputed from the "
@@ -233,7 +233,13 @@ def render(accept: dict, trees: dict | None, probe: dict | None, ids: dict, reco
     lines += _ids_section(ids)
     lines += _cpu_section()
     if run_s:
-        lines += ["## Cost", "", "Wall time of the engine runs (s): " + ", ".join(f"{k.split('-')[0]} {v}" for k, v in run_s.items()) + ".", ""]  # fmt: skip
+        side = (
+            f" (the id matrix {ids['servers_side_by_side']} servers side by side)"
+            if ids.get("servers_side_by_side")
+            else ""
+        )
+        lines += ["## Cost", "", f"Wall time of the engine runs, one server per case{side} (s): "
+                  + ", ".join(f"{k.split('-')[0]} {v}" for k, v in run_s.items()) + ".", ""]  # fmt: skip
     out = [w for ln in lines for w in (_wrap(ln) if ln and ln[0] not in "|#-" else [ln])]
     return "\n".join(out).rstrip("\n") + "\n"
 

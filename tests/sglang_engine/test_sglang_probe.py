@@ -163,25 +163,12 @@ def test_the_case_flag_fault(sglang_python, tmp_path):
     assert "speculative-num-steps" in out or "speculative_num_steps" in out
 
 
-def test_weak_drafter(sglang_python, tmp_path, weak_sglang_drafter):
-    report, _, rc = run(tmp_path, serve_argv(sglang_python, weak_sglang_drafter, 3))
+def test_weak_drafter(sglang_python, tmp_path, weak_drafter):
+    report, _, rc = run(tmp_path, serve_argv(sglang_python, weak_drafter, 3))
     show(report)
     record("weak-k3", "a drafter trained for 6 steps", report, rc)
     assert_read_from_sglang(report)
     assert report["diagnosis"] == "weak-drafter", show(report)
-
-
-@pytest.fixture(scope="module")
-def weak_sglang_drafter(tmp_path_factory, text_data) -> Path:
-    out = tmp_path_factory.mktemp("weak") / "drafter"
-    cmd = [sys.executable, "-m", "eaglewire.cli", "train", "--target", str(zoo.target_dir()), "--data",
-           str(text_data), "--out", str(out), "--taps", "h2,h4,h5", "--steps", "6", "--batch-size", "4",
-           "--max-len", "128", "--ttt-steps", "3", "--draft-vocab", "2048", "--warmup", "2", "--eval-every", "6",
-           "--checkpoint-every", "1000", "--json"]  # fmt: skip
-    subprocess.run(
-        cmd, check=True, env={**os.environ, "PYTHONPATH": str(SRC)}, capture_output=True, timeout=600
-    )
-    return out
 
 
 def test_server_without_speculation_fails_cleanly(sglang_python):
