@@ -832,7 +832,7 @@ SGLANG_LOG = """\
 
 
 def test_engine_said_keeps_the_changes_once_without_the_settings_dump(tmp_path):
-    from eaglewire.jobs.probe import engine_said
+    from eaglewire.server.info import engine_said
 
     log = tmp_path / "engine.log"
     log.write_text(SGLANG_LOG)

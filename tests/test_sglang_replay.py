@@ -83,17 +83,13 @@ def test_the_recomputed_walk_is_the_recorded_prediction(replayed):
 
 def test_the_sglang_page_is_the_records_rendered(replayed):
     """docs/sglang-engine.md is the committed records and this recomputation rendered (never typed)."""
-    from sglang_engine.summary import load, render
+    from sglang_engine.summary import load, readings, render
 
     record, _, got = replayed
     accept, trees, probe, ids = load()
     if record != accept:
         pytest.skip("docs/sglang-engine.md renders the 0.5.23 record")
-    recomputed = {}
-    for row in record["rows"]:
-        w = got["walks"][row["case"]][row["k"] - 1]
-        recomputed[f"{row['case']}/K={row['k']}"] = (round(sglang_reading(w), 4), w.drafts)
-    page = render(accept, trees, probe, ids, recomputed)
+    page = render(accept, trees, probe, ids, readings(record, got["walks"]))
     assert (ROOT / "docs" / "sglang-engine.md").read_text() == page
 
 

@@ -15,14 +15,20 @@ import pytest
 pytestmark = pytest.mark.real_engine
 
 
+def engine_python(variable: str, target: str) -> Path:
+    """The engine's interpreter named by `variable`: the tier is skipped without it, and fails when it names a
+    missing file (CI must not pass by skipping). `target` is the make target that sets it."""
+    value = os.environ.get(variable)
+    if not value:
+        pytest.skip(f"{variable} is not set: run `make {target}`")
+    path = Path(value)
+    assert path.exists(), f"{variable}={value} does not exist"
+    return path
+
+
 @pytest.fixture(scope="session")
 def vllm_python() -> Path:
-    value = os.environ.get("EAGLEWIRE_VLLM_CPU_PYTHON")
-    if not value:
-        pytest.skip("EAGLEWIRE_VLLM_CPU_PYTHON is not set: run `make test-real-engine`")
-    path = Path(value)
-    assert path.exists(), f"EAGLEWIRE_VLLM_CPU_PYTHON={value} does not exist"
-    return path
+    return engine_python("EAGLEWIRE_VLLM_CPU_PYTHON", "test-real-engine")
 
 
 @pytest.fixture(scope="session")

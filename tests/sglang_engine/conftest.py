@@ -13,6 +13,7 @@ import subprocess
 from pathlib import Path
 
 import pytest
+from real_engine.conftest import engine_python
 
 pytestmark = pytest.mark.sglang_engine
 
@@ -22,11 +23,7 @@ ENGINE = f"sglang=={SGLANG_VERSION}"
 
 @pytest.fixture(scope="session")
 def sglang_python() -> Path:
-    value = os.environ.get("EAGLEWIRE_SGLANG_PYTHON")
-    if not value:
-        pytest.skip("EAGLEWIRE_SGLANG_PYTHON is not set: run `make test-sglang`")
-    path = Path(value)
-    assert path.exists(), f"EAGLEWIRE_SGLANG_PYTHON={value} does not exist"
+    path = engine_python("EAGLEWIRE_SGLANG_PYTHON", "test-sglang")
     env = os.environ | {"SGLANG_USE_CPU_ENGINE": "1", "SGL_TEST_FORCE_AMX": "1"}
     probe = subprocess.run(
         [str(path), "-c", "import sglang, sgl_kernel; print(sglang.__version__)"],

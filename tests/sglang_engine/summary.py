@@ -282,15 +282,22 @@ def recompute(accept: dict) -> dict:
     """The walk of each row, recomputed here (what tests/test_sglang_replay.py runs)."""
     from real_engine.engine import decode_prompts
 
-    from .cases import DRAFTERS, own_chain, pairs, sglang_reading, walks
+    from .cases import DRAFTERS, own_chain, pairs, walks
 
     ps = pairs(accept["dtype"])
     items = own_chain(ps["default"].target, decode_prompts(accept["prompt_token_ids"]))
-    got = {n: walks(ps[n], items) for n in DRAFTERS}
-    return {
-        f"{r['case']}/K={r['k']}": (round(sglang_reading(got[r["case"]][r["k"] - 1]), 4), got[r["case"]][r["k"] - 1].drafts)
-        for r in accept["rows"]
-    }  # fmt: skip
+    return readings(accept, {n: walks(ps[n], items) for n in DRAFTERS})
+
+
+def readings(accept: dict, walked: dict) -> dict:
+    """ "case/K=k" -> (SGLang's reading predicted, verifies predicted) from the walks by drafter (K = 1..max)."""
+    from .cases import sglang_reading
+
+    out = {}
+    for r in accept["rows"]:
+        w = walked[r["case"]][r["k"] - 1]
+        out[f"{r['case']}/K={r['k']}"] = (round(sglang_reading(w), 4), w.drafts)
+    return out
 
 
 if __name__ == "__main__":

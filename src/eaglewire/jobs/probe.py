@@ -16,7 +16,6 @@ what would settle it; every runner row an assumption leaves open is predicted to
 from __future__ import annotations
 
 import contextlib
-import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -32,7 +31,7 @@ from eaglewire.jobs.lint import lint
 from eaglewire.jobs.predict import Prediction, engine_spec, predict
 from eaglewire.rules.launch import LintReport
 from eaglewire.server.http import Http
-from eaglewire.server.info import Fact, ServerInfo, facts_of_log, read_server
+from eaglewire.server.info import Fact, ServerInfo, engine_said, facts_of_log, read_server
 from eaglewire.server.launch import Engine
 from eaglewire.server.measure import Measurement, measure
 from eaglewire.server.workload import REGIME, Prompt, build_prompts
@@ -334,30 +333,6 @@ def probe_launch(
     report = conclude(measured, run, progress)
     report.launched = launched
     return report
-
-
-_SAID = ("adjust", "overrid", "overwrit", "reset", "forc", "disabl", "not support", "not implemented", "ignor",
-         "capped", "capping", "fall back", "falling back", "instead")  # fmt: skip
-
-
-def engine_said(log: Path | None, limit: int = 20) -> list[str]:
-    """The engine's own words about the speculative settings it changed (SGLang: "speculative_num_draft_tokens is
-    adjusted to speculative_num_steps + 1"): the log lines that name speculation and a change, each once, without
-    the logger's timestamp. The log goes when the engine stops; these lines stay in the report."""
-    try:
-        text = Path(log).read_text(errors="replace") if log else ""
-    except OSError:
-        return []
-    out: list[str] = []
-    for line in text.splitlines():
-        low = line.lower()
-        if len(line) > 500 or "_args=" in low:
-            continue  # a dump of every setting (SGLang's server_args=..., vLLM's non-default args), not a change
-        if "specul" in low and any(w in low for w in _SAID):
-            line = re.sub(r"^\[?\d{4}-\d\d-\d\d[ T][\d:.,]+\]?\s*", "", line.strip())[:300]
-            if line not in out:
-                out.append(line)
-    return out[:limit]
 
 
 def engine_platform(argv: list[str]) -> str | None:

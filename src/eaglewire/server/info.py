@@ -21,8 +21,10 @@ probe then assumes, and says so (jobs/probe.py).
 from __future__ import annotations
 
 import contextlib
+import re
 import shlex
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 from eaglewire.engines.metrics import ENDPOINTS
@@ -224,6 +226,31 @@ def facts_of_log(text: str, engine: str) -> tuple[Fact | None, Fact | None]:
         Fact(platform[0], "server", f"the engine's log: {platform[1]} [{src}]") if platform else None,
         Fact(runner[0], "server", f"the engine's log: {runner[1]} [{src}]") if runner else None,
     )
+
+
+_ANSI = re.compile(r"\x1b\[[0-9;]*m")  # the colours of a logger writing to a terminal (SGLang's warnings)
+_SAID = ("adjust", "overrid", "overwrit", "reset", "forc", "disabl", "not support", "not implemented", "ignor",
+         "capped", "capping", "fall back", "falling back", "instead")  # fmt: skip
+
+
+def engine_said(log: Path | str | None, limit: int = 20) -> list[str]:
+    """The engine's own words about the speculative settings it changed (SGLang: "speculative_num_draft_tokens is
+    adjusted to speculative_num_steps + 1"): the log lines that name speculation and a change, each once, without
+    the logger's timestamp. The log goes when the engine stops; these lines stay in the report."""
+    try:
+        text = Path(log).read_text(errors="replace") if log else ""
+    except OSError:
+        return []
+    out: list[str] = []
+    for line in _ANSI.sub("", text).splitlines():
+        low = line.lower()
+        if len(line) > 500 or "_args=" in low:
+            continue  # a dump of every setting (SGLang's server_args=..., vLLM's non-default args), not a change
+        if "specul" in low and any(w in low for w in _SAID):
+            line = re.sub(r"^\[?\d{4}-\d\d-\d\d[ T][\d:.,]+\]?\s*", "", line.strip())[:300]
+            if line not in out:
+                out.append(line)
+    return out[:limit]
 
 
 def _sglang(http: Http, card: dict, data: dict) -> ServerInfo:
