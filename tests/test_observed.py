@@ -3,9 +3,12 @@ convention table: every variant must still resolve to the taps the engine captur
 at with as many aux states reaching the drafter's fc as the engine fed it. A table change that contradicts a running
 engine fails here, without the engine. (The accept-length record is replayed by tests/test_accept_replay.py.)"""
 
+import json
+from pathlib import Path
+
 import pytest
 from real_engine.cases import states_fed, states_named
-from real_engine.variants import UNSET, Variant, write_variant
+from real_engine.variants import UNSET, Variant, variants, write_variant
 
 from eaglewire import zoo
 from eaglewire.engines.observed import records
@@ -55,3 +58,44 @@ def test_unset_marker_round_trips():
     assert "eagle_aux_hidden_state_layer_ids" not in cfg and cfg["eagle_config"][
         "eagle_aux_hidden_state_layer_ids"
     ] == [1, 2, 3]
+
+
+FAMILY_RECORDS = [r for r in RECORDS if r.get("families")]
+
+
+@pytest.mark.parametrize("rec", FAMILY_RECORDS, ids=[r["file"] for r in FAMILY_RECORDS])
+def test_family_targets_replay_against_the_table(rec, tmp_path):
+    """Each family's tiny target (its config as the record keeps it, the zoo's tokenizer) with the record's
+    drafter variant: where the engine captured taps, check serves exactly those; where the engine refused the
+    target or failed, check says it fails, at the engine's stage where it names one."""
+    (v,) = [v for v in variants() if v.name == rec["family_drafter"]["variant"]]
+    drafter = write_variant(v, tmp_path / "drafter")
+    wrong = []
+    for row in rec["families"]:
+        target = tmp_path / row["family"]
+        target.mkdir()
+        for name in ("tokenizer.json", "tokenizer_config.json"):
+            (target / name).write_bytes((zoo.target_dir() / name).read_bytes())
+        (target / "config.json").write_text(json.dumps(row["config"]))
+        (verdict,) = check(drafter, target, [rec["engine"]], platform="cpu").verdicts
+        served, seen = verdict.served, row["engine"]
+        if seen["stage"] is None:
+            ok = verdict.status != "fails" and served.failure is None
+            ok = ok and list(served.taps.indices) == seen["captured_taps"]
+        else:
+            ok = (served.failure is not None or verdict.status == "fails") and served.stage in (
+                None,
+                seen["stage"],
+            )
+        if not ok:
+            wrong.append((row["family"], seen["stage"], seen["error"], seen["captured_taps"], verdict.status,
+                          str(served.taps), served.failure))  # fmt: skip
+    assert not wrong, wrong
+
+
+def test_observed_releases_page_is_rendered_from_the_records():
+    """docs/observed-releases.md is the generator's records rendered (never typed)."""
+    from real_engine.releases_page import render
+
+    page = Path(__file__).resolve().parents[1] / "docs" / "observed-releases.md"
+    assert page.read_text() == render()

@@ -63,7 +63,11 @@ def refresh(engine: str, versions: list[str], read: dict[str, list[str]], root: 
                "record": f"observed/{rec.name}", "what": body.get("what", "")}  # fmt: skip
         entry["observed"] = [o for o in entry.get("observed", []) if o["record"] != obs["record"]] + [obs]
         how = f"; through {body['harness']}" if body.get("harness") else ""  # e.g. SGLang's CPU test harness
-        entry.setdefault("platforms", {})[body["platform"]] = f"serves (observed{how})"
+        if body.get("speculates", True):
+            said = f"serves (observed{how})"
+        else:  # the engine ran on the platform and refused EAGLE-3 there: its stage and words
+            said = f"cannot speculate (observed at {body.get('stage')}: {body.get('error')})"
+        entry.setdefault("platforms", {})[body["platform"]] = said
     data["releases"] = sorted(by.values(), key=lambda r: Version(r["version"]))
     return data
 

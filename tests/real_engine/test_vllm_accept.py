@@ -21,7 +21,7 @@ from pathlib import Path
 import pytest
 import torch
 
-from eaglewire import __version__, zoo
+from eaglewire import zoo
 from eaglewire.jobs.check import check_job
 from eaglewire.jobs.decode import DecodeConfig, DecodeStats, SpeculativeDecoder
 from eaglewire.jobs.evaluate import Sampling, StandaloneOptions, chain_data, evaluate, standalone_test
@@ -34,12 +34,12 @@ from .engine import (
     PROMPT_LEN,
     PROMPTS,
     as_samples,
-    encode_prompts,
     measured,
     prompts,
     run_vllm,
     sha256_json,
 )
+from .recording import accept_record, accept_rows
 
 pytestmark = pytest.mark.real_engine
 
@@ -250,49 +250,17 @@ def _se(xs: list[float]) -> float:
 SAMPLED: dict = {}
 
 
-def _tokens_sha(res: dict) -> str | None:
-    return sha256_json(res["tokens"]) if res.get("tokens") is not None else None
-
-
 def test_write_table(vllm, predicted, ids):
     """The tier's record: per case and K, the engine's taps and raw counters, eaglewire's taps and counted walk,
     the engine's SpecDecoding log lines; the inputs by sha256 (the prompts in full); what the engine reported of
     itself."""
-    rows = []
-    plain = vllm["plain"]["tokens"]
+    rows = accept_rows(vllm, predicted, KS)
     prov = vllm["__provenance__"]
-    for name, pred in predicted.items():
-        for k in KS:
-            key = f"{name}/K={k}"
-            res = vllm[key]
-            m = measured(res)
-            w = pred["walks"]["served"][k - 1]
-            rows.append({
-                "case": name, "k": k, "engine_taps": res["aux_hidden_state_layers"],
-                "eaglewire_served_taps": str(pred["served"]), "trained_taps": str(pred["trained"]),
-                "measured_accept_length": round(m["accept_length"], 4), "predicted_accept_length": round(w.tau, 4),
-                "predicted_under_trained_taps": round(pred["walks"]["trained"][k - 1].tau, 4),
-                "measured_per_position": [round(x, 4) for x in m["per_position"]],
-                "predicted_per_position": [round(x, 4) for x in w.per_position],
-                "drafts": {"measured": m["drafts"], "predicted": w.drafts}, "lossless": res["tokens"] == plain,
-                "engine_counters": engine_counters(res["metrics"]), "predicted_counters": walk_counters(w),
-                "engine_runner": res["runner"], "spec_decode_log": res["log"]["spec_decode"],
-                "drafter_sha256": prov["inputs"]["drafters"][key], "tokens_sha256": _tokens_sha(res),
-            })  # fmt: skip
     out = Path(os.environ.get("EAGLEWIRE_REAL_ENGINE_OUT", "real-engine-results"))
     out.mkdir(parents=True, exist_ok=True)
     greedy_prompts = {v for c, v in prov["inputs"]["prompts"].items() if c != "custom-taps/sampled"}
     assert greedy_prompts == {sha256_json(ids)}, greedy_prompts  # every greedy case ran the recorded prompts
-    record = {"engine": ENGINE, "platform": prov["platform"]["device_type"], "runner": "/".join(prov["runner"]),
-              "prompts": PROMPTS, "prompt_len": PROMPT_LEN, "new_tokens": NEW_TOKENS, "dtype": "float32",
-              "convention": "accept length includes the bonus token; vLLM 1 + accepted/drafts; eaglewire: the "
-              "engine's walk", "ks": list(KS),
-              "provenance": {"engine": {k: v for k, v in prov.items() if k != "inputs"},
-                             "eaglewire": {"version": __version__, "torch": torch.__version__},
-                             "target_sha256": prov["inputs"]["target"],
-                             "prompts_sha256": sha256_json(ids), "plain_tokens_sha256": _tokens_sha(vllm["plain"]),
-                             "engine_log": "each row's spec_decode_log: vLLM's SpecDecoding metrics lines"},
-              "prompt_token_ids": encode_prompts(ids), "rows": rows}  # fmt: skip
+    record = accept_record(ENGINE, vllm, rows, ids, KS, PROMPT_LEN, NEW_TOKENS)
     if SAMPLED:
         w, res = SAMPLED["walk"], SAMPLED["engine"]
         m = measured(res)

@@ -3,7 +3,8 @@
     python vllm_side.py SPEC.json OUT.json
 
 SPEC: {"target": DIR, "cases": [{"name", "drafter" (DIR or null: no speculation), "k", "prompts" ([[token ids]]),
-"max_tokens", optionally "temperature", "top_p", "seeds" (requests per prompt, seeded 0..seeds-1)}]}. Per case OUT holds the stage it failed at ("load", "warm-up", "first request") with the engine's
+"max_tokens", optionally "temperature", "top_p", "seeds" (requests per prompt, seeded 0..seeds-1), "target" (DIR:
+this case's target instead), "load_format" ("dummy": random weights), "dtype", "trust_remote_code"}]}. Per case OUT holds the stage it failed at ("load", "warm-up", "first request") with the engine's
 error, or the taps the target captures (its `aux_hidden_state_layers`, read through collective_rpc from the model
 the engine runs), the tokens of each request, the spec-decode counters from `LLM.get_metrics()`, the engine's own
 "SpecDecoding metrics" log lines (its stat logger, flushed after the requests) and the model runner it built. Each
@@ -105,9 +106,18 @@ def _stage(exc: BaseException, default: str) -> str:
 
 
 def _error(exc: BaseException) -> str:
-    text = "".join(traceback.format_exception(exc))
-    causes = [line for line in text.splitlines() if "Error" in line and not line.startswith(" ")]
-    return (causes[-1] if causes else repr(exc))[:500]
+    """The engine's own words: the last exception line of the traceback and the lines it continues on (a
+    validation error names the field on the next lines)."""
+    lines = "".join(traceback.format_exception(exc)).splitlines()
+    at = [i for i, line in enumerate(lines) if "Error" in line and not line.startswith(" ")]
+    if not at:
+        return repr(exc)[:500]
+    tail = [lines[at[-1]]]
+    for line in lines[at[-1] + 1 : at[-1] + 4]:
+        if not line.strip() or line.startswith("Traceback") or line.startswith("During handling"):
+            break
+        tail.append(line.strip())
+    return " ".join(tail)[:500]
 
 
 def _metrics(llm) -> dict:
@@ -127,7 +137,9 @@ def run_case(target: str, case: dict) -> dict:
 
     start = len(LOG.lines)
     result: dict = {"name": case["name"], "engine": engine_info()}
-    kwargs = dict(model=target, dtype="float32", max_model_len=1024, enforce_eager=True, seed=0,
+    target = case.get("target") or target  # a case may serve another target (a tiny family target)
+    kwargs = dict(model=target, load_format=case.get("load_format", "auto"), dtype=case.get("dtype", "float32"),
+                  trust_remote_code=bool(case.get("trust_remote_code")), max_model_len=1024, enforce_eager=True, seed=0,
                   disable_log_stats=False, max_num_seqs=16)  # fmt: skip
     if case.get("drafter"):
         kwargs["speculative_config"] = {"method": "eagle3", "model": case["drafter"],

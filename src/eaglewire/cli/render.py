@@ -240,6 +240,9 @@ def render_doctor(rep, out: Console) -> None:
         out.print(Text(f"assumed: {a}", "cyan"))
     for u in rep.unknowns:
         out.print(Text(f"unknown: {u}", "yellow"))
+    ev = rep.static.verdicts[0].evidence if rep.static.verdicts else None
+    if ev:
+        out.print(Text(f"evidence: {ev['basis']}", "dim"))
     style = {"problem": "bold red", "unverified": "bold yellow", "ok": "bold green"}[rep.verdict]
     out.print(Text(f"VERDICT: {rep.verdict.upper()}", style))
 

@@ -216,6 +216,8 @@ def render_lint(rep, out: Console) -> None:
             else ""
         )
         out.print(Text(rep.engine_code["verdict"] + how, "green" if agrees else "bold red"))
+    if rep.evidence:
+        out.print(Text(f"evidence [{rep.engine} {rep.version}]: {rep.evidence['basis']}", "dim"))
     ok = not rep.has_problem
     verdict = (
         "OK: no silent override of the speculative settings"

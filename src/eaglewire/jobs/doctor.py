@@ -178,6 +178,8 @@ class DoctorReport:
             "recorded_training_metrics": self.recorded,
             "search": self.search.to_dict() if self.search else None,
             "static": self.static.to_dict(),
+            # what the verdict on the served taps rests on (the static check's, for the engine launched)
+            "evidence": self.static.verdicts[0].evidence if self.static.verdicts else None,
             "lint": self.lint.to_dict() if self.lint is not None else None,
             "weights": self.weights.to_dict() if self.weights is not None else None,
             "live_server": self.live.to_dict() if self.live is not None else None,

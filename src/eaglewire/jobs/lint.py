@@ -347,6 +347,7 @@ def lint(
         report.fixed_argv = _fixed_argv(outcome, engine_version, target_arch, drafter_config, profile)
         if report.fixed_argv is None:
             report.notes.append("no fixed command: a fix needs a value only you know (see fixes)")
+    report.evidence = lint_evidence(report)
     return report
 
 
@@ -376,7 +377,34 @@ def lint_job(
         on_gpu_host = gpu.strip().lower() == "local" and detect_local().known
         answer = None if on_gpu_host else profile if profile.known else resolve_gpu("h200")
         rep.engine_code = engine_check(argv, rep, answer, engine_python).to_dict()
+    rep.evidence = lint_evidence(rep)
     return rep
+
+
+def lint_evidence(rep: LintReport) -> dict[str, str]:
+    """What the lint verdict rests on, strongest first: the installed engine's own argument code run on this very
+    command (`model-code`); a rule that fired, seen in a running engine (`engine`, where every rule that fired
+    was); else the rules read at source, at the releases read for flags that cover this one (`read`), or, at a
+    release none of them was read at, `none` (assumed from the nearest)."""
+    code = rep.engine_code
+    if code is not None and not code.get("unavailable"):
+        return {"level": "model-code", "basis": f"model code: {rep.engine} {code.get('version')}'s own argument "
+                "code, run on this command"}  # fmt: skip
+    fired = {c.rule for c in rep.changes}
+    rows = [r for r in match(RULES, Spec(rep.engine, Version(rep.version))) if r.name in fired]
+    if rows and all(r.observed for r in rows):
+        return {"level": "engine", "basis": "observed: " + "; ".join(sorted({r.observed for r in rows}))}
+    read = sorted(
+        {v for r in match(RULES, Spec(rep.engine, Version(rep.version))) for v in r.checked}, key=Version
+    )
+    if Version(rep.version) in {Version(v) for v in read}:
+        return {"level": "read", "basis": f"read at source ({rep.engine} {rep.version}: flag rules)"}
+    below = [v for v in read if Version(v) < Version(rep.version)]
+    above = [v for v in read if Version(v) > Version(rep.version)]
+    near = " and ".join(x for x in (below[-1:] + above[:1])) or "none"
+    return {"level": "none" if not read else "read",
+            "basis": f"read at source ({rep.engine} {near}: the releases read for flag rules that cover "
+                     f"{rep.version}); `lint --engine-code` runs the installed engine's own argument code"}  # fmt: skip
 
 
 def lint_verdict(rep: LintReport) -> str:

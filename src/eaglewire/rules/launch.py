@@ -143,6 +143,8 @@ class LintReport:
     engine_code: dict | None = (
         None  # `lint --engine-code`: the installed engine's own resolution (enginecode)
     )
+    # what the verdict rests on: {"level": one of rules.row.LEVELS, "basis": words} (jobs.lint.lint_evidence)
+    evidence: dict[str, str] = field(default_factory=dict)
 
     @property
     def starts_args(self) -> bool:

