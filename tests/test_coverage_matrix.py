@@ -79,7 +79,14 @@ def test_the_observed_vllm_cell_is_engine_with_its_record(cov):
     sg = cov.cell("sglang", "0.5.23", "llama", "cpu")  # the SGLang tier's record (tests/sglang_engine)
     assert sg.record == "engines/sglang/data/observed/sglang-0.5.23-cpu.json"
     assert cov.cell("sglang", "0.5.23", "llama", "cuda").level == "read"
-    assert [c for c in cov.cells if c.level == "engine"] == [sg, cell]  # one cell per committed engine record
+    engine = [c for c in cov.cells if c.level == "engine"]
+    assert sg in engine and cell in engine
+    # every engine cell is a committed record's release, platform and a family that record ran
+    by_file = {f"engines/{r['engine'].split('==')[0]}/data/observed/{r['file']}": r for r in records()}
+    for c in engine:
+        rec = by_file[c.record]
+        assert rec["engine"].split("==")[1] == c.release and rec["platform"] == c.platform
+        assert c.family in cov_job.record_families(rec), c
 
 
 def test_the_record_family_is_the_family_its_rows_were_predicted_for():

@@ -10,6 +10,7 @@ import sys
 import pytest
 
 from eaglewire import zoo
+from eaglewire.rules.row import LEVELS
 
 pytestmark = pytest.mark.skipif(not zoo.is_built(), reason="the zoo is not built")
 
@@ -60,7 +61,8 @@ def test_static_commands(paths):
     assert run_json("inspect", d, "--target", t)["format"] == "eagle"
     assert run_json("check", d, "--target", t)["engines"]
     launch = ["--", "python", "-m", "sglang.launch_server", "--speculative-algorithm", "EAGLE3"]
-    assert run_json("lint", *launch)["engine"] == "sglang"
+    linted = run_json("lint", *launch)
+    assert linted["engine"] == "sglang" and linted["evidence"]["level"] in LEVELS
     assert run_json("convert", d, tmp / "conv", "--to", "speculators")["format"] == "speculators"
 
 
@@ -72,6 +74,8 @@ def test_verdict_commands_on_the_model(paths):
     # the search's JSON (heatmap cells null) is the same object in doctor: checked above, not paid for twice
     out = run_json("doctor", d, "--target", t, "--samples", "2", "--steps", "2", "--search", "never")
     assert out["verdict"] in ("ok", "problem", "unverified")
+    assert out["evidence"]["level"] in LEVELS and out["evidence"]["basis"]  # what the verdict rests on
+    assert out["lint"] is None or out["lint"]["evidence"]["level"] in LEVELS
 
 
 @pytest.mark.slow  # ~70 s of model loads: the strict-JSON pass over the job commands runs in make test-all

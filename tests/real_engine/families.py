@@ -18,7 +18,8 @@ from eaglewire import zoo
 
 HIDDEN, LAYERS, HEADS, KV_HEADS, HEAD_DIM = 384, 8, 6, 2, 64
 MOE = {"num_experts": 4, "num_experts_per_tok": 2, "moe_intermediate_size": 128}
-MLA = {"q_lora_rank": 96, "kv_lora_rank": 64, "qk_rope_head_dim": 32, "qk_nope_head_dim": 32, "v_head_dim": 64,
+# MLA as DeepSeek-V3 and Kimi-K2 ship it (the engines' MLA kernels take its head sizes: 512 + 64 = 576)
+MLA = {"q_lora_rank": 96, "kv_lora_rank": 512, "qk_rope_head_dim": 64, "qk_nope_head_dim": 128, "v_head_dim": 128,
        "n_routed_experts": 4, "num_experts_per_tok": 2, "moe_intermediate_size": 128, "n_shared_experts": 1,
        "first_k_dense_replace": 1, "n_group": 1, "topk_group": 1, "routed_scaling_factor": 1.0}  # fmt: skip
 # family -> (transformers config class or None, architecture, fields beyond the common ones)
@@ -40,7 +41,8 @@ FAMILIES: dict[str, tuple[str | None, str, dict]] = {
                                                          "moe_intermediate_size": 128, "first_k_dense_replace": 1,
                                                          "n_group": 1, "topk_group": 1}),
     "minimax_m2": ("MiniMaxM2Config", "MiniMaxM2ForCausalLM", {"num_local_experts": 4, "num_experts_per_tok": 2,
-                                                               "rotary_dim": HEAD_DIM // 2}),
+                                                               "rotary_dim": HEAD_DIM // 2, "scoring_func": "sigmoid",
+                                                               "use_routing_bias": True, "qk_norm_type": "per_layer"}),
     "kimi_k2": (None, "DeepseekV3ForCausalLM", MLA),
     "minicpm": (None, "MiniCPMForCausalLM", {"scale_emb": 12, "dim_model_base": 256, "scale_depth": 1.4}),
 }  # fmt: skip

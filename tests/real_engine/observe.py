@@ -27,6 +27,7 @@ import shutil
 import sys
 import tempfile
 import time
+from collections import Counter
 from pathlib import Path
 
 from packaging.version import Version
@@ -103,8 +104,12 @@ def _cases(
 
 def family_case(family: str, target: Path) -> dict:
     """How a family's tiny target is served: its folder, random weights, bfloat16, its stand-in config code."""
+    cfg = json.loads((target / "config.json").read_text())
+    moe = any(cfg.get(k) for k in ("num_experts", "n_routed_experts", "num_local_experts"))
+    # a MoE model builds process-wide state (vLLM's expert-parallel group) that the next model in the same
+    # process finds half made: each gets a process of its own
     return {"target": str(target), "load_format": "dummy", "dtype": "bfloat16",
-            "trust_remote_code": family in REMOTE_CONFIG}  # fmt: skip
+            "trust_remote_code": family in REMOTE_CONFIG, "isolated": moe}  # fmt: skip
 
 
 def family_rows(
@@ -147,13 +152,18 @@ def family_rows(
 def speculation(run: dict[str, dict]) -> dict:
     """Whether the release speculates on the CPU at all: no when every case with a drafter failed at one stage
     (the engine's own words kept); the plain case tells whether the engine runs the target at all."""
-    spec = {n: r for n, r in run.items() if n not in ("plain", "__provenance__")}
+    spec = {
+        n: r for n, r in run.items() if n not in ("plain", "__provenance__") and not n.startswith("family")
+    }
     failed = {n: r for n, r in spec.items() if r.get("stage") is not None}
     plain = run["plain"]
     out = {"speculates": len(failed) < len(spec), "plain_runs": plain.get("stage") is None}
     if not out["speculates"]:
         stages = sorted({r["stage"] for r in failed.values()})
-        out |= {"stage": "/".join(stages), "error": next(iter(failed.values())).get("error")}
+        words = Counter((r.get("error") or "").split(" [at ")[0] for r in failed.values())
+        common = words.most_common(1)[0][0]  # the error most cases died of (an id error can come first)
+        error = next(r.get("error") for r in failed.values() if (r.get("error") or "").startswith(common))
+        out |= {"stage": "/".join(stages), "error": error}
     if not out["plain_runs"]:
         out["plain_error"] = {"stage": plain.get("stage"), "error": plain.get("error")}
     return out
@@ -217,7 +227,8 @@ def observe(release: str, workdir: Path, keep_venv: bool = False, out: tuple[Pat
         result["family_disagreements"] = fam_wrong
         prov_note = {"install": {k: v for k, v in info.items() if k != "install_seconds"}, "target_edits": edits,
                      "target_sha256_served": files_sha256(target)}  # fmt: skip
-        if spec["speculates"] and spec["plain_runs"]:
+        accept_ran = all(run[f"{n}/K={k}"].get("stage") is None for n, k in ACCEPT)
+        if spec["speculates"] and spec["plain_runs"] and accept_ran:
             predicted = predict(state["chain"], {n: p for n, p in drafters.items() if n in used}, engine)
             rows = accept_rows(run, predicted, KS)
             walked = [s.input_ids[PROMPT_LEN : PROMPT_LEN + NEW_TOKENS].tolist() for s in state["chain"]]

@@ -4,13 +4,14 @@
 
 SPEC: {"target": DIR, "cases": [{"name", "drafter" (DIR or null: no speculation), "k", "prompts" ([[token ids]]),
 "max_tokens", optionally "temperature", "top_p", "seeds" (requests per prompt, seeded 0..seeds-1), "target" (DIR:
-this case's target instead), "load_format" ("dummy": random weights), "dtype", "trust_remote_code"}]}. Per case OUT holds the stage it failed at ("load", "warm-up", "first request") with the engine's
+this case's target instead), "load_format" ("dummy": random weights), "dtype", "trust_remote_code", "isolated" (a process of its own: models
+that build process-wide state, such as MoE's expert-parallel group, each get a clean one)}]}. Per case OUT holds the stage it failed at ("load", "warm-up", "first request") with the engine's
 error, or the taps the target captures (its `aux_hidden_state_layers`, read through collective_rpc from the model
 the engine runs), the tokens of each request, the spec-decode counters from `LLM.get_metrics()`, the engine's own
 "SpecDecoding metrics" log lines (its stat logger, flushed after the requests) and the model runner it built. Each
-case is a new engine; the engines run one after another in one child process (the engine core in-process: no
-second import of vLLM per case), and a case that kills that process is recorded as a crash and the next case gets a
-new one. OUT.provenance.json: what the engine reports of itself (vllm.__version__, torch.__version__, vLLM's
+case is a new engine; the engines run one after another in a child process (the engine core in-process: no
+second import of vLLM per case), a new process after BATCH engines or after an engine failed, and a case that kills
+its process is recorded as a crash. OUT.provenance.json: what the engine reports of itself (vllm.__version__, torch.__version__, vLLM's
 current platform, the model runner class each case ran and vLLM's log lines naming the model runner).
 """
 
@@ -117,7 +118,9 @@ def _error(exc: BaseException) -> str:
         if not line.strip() or line.startswith("Traceback") or line.startswith("During handling"):
             break
         tail.append(line.strip())
-    return " ".join(tail)[:500]
+    where = [f for f in traceback.extract_tb(exc.__traceback__) if "/vllm/" in f.filename]
+    at_line = f" [at vllm/{where[-1].filename.split('/vllm/', 1)[1]}:{where[-1].lineno}]" if where else ""
+    return (" ".join(tail)[:480] + at_line)[:600]
 
 
 def _metrics(llm) -> dict:
@@ -185,10 +188,23 @@ def _log(start: int) -> dict:
             "runner": [ln for ln in lines if "model runner" in ln.lower()]}  # fmt: skip
 
 
+BATCH = 8  # engines one process starts before a new process takes over (what an engine leaves behind adds up)
+STOP = {"__stop__": True}  # the worker's word that it stopped and the next case needs a new process
+
+
 def worker(target: str, cases: list[dict], conn) -> None:
-    for case in cases:
-        conn.send(run_case(target, case))
+    """Run cases until BATCH engines have started or one failed (a failed engine can leave process-wide state,
+    e.g. a parallel group, half made): then stop, and the next case gets a new process."""
+    for n, case in enumerate(cases, 1):
+        if case.get("isolated") and n > 1:  # a case that needs a process of its own starts the next one
+            conn.send(STOP)
+            return
+        res = run_case(target, case)
+        conn.send(res)
         gc.collect()
+        if res.get("stage") is not None or n >= BATCH or case.get("isolated"):
+            conn.send(STOP)
+            return
 
 
 def main() -> None:
@@ -207,6 +223,8 @@ def main() -> None:
                 res = parent.recv() if parent.poll(case.get("timeout", 600)) else None
             except EOFError:
                 res = None
+            if res == STOP:
+                break
             if res is None:  # the process died (or hung) in this case: record it, go on in a new process
                 proc.kill()
                 proc.join()

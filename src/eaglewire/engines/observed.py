@@ -49,6 +49,14 @@ def record_variant(name: str, fmt: str, top, nested, engine: dict, served, captu
     }
 
 
+def target_ran(family_row: dict) -> bool:
+    """A record's family row is evidence about EAGLE-3 only where the engine ran that target at all: with the
+    drafter, or (the drafter refused) without it. A target the engine does not run even alone (a family the
+    platform's kernels lack, or a tiny config it rejects) says nothing about the drafter."""
+    alone = family_row.get("without_drafter")
+    return family_row["engine"]["stage"] is None or alone is None or alone.get("stage") is None
+
+
 @cache
 def records() -> tuple[dict, ...]:
     """The committed records (one per engine release and platform)."""

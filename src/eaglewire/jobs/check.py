@@ -18,6 +18,7 @@ from pathlib import Path
 
 from eaglewire.engines import registries, runners, table
 from eaglewire.engines.runners import check_choice
+from eaglewire.engines.serving import serving_failure
 from eaglewire.errors import InputError
 from eaglewire.formats import DrafterCheckpoint, read_drafter, write_drafter
 from eaglewire.formats.checkpoint import PROVENANCE_KEY
@@ -26,6 +27,7 @@ from eaglewire.formats.vocab import VocabReport, checkpoint_vocab_report
 from eaglewire.jobs.coverage import evidence
 from eaglewire.jobs.structure import findings_for
 from eaglewire.rules import taps as conv
+from eaglewire.rules.serving import STAGES, ServingFailure
 from eaglewire.taps import Wiring
 from eaglewire.targets import TargetInfo, read_target
 
@@ -328,17 +330,22 @@ def check(
             if _eagle1_head(ckpt)
             else registries.refusal(spec.framework, spec.version, tinfo.architecture, tinfo.model_type)
         )
+        version = spec.version or table.NEWEST.get(spec.framework)
+        cannot = None
+        if refused is None and version is not None and not _eagle1_head(ckpt):
+            archs = tuple(ckpt.config.get("architectures") or ())
+            cannot = serving_failure(spec.framework, version, platform, tinfo.family, tinfo.config, archs)
         for choice in choices:
             m = choice.match
-            v = (
-                _verdict(ckpt, tinfo, spec, choice, trained, strict)
-                if refused is None
-                else _refused(spec, m, tinfo, refused)
-            )
+            if refused is not None:
+                v = _refused(spec, m, tinfo, refused)
+            else:
+                v = _verdict(ckpt, tinfo, spec, choice, trained, strict)
+                if cannot is not None and _earlier(cannot.stage, v.served):  # what the engine meets first
+                    v = _cannot_serve(spec, m, tinfo, cannot, str(version))
             # an architecture the table does not list, served by capture code whose taps are known
             if m.basis and m.model_known:
                 v.findings.append(Finding("info", "engine-registry", m.basis, spec.framework))
-            version = spec.version or table.NEWEST.get(spec.framework)
             v.evidence = (
                 evidence(spec.framework, str(version), tinfo.family, platform, v.verified_version and m.exact)
                 if version is not None
@@ -382,6 +389,27 @@ def _refused(
     )  # the fact's own source
     served = conv.Resolution(row, tinfo.num_layers, None, None, None, failure=failure)
     name = f"{spec.framework}=={refused.version}" + (f" {m.row.runner}" if m.row.runner else "")
+    return EngineVerdict(name, m.row.key, m.exact, "config.json", served, "fails", None, [], [], True)
+
+
+def _earlier(stage: str, served: conv.Resolution) -> bool:
+    """A serving failure at `stage` comes before the served taps' own failure (none: it always does; the same
+    stage: the taps' failure is what the engine met, e.g. the fc width at the first request)."""
+    if served.failure is None:
+        return True
+    own = served.stage if served.stage in STAGES else STAGES[-1]
+    return STAGES.index(stage) < STAGES.index(own)
+
+
+def _cannot_serve(
+    spec: conv.EngineSpec, m: conv.RowMatch, tinfo: TargetInfo, row: ServingFailure, version: str
+) -> EngineVerdict:
+    """The release, on this platform, cannot serve an EAGLE-3 drafter beside this target at all (a running engine
+    showed it: engines/<engine>/serving.py): `fails` at the engine's stage, whatever the ids say."""
+    tap_row = replace(m.row, source=f"{row.source}; observed: {row.observed}")
+    served = conv.Resolution(tap_row, tinfo.num_layers, None, None, None, failure=row.failure(version),
+                             stage=row.stage)  # fmt: skip
+    name = f"{spec.framework}=={version}" + (f" {m.row.runner}" if m.row.runner else "")
     return EngineVerdict(name, m.row.key, m.exact, "config.json", served, "fails", None, [], [], True)
 
 

@@ -26,7 +26,7 @@ from packaging.specifiers import SpecifierSet
 from packaging.version import Version
 
 from eaglewire.engines.models import MODEL_FILES
-from eaglewire.engines.observed import observed_for, records
+from eaglewire.engines.observed import observed_for, records, target_ran
 from eaglewire.engines.runners import PLATFORMS, RUNNERS
 from eaglewire.engines.table import ENGINES, ROWS
 from eaglewire.rules import ENGINES_DIR, engine_data
@@ -119,7 +119,8 @@ def record_families(rec: dict) -> frozenset[str]:
     """The target families a record covers (module docstring): its own `family` or `target`, its `families`, its
     `targets`, and those its entries (`variants`) name; none named: the zoo target's."""
     found: set[str] = set()
-    lists = [x for key in ("families", "targets", "variants") for x in rec.get(key, ()) or ()]
+    lists = [x for key in ("families", "targets", "variants") for x in rec.get(key, ()) or ()
+             if key != "families" or not isinstance(x, dict) or target_ran(x)]  # fmt: skip
     for entry in (rec, *lists):
         if isinstance(entry, str):
             found.add(entry)

@@ -1,0 +1,25 @@
+"""The serving failures of every engine (rules/serving.py): the rows, and the one a launch meets."""
+
+from __future__ import annotations
+
+from packaging.version import Version
+
+from eaglewire.engines.vllm import serving as vllm
+from eaglewire.rules.row import Spec, match
+from eaglewire.rules.serving import STAGES, ServingFailure
+
+ROWS: tuple[ServingFailure, ...] = (*vllm.ROWS,)
+
+
+def serving_failure(engine: str, version: str | Version, platform: str | None, family: str, config: dict,
+                    drafter_archs: tuple[str, ...] = ()) -> ServingFailure | None:  # fmt: skip
+    """The row under which `engine` at `version` on `platform` cannot serve an EAGLE-3 drafter beside this target
+    (None: none known; an unknown platform meets none: the failures are platform facts)."""
+    if platform is None:
+        return None
+    rows = [r for r in match(ROWS, Spec(engine, Version(str(version)), platform))
+            if r.platform == platform and r.holds_for(family, config, drafter_archs)]  # fmt: skip
+    # what a launch meets first: the earliest stage; at one stage, a row about this kind of target before a row
+    # about every target (the engine reaches the target's own code path first, e.g. a hybrid model's state copy)
+    rows.sort(key=lambda r: (STAGES.index(r.stage), "*" in r.families))
+    return rows[0] if rows else None

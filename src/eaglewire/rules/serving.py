@@ -1,0 +1,48 @@
+"""Serving failures: an engine release, on a platform, cannot serve an EAGLE-3 drafter beside a kind of target at
+all, whatever its ids say. Such a fact is not in the capture code `check` reads: it lives in the platform's kernels
+(an attention backend's block sizes, a kernel missing for a layer type), so it is seen by running the engine. Each
+row says which targets it holds for (by family, or by a config key every such target carries, e.g. MLA's
+`kv_lora_rank`), where the engine fails, in its own words, and the record that showed it.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from eaglewire.rules.row import Row
+
+STAGES = ("load", "warm-up", "first request")  # where an engine fails, in the order a launch meets them
+
+
+@dataclass(frozen=True)
+class ServingFailure(Row):
+    name: str
+    engine: str
+    versions: str  # PEP 440 specifier set of the releases it holds at
+    stage: str  # "load", "warm-up", "first request"
+    words: str  # the engine's own error, as it raised it
+    why: str  # the mechanism, read at source where it was
+    platform: str | None = None  # the platform it holds on (every row names one)
+    source: str = ""
+    observed: str | None = None  # the records that showed it, e.g. "vllm-0.31.0-cpu.json (families)"
+    families: tuple[str, ...] = ()  # eaglewire target families it holds for ("*": every target)
+    config_keys: tuple[str, ...] = ()  # or: targets whose text config carries every one of these keys
+    unless_drafter: tuple[
+        str, ...
+    ] = ()  # drafter architectures it does not hold for (they avoid the mechanism)
+
+    def holds_for(self, family: str, config: dict, drafter_archs: tuple[str, ...] = ()) -> bool:
+        if any(a in self.unless_drafter for a in drafter_archs):
+            return False
+        if "*" in self.families or family in self.families:
+            return True
+        return bool(self.config_keys) and all(config.get(k) is not None for k in self.config_keys)
+
+    def __post_init__(self) -> None:
+        assert self.platform, f"{self.name}: a serving failure is a platform fact: name the platform"
+        assert self.stage in STAGES, f"{self.name}: stage {self.stage!r} is not one of {STAGES}"
+
+    def failure(self, version: str) -> str:
+        return (f"{self.engine} {version} on the {str(self.platform).upper()} cannot serve an EAGLE-3 drafter beside this "
+                f"target: the engine fails at {self.stage} with `{self.words}` ({self.why}) [{self.source}; observed: "
+                f"{self.observed}]")  # fmt: skip

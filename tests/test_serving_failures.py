@@ -1,0 +1,59 @@
+"""The serving-failure rows (engines/<engine>/serving.py) against the engine records that showed them: every row
+names records that exist and, at every observed release the row covers, show the engine failing at the row's stage
+with the row's words for every family the row holds for (or earlier, at a stage a launch meets first); and no observed release outside a row's range shows
+that failure (the range is the records', no wider and no narrower). A drafter whose attention avoids the
+mechanism is not caught by the row."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+from packaging.version import Version
+
+from eaglewire.engines.observed import records, target_ran
+from eaglewire.engines.serving import ROWS, serving_failure
+from eaglewire.jobs.check import STAGES
+
+
+def _family_rows(row):
+    """(release, family row) of every record of the row's engine and platform, for the families it holds for."""
+    for rec in records():
+        engine, version = rec["engine"].split("==")
+        if engine != row.engine or rec["platform"] != row.platform:
+            continue
+        for fam in filter(target_ran, rec.get("families", [])):
+            if row.holds_for(fam["family"], fam["config"]):
+                yield version, fam
+
+
+@pytest.mark.parametrize("row", ROWS, ids=[r.name for r in ROWS])
+def test_the_row_is_what_the_records_show(row):
+    seen = list(_family_rows(row))
+    named = set(re.findall(r"[\w.\-]+\.json", row.observed))
+    files = {r["file"] for r in records()}
+    assert named <= files, f"{row.name} cites records that are not committed: {named - files}"
+    covered = [(v, f) for v, f in seen if row.covers(v)]
+    assert covered, f"{row.name}: no committed record covers it"
+    for version, fam in seen:
+        stage, words = fam["engine"]["stage"], fam["engine"]["error"] or ""
+        failed = stage == row.stage and words.startswith(row.words)
+        # the engine met something else first: an earlier stage, or the row the table applies there instead (a
+        # row about this kind of target, met before a row about every target)
+        first = serving_failure(row.engine, version, row.platform, fam["family"], fam["config"])
+        earlier = (stage in STAGES and STAGES.index(stage) < STAGES.index(row.stage)) or (
+            first not in (row, None) and words.startswith(first.words)
+        )
+        where = (row.name, version, fam["family"], fam["engine"])
+        assert (failed or earlier) if row.covers(version) else not failed, where
+
+
+def test_a_drafter_with_mla_attention_is_not_caught_by_the_mla_row():
+    (row,) = [r for r in ROWS if r.name == "vllm.cpu.mla-block-size"]
+    release = next(v for v, _ in _family_rows(row) if row.covers(v))
+    mla = {"kv_lora_rank": 512}
+    assert serving_failure("vllm", release, "cpu", "deepseek_v3", mla, ("LlamaForCausalLMEagle3",)) is row
+    other = serving_failure("vllm", release, "cpu", "deepseek_v3", mla, ("Eagle3DeepseekV3ForCausalLM",))
+    assert other is not row and (other is None or "*" in other.families)  # only a row about every target
+    assert serving_failure("vllm", release, None, "deepseek_v3", mla, ()) is None  # a platform fact
+    assert serving_failure("vllm", Version("0.0.1"), "cpu", "deepseek_v3", mla, ()) is None
