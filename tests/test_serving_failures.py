@@ -6,6 +6,7 @@ mechanism is not caught by the row."""
 
 from __future__ import annotations
 
+import json
 import re
 
 import pytest
@@ -57,3 +58,27 @@ def test_a_drafter_with_mla_attention_is_not_caught_by_the_mla_row():
     assert other is not row and (other is None or "*" in other.families)  # only a row about every target
     assert serving_failure("vllm", release, None, "deepseek_v3", mla, ()) is None  # a platform fact
     assert serving_failure("vllm", Version("0.0.1"), "cpu", "deepseek_v3", mla, ()) is None
+
+
+def test_check_names_the_cpu_failure_where_the_platform_is_not_given(tmp_path):
+    """No platform: the verdict assumes a GPU and says, as an assumption, that the CPU build cannot serve the pair
+    (--strict: unverified); --platform cpu: fails, at the engine's stage, citing the records."""
+    from eaglewire import zoo
+    from eaglewire.jobs.check import check
+
+    (row,) = [r for r in ROWS if r.name == "vllm.cpu.mla-block-size"]
+    release, fam = next((v, f) for v, f in _family_rows(row) if row.covers(v))
+    target = tmp_path / "target"
+    target.mkdir()
+    (target / "config.json").write_text(json.dumps(fam["config"]))
+    drafter, engine = zoo.drafter_dir("default"), [f"vllm=={release}"]
+    (cpu,) = check(drafter, target, engine, platform="cpu").verdicts
+    assert cpu.status == "fails" and cpu.served.stage == row.stage and row.words in cpu.served.failure
+    assert row.observed in cpu.served.failure and cpu.evidence["level"] == "engine"
+    loose = check(drafter, target, engine)
+    assert loose.verdicts[0].status != "fails"
+    assert any("not the CPU" in a and row.words in a for a in loose.assumptions)
+    (strict,) = check(drafter, target, engine, strict=True).verdicts
+    assert strict.status == "unverified" and any("not the CPU" in u for u in strict.unknowns)
+    (gpu,) = check(drafter, target, engine, platform="cuda").verdicts
+    assert gpu.status != "fails" and not any("not the CPU" in a for a in gpu.assumptions)

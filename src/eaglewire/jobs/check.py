@@ -331,10 +331,14 @@ def check(
             else registries.refusal(spec.framework, spec.version, tinfo.architecture, tinfo.model_type)
         )
         version = spec.version or table.NEWEST.get(spec.framework)
-        cannot = None
+        cannot = on_cpu = None
         if refused is None and version is not None and not _eagle1_head(ckpt):
             archs = tuple(ckpt.config.get("architectures") or ())
             cannot = serving_failure(spec.framework, version, platform, tinfo.family, tinfo.config, archs)
+            if (
+                platform is None
+            ):  # the verdict assumes a GPU: say what the CPU build does instead, where known
+                on_cpu = serving_failure(spec.framework, version, "cpu", tinfo.family, tinfo.config, archs)
         for choice in choices:
             m = choice.match
             if refused is not None:
@@ -343,6 +347,15 @@ def check(
                 v = _verdict(ckpt, tinfo, spec, choice, trained, strict)
                 if cannot is not None and _earlier(cannot.stage, v.served):  # what the engine meets first
                     v = _cannot_serve(spec, m, tinfo, cannot, str(version))
+            if on_cpu is not None and v.status != "fails":
+                said = (f"platform not given: not the CPU, where {spec.framework} {version} cannot serve this pair "
+                        f"(fails at {on_cpu.stage}: `{on_cpu.words}`; observed: {on_cpu.observed}); --platform "
+                        "settles it")  # fmt: skip
+                if strict and v.status != "unverified":
+                    v.status = "unverified"
+                    v.unknowns.append(f"--strict: assumed {said}; {STRICT_SETTLE}")
+                elif not strict:
+                    v.assumptions.append(said)
             # an architecture the table does not list, served by capture code whose taps are known
             if m.basis and m.model_known:
                 v.findings.append(Finding("info", "engine-registry", m.basis, spec.framework))
