@@ -75,7 +75,13 @@ def test_the_observed_vllm_cell_is_engine_with_its_record(cov):
     assert (ENGINES_DIR.parent / cell.record).is_file()
     # the record covers what it ran: the CPU build, the zoo's family; CUDA and other families rest on reading
     assert cov.cell("vllm", "0.32.0", "llama", "cuda").level == "read"
-    assert cov.cell("vllm", "0.32.0", "qwen3", "cpu").level == "read"
+    (rec,) = [r for r in records() if r["file"] == "vllm-0.32.0-cpu.json"]
+    ran = cov_job.record_families(rec)
+    unseen = next(
+        f for f in MODEL_FILES["vllm"] if f not in ran
+    )  # a family the record did not run rests on reading
+    assert cov.cell("vllm", "0.32.0", unseen, "cpu").level == "read"
+    assert cov.cell("vllm", "0.32.0", "qwen3", "cpu").level == ("engine" if "qwen3" in ran else "read")
     sg = cov.cell("sglang", "0.5.23", "llama", "cpu")  # the SGLang tier's record (tests/sglang_engine)
     assert sg.record == "engines/sglang/data/observed/sglang-0.5.23-cpu.json"
     assert cov.cell("sglang", "0.5.23", "llama", "cuda").level == "read"
@@ -90,10 +96,11 @@ def test_the_observed_vllm_cell_is_engine_with_its_record(cov):
 
 
 def test_the_record_family_is_the_family_its_rows_were_predicted_for():
-    """The tier's record names no family: it is the zoo target's, and the rows the record's variants were checked
-    against are rows of that family's model file."""
+    """The tier's id variants name no family: they are the zoo target's, and the rows they were checked against are
+    rows of that family's model file (the family targets the generator added name theirs)."""
     (rec,) = [r for r in records() if r["file"] == "vllm-0.32.0-cpu.json"]
-    assert cov_job.record_families(rec) == {"llama"} == {cov_job.zoo_family()}
+    assert cov_job.record_families({k: v for k, v in rec.items() if k != "families"}) == {"llama"}
+    assert cov_job.zoo_family() == "llama" and "llama" in cov_job.record_families(rec)
     keys = {v["eaglewire"]["row"] for v in rec["variants"]}
     assert all(MODEL_FILES["vllm"]["llama"] in r.models for r in ROWS if r.key in keys)
 

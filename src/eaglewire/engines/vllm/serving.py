@@ -23,7 +23,7 @@ ROWS: tuple[ServingFailure, ...] = (
     ServingFailure(
         name="vllm.cpu.mla-block-size",
         engine="vllm",
-        versions=">=0.30.0,<=0.32.0",
+        versions=">=0.29.0,<=0.32.0",
         platform="cpu",
         stage="load",
         words="ValueError: No common block size for 16",  # 0.31.0 adds "(CPU_MLA: [16]; CPU_ATTN: [MultipleOf(32)])"
@@ -31,7 +31,7 @@ ROWS: tuple[ServingFailure, ...] = (
         "takes only 16, the drafter's Llama attention (CPU_ATTN) only multiples of 32",
         source="vllm 0.31.0 v1/worker/utils.py:330-390 select_common_block_size; v1/attention/backends/"
         "mla/cpu_mla.py:67-68; v1/attention/backends/cpu_attn.py:65-66",
-        observed="vllm-0.30.0-cpu.json, vllm-0.31.0-cpu.json, vllm-0.32.0-cpu.json (families deepseek_v3, "
+        observed="vllm-0.29.0-cpu.json, vllm-0.30.0-cpu.json, vllm-0.31.0-cpu.json, vllm-0.32.0-cpu.json (families deepseek_v3, "
         "kimi_k2; each runs without the drafter)",
         config_keys=("kv_lora_rank",),
         # vLLM's DeepSeek EAGLE-3 head attends with MLA itself (models/deepseek_eagle3.py:69 @0.30.0)
@@ -40,7 +40,7 @@ ROWS: tuple[ServingFailure, ...] = (
     ServingFailure(
         name="vllm.cpu.hybrid-mamba-spec-decode",
         engine="vllm",
-        versions=">=0.30.0,<=0.32.0",
+        versions=">=0.29.0,<=0.32.0",
         platform="cpu",
         stage="first request",
         words="TypeError: 'function' object is not subscriptable",
@@ -48,7 +48,7 @@ ROWS: tuple[ServingFailure, ...] = (
         "accepted tokens by a Triton kernel launched as kernel[grid](...); on the CPU the kernel is the build's "
         "plain-Python stand-in, which cannot be indexed by a grid",
         source="vllm 0.30.0 v1/worker/mamba_utils.py:1211-1213 (precopy_mamba_align_fused_kernel[grid])",
-        observed="vllm-0.30.0-cpu.json, vllm-0.31.0-cpu.json, vllm-0.32.0-cpu.json (family qwen3_next; it runs "
+        observed="vllm-0.29.0-cpu.json, vllm-0.30.0-cpu.json, vllm-0.31.0-cpu.json, vllm-0.32.0-cpu.json (family qwen3_next; it runs "
         "without the drafter)",
         families=("qwen3_next",),
         config_keys=("linear_conv_kernel_dim",),  # Qwen3-Next and Qwen3.5: gated delta net layers
