@@ -72,7 +72,9 @@ def test_family_targets_read_as_their_family(tmp_path):
         cfg = json.loads((target / "config.json").read_text())
         moe = any(cfg.get(k) for k in ("num_experts", "n_routed_experts", "num_local_experts"))
         assert case["isolated"] == moe, family
-        if FAMILIES[family][0] or family in REMOTE_CONFIG:  # kimi_k2: no transformers class (vLLM maps it itself)
+        if (
+            FAMILIES[family][0] or family in REMOTE_CONFIG
+        ):  # kimi_k2: no transformers class (vLLM maps it itself)
             loaded = AutoConfig.from_pretrained(target, trust_remote_code=family in REMOTE_CONFIG)
             assert loaded.num_hidden_layers == 8 and loaded.hidden_size == 384, family
         info = read_target(target)

@@ -23,8 +23,9 @@ def _family_rows(row):
         engine, version = rec["engine"].split("==")
         if engine != row.engine or rec["platform"] != row.platform:
             continue
-        for fam in filter(target_ran, rec.get("families", [])):
-            if row.holds_for(fam["family"], fam["config"]):
+        for fam in rec.get("families", []):
+            # a target the engine did not run even alone is evidence only for a row saying exactly that
+            if (target_ran(fam) or row.alone) and row.holds_for(fam["family"], fam["config"]):
                 yield version, fam
 
 

@@ -27,9 +27,9 @@ class ServingFailure(Row):
     observed: str | None = None  # the records that showed it, e.g. "vllm-0.31.0-cpu.json (families)"
     families: tuple[str, ...] = ()  # eaglewire target families it holds for ("*": every target)
     config_keys: tuple[str, ...] = ()  # or: targets whose text config carries every one of these keys
-    unless_drafter: tuple[
-        str, ...
-    ] = ()  # drafter architectures it does not hold for (they avoid the mechanism)
+    # drafter architectures it does not hold for (they avoid the mechanism)
+    unless_drafter: tuple[str, ...] = ()
+    alone: bool = False  # the target itself does not run there, with or without a drafter
 
     def holds_for(self, family: str, config: dict, drafter_archs: tuple[str, ...] = ()) -> bool:
         if any(a in self.unless_drafter for a in drafter_archs):
@@ -43,6 +43,7 @@ class ServingFailure(Row):
         assert self.stage in STAGES, f"{self.name}: stage {self.stage!r} is not one of {STAGES}"
 
     def failure(self, version: str) -> str:
-        return (f"{self.engine} {version} on the {str(self.platform).upper()} cannot serve an EAGLE-3 drafter beside this "
-                f"target: the engine fails at {self.stage} with `{self.words}` ({self.why}) [{self.source}; observed: "
-                f"{self.observed}]")  # fmt: skip
+        what = "cannot run this target at all, so neither an EAGLE-3 drafter beside it" if self.alone else (
+            "cannot serve an EAGLE-3 drafter beside this target")  # fmt: skip
+        return (f"{self.engine} {version} on the {str(self.platform).upper()} {what}: the engine fails at "
+                f"{self.stage} with `{self.words}` ({self.why}) [{self.source}; observed: {self.observed}]")  # fmt: skip

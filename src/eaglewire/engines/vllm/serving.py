@@ -53,4 +53,17 @@ ROWS: tuple[ServingFailure, ...] = (
         families=("qwen3_next",),
         config_keys=("linear_conv_kernel_dim",),  # Qwen3-Next and Qwen3.5: gated delta net layers
     ),
+    ServingFailure(
+        name="vllm.cpu.mla-prefill-import",
+        engine="vllm",
+        versions=">=0.28.0,<=0.28.0",
+        platform="cpu",
+        stage="load",
+        words="ImportError: cannot import name 'compile_flash_attn_varlen_func_from_specs'",
+        why="the MLA prefill backend imports a FlashAttention helper the CPU build's fa_utils does not define",
+        source="vllm 0.28.0 v1/attention/backends/mla/prefill/flash_attn.py:18",
+        observed="vllm-0.28.0-cpu.json (families deepseek_v3, kimi_k2; the same without the drafter)",
+        config_keys=("kv_lora_rank",),
+        alone=True,
+    ),
 )
