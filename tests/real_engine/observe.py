@@ -169,6 +169,13 @@ def speculation(run: dict[str, dict]) -> dict:
     return out
 
 
+def _tier_record(path: Path) -> dict | None:
+    """The record of the tier's own release (make test-real-engine: the whole id matrix, no generator provenance)
+    at `path`; None for a release the generator owns or has not observed."""
+    rec = json.loads(path.read_text()) if path.exists() else None
+    return rec if rec is not None and "observe" not in rec.get("provenance", {}) else None
+
+
 def observe(release: str, workdir: Path, keep_venv: bool = False, out: tuple[Path, Path] = (OBSERVED, RECORDS),
             state: dict | None = None) -> dict:  # fmt: skip
     """Observe one release end to end; the records written and the seconds of each stage."""
@@ -196,6 +203,9 @@ def observe(release: str, workdir: Path, keep_venv: bool = False, out: tuple[Pat
         tok_edit = {"tokenizer_class": "PreTrainedTokenizerFast"} if edits else None
         fams = {f: write_target(f, workdir / "families" / f, tok_edit) for f in FAMILIES}
         cases = _cases(drafters, built, state["ids"], state["id_prompt"], fams)
+        tier = _tier_record(out[0] / f"vllm-{release}-cpu.json")
+        if tier is not None:  # the tier's release: its id matrix and accept record stay; the families run
+            cases = [c for c in cases if c["name"].startswith("family/")]
         seconds["prepare"] = round(time.time() - t, 1)
         t = time.time()
         for stale in workdir.glob(f"observe-{release}.json*"):  # an earlier run's output is never reused
@@ -213,6 +223,17 @@ def observe(release: str, workdir: Path, keep_venv: bool = False, out: tuple[Pat
             run |= {k: v for k, v in more.items() if k != "__provenance__"}
         seconds["engine"] = round(time.time() - t, 1)
         t = time.time()
+        prov_note = {"install": {k: v for k, v in info.items() if k != "install_seconds"}, "target_edits": edits,
+                     "target_sha256_served": files_sha256(target)}  # fmt: skip
+        if tier is not None:
+            families, fam_wrong = family_rows(engine, run, fams, built[FAMILY_DRAFTER])
+            seconds["total"] = round(time.time() - t0, 1)
+            tier |= {"families": families, "family_drafter": {"variant": FAMILY_DRAFTER, "load_format": "dummy"},
+                     "families_provenance": run["__provenance__"] | {"observe": prov_note | {"seconds": seconds}}}  # fmt: skip
+            tier.pop("file", None)
+            (out[0] / f"vllm-{release}-cpu.json").write_text(json.dumps(tier, indent=1) + "\n")
+            return {"release": release, "families_merged_into_tier_record": True, "family_disagreements": fam_wrong,
+                    "seconds": seconds}  # fmt: skip
         spec = speculation(run)
         hidden = json.loads((zoo.target_dir() / "config.json").read_text())["hidden_size"]
         ids_rec, id_wrong = ids_record(engine, run, built, chosen, hidden, PROMPT_TOKENS)
@@ -225,8 +246,6 @@ def observe(release: str, workdir: Path, keep_venv: bool = False, out: tuple[Pat
             "load_format": "dummy (random target weights)",
         }
         result["family_disagreements"] = fam_wrong
-        prov_note = {"install": {k: v for k, v in info.items() if k != "install_seconds"}, "target_edits": edits,
-                     "target_sha256_served": files_sha256(target)}  # fmt: skip
         accept_ran = all(run[f"{n}/K={k}"].get("stage") is None for n, k in ACCEPT)
         if spec["speculates"] and spec["plain_runs"] and accept_ran:
             predicted = predict(state["chain"], {n: p for n, p in drafters.items() if n in used}, engine)
@@ -253,16 +272,7 @@ def observe(release: str, workdir: Path, keep_venv: bool = False, out: tuple[Pat
             ", accept length, lossless" if acc else f"; cannot speculate on the CPU ({spec.get('stage')})"
         )
         out[0].mkdir(parents=True, exist_ok=True)
-        path = out[0] / f"vllm-{release}-cpu.json"
-        tier = json.loads(path.read_text()) if path.exists() else {}
-        if tier and "observe" not in tier.get("provenance", {}):
-            # the tier's release (make test-real-engine): its whole id matrix and accept record stay; the
-            # generator adds what the tier does not run, the family targets
-            tier |= {"families": ids_rec["families"], "family_drafter": ids_rec["family_drafter"],
-                     "families_provenance": ids_rec["provenance"]}  # fmt: skip
-            path.write_text(json.dumps(tier, indent=1) + "\n")
-            return result | {"merged_into_tier_record": path.name}
-        path.write_text(json.dumps(ids_rec, indent=1) + "\n")
+        (out[0] / f"vllm-{release}-cpu.json").write_text(json.dumps(ids_rec, indent=1) + "\n")
         if acc is not None:
             acc["provenance"]["observe"]["seconds"] = seconds
             out[1].mkdir(parents=True, exist_ok=True)
