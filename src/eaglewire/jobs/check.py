@@ -325,19 +325,18 @@ def check(
         )  # fmt: skip
         if not choices:
             raise InputError(f"--engine {text}: no convention row for a {tinfo.family} target")
+        eagle1 = _eagle1_head(ckpt)
         refused = (
             None
-            if _eagle1_head(ckpt)
+            if eagle1
             else registries.refusal(spec.framework, spec.version, tinfo.architecture, tinfo.model_type)
         )
         version = spec.version or table.NEWEST.get(spec.framework)
         cannot = on_cpu = None
-        if refused is None and version is not None and not _eagle1_head(ckpt):
+        if refused is None and version is not None and not eagle1:
             archs = tuple(ckpt.config.get("architectures") or ())
             cannot = serving_failure(spec.framework, version, platform, tinfo.family, tinfo.config, archs)
-            if (
-                platform is None
-            ):  # the verdict assumes a GPU: say what the CPU build does instead, where known
+            if platform is None:  # the verdict assumes a GPU: what the CPU build does instead, where known
                 on_cpu = serving_failure(spec.framework, version, "cpu", tinfo.family, tinfo.config, archs)
         for choice in choices:
             m = choice.match

@@ -383,27 +383,26 @@ def lint_job(
 
 def lint_evidence(rep: LintReport) -> dict[str, str]:
     """What the lint verdict rests on, strongest first: the installed engine's own argument code run on this very
-    command (`model-code`); a rule that fired, seen in a running engine (`engine`, where every rule that fired
-    was); else the rules read at source, at the releases read for flags that cover this one (`read`), or, at a
-    release none of them was read at, `none` (assumed from the nearest)."""
+    command (`model-code`); the rules that fired, every one seen in a running engine (`engine`); else the rules
+    read at source (`read`: at this release, or at the nearest releases read for flags whose rows cover it), or
+    `none` where no release of the engine was read for flags."""
     code = rep.engine_code
     if code is not None and not code.get("unavailable"):
         return {"level": "model-code", "basis": f"model code: {rep.engine} {code.get('version')}'s own argument "
                 "code, run on this command"}  # fmt: skip
-    fired = {c.rule for c in rep.changes}
-    rows = [r for r in match(RULES, Spec(rep.engine, Version(rep.version))) if r.name in fired]
-    if rows and all(r.observed for r in rows):
-        return {"level": "engine", "basis": "observed: " + "; ".join(sorted({r.observed for r in rows}))}
-    read = sorted(
-        {v for r in match(RULES, Spec(rep.engine, Version(rep.version))) for v in r.checked}, key=Version
-    )
-    if Version(rep.version) in {Version(v) for v in read}:
+    version = Version(rep.version)
+    rows = match(RULES, Spec(rep.engine, version))
+    fired = [r for r in rows if r.name in {c.rule for c in rep.changes}]
+    if fired and all(r.observed for r in fired):
+        return {"level": "engine", "basis": "observed: " + "; ".join(sorted({r.observed for r in fired}))}
+    read = sorted({Version(v) for r in rows for v in r.checked})
+    if version in read:
         return {"level": "read", "basis": f"read at source ({rep.engine} {rep.version}: flag rules)"}
-    below = [v for v in read if Version(v) < Version(rep.version)]
-    above = [v for v in read if Version(v) > Version(rep.version)]
-    near = " and ".join(x for x in (below[-1:] + above[:1])) or "none"
-    return {"level": "none" if not read else "read",
-            "basis": f"read at source ({rep.engine} {near}: the releases read for flag rules that cover "
+    near = " and ".join(
+        str(v) for v in [v for v in read if v < version][-1:] + [v for v in read if v > version][:1]
+    )
+    return {"level": "read" if read else "none",
+            "basis": f"read at source ({rep.engine} {near or 'none'}: the releases read for flag rules that cover "
                      f"{rep.version}); `lint --engine-code` runs the installed engine's own argument code"}  # fmt: skip
 
 
