@@ -10,9 +10,7 @@ import pytest
 from packaging.version import Version
 
 from eaglewire.engines import registries
-from eaglewire.engines.sglang import taps as sglang
 from eaglewire.engines.table import rows_for
-from eaglewire.engines.vllm import taps as vllm
 from eaglewire.formats import read_drafter
 from eaglewire.jobs.check import check
 from eaglewire.rules.taps import EngineSpec, Rule
@@ -23,7 +21,7 @@ from tools import registry_scan
 from fixtures import llama_fields
 
 ENGINES = ("sglang", "vllm")
-READ = {"sglang": sglang.ALL, "vllm": vllm.READ}
+READ = {e: registry_scan.releases_read(e) for e in ENGINES}  # tap rows read, and vLLM releases observed
 FAMILY_ARCHS = sorted(
     (arch, family, sorted(fam.model_types)[0])
     for family, fam in FAMILIES.items()

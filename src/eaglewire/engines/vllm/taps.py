@@ -139,7 +139,8 @@ WIDTH_SEEN = (
     "shape error in the drafter's fc (llama_eagle3.py:418 @0.32.0) and kills the engine"
 )
 WIDTH_READ = "fewer aux states reach the drafter than its fc takes: a shape error in the drafter's fc"
-# releases whose V1 runner was observed running (tests/real_engine, CPU build: always V1), from the ledger
+# releases whose V1 runner was observed running (tests/real_engine, make observe; CPU build: always V1), from the
+# ledger: a row's failure stage is seen when any release it covers was observed, read there or not
 OBSERVED = tuple(
     r.version for r, o in ledger("vllm").observed() if o.level == "engine" and o.platform == "cpu"
 )
@@ -287,7 +288,7 @@ def _generated() -> tuple[Convention, ...]:
                 _, sources, id_source = era
                 default = mrv2_default if runner == "mrv2" else not mrv2_default
                 fixed = sources is None
-                seen = runner == "v1" and any(v in OBSERVED for v in _checked(lo, hi))
+                seen = runner == "v1" and any(Version(lo) <= Version(v) < Version(hi) for v in OBSERVED)
                 out.append(
                     Convention(
                         key=f"vllm-{g.name}-{runner}-{lo}-{hi}",
