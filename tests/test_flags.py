@@ -663,6 +663,8 @@ SCENARIOS: dict[str, tuple] = {
                          {"engine_version": "0.9.0"}, "vllm.mtp_quantization", PROBLEM),
     "vl-mtp-quant": (["vllm", "serve", "deepseek-ai/DeepSeek-V3", "--quantization", "fp8", "--speculative-config",
                       json.dumps({"method": "mtp", "num_speculative_tokens": 1})], {}, "vllm.mtp_quantization", INFO),
+    "vl-eagle3-target-quant": ([*vllm(SPEC), "--quantization", "fp8"], {"engine_version": "0.11.0"},
+                               "vllm.eagle3_head_takes_target_quantization", PROBLEM),
     "vl-engine-filled": (vllm({**SPEC, "enable_chunked_prefill": True}), {"engine_version": "0.9.0"},
                          "vllm.engine_filled_keys", PROBLEM),
     "vl-not-read": (vllm({**SPEC, "prompt_lookup_max": 5}), {}, "vllm.key_not_read", PROBLEM),
@@ -673,7 +675,7 @@ SCENARIOS: dict[str, tuple] = {
     "vl-mrv2": (vllm({**SPEC, "disable_padded_drafter_batch": True}), {}, "vllm.mrv2_ignores_key", PROBLEM),
 }  # fmt: skip
 NOT_MECHANICAL = {"sg-draft-missing", "vl-model-missing", "sg-unknown-algorithm", "vl-mtp-unsupported",
-                  "sg-draft-quant-old"}  # fmt: skip
+                  "sg-draft-quant-old", "vl-eagle3-target-quant"}  # fmt: skip
 
 
 @pytest.mark.parametrize("name", sorted(SCENARIOS))

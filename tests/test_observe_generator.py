@@ -81,3 +81,28 @@ def test_family_targets_read_as_their_family(tmp_path):
         assert info.num_layers == 8 and info.hidden_size == 384, family
         if family not in ("gemma3", "minicpm"):  # families eaglewire's table does not list: generic
             assert info.family == family, (family, info.family)
+
+
+def test_the_quantized_target_is_the_zoo_target_in_w8a8(tmp_path):
+    """Every decoder Linear int8 per output channel with a scale that gives the zoo's weight back within half a
+    step; embeddings, norms and lm_head untouched; a quantization_config eaglewire reads as a pre-quantized target."""
+    import torch
+    from real_engine.quantized import LINEARS, write_w8a8_target
+    from safetensors.torch import load_file
+
+    from eaglewire import zoo
+
+    out = write_w8a8_target(zoo.target_dir(), tmp_path / "w8a8")
+    src, got = load_file(str(zoo.target_dir() / "model.safetensors")), load_file(str(out / "model.safetensors"))
+    quantized = [n for n in src if n.removesuffix(".weight").rsplit(".", 1)[-1] in LINEARS]
+    assert len(quantized) == 8 * len(LINEARS)
+    for name, w in src.items():
+        if name in quantized:
+            q, scale = got[name], got[name.replace(".weight", ".weight_scale")]
+            assert q.dtype == torch.int8 and scale.shape == (w.shape[0], 1)
+            assert ((q.float() * scale - w.float()).abs() <= scale / 2 + 1e-6).all(), name
+        else:
+            assert torch.equal(got[name], w), name
+    info = read_target(out)
+    assert info.quantization == "compressed-tensors" and read_target(zoo.target_dir()).quantization is None
+    assert (info.num_layers, info.hidden_size) == (8, 384)

@@ -17,6 +17,10 @@ from eaglewire.engines.serving import ROWS, serving_failure
 from eaglewire.jobs.check import STAGES
 
 
+FAMILY_ROWS = [r for r in ROWS if not r.quantized_target]  # shown by the family targets
+QUANTIZED_ROWS = [r for r in ROWS if r.quantized_target]  # shown by the quantized-target case
+
+
 def _family_rows(row):
     """(release, family row) of every record of the row's engine and platform, for the families it holds for."""
     for rec in records():
@@ -29,7 +33,7 @@ def _family_rows(row):
                 yield version, fam
 
 
-@pytest.mark.parametrize("row", ROWS, ids=[r.name for r in ROWS])
+@pytest.mark.parametrize("row", FAMILY_ROWS, ids=[r.name for r in FAMILY_ROWS])
 def test_the_row_is_what_the_records_show(row):
     seen = list(_family_rows(row))
     named = set(re.findall(r"[\w.\-]+\.json", row.observed))
@@ -83,3 +87,70 @@ def test_check_names_the_cpu_failure_where_the_platform_is_not_given(tmp_path):
     assert strict.status == "unverified" and any("not the CPU" in u for u in strict.unknowns)
     (gpu,) = check(drafter, target, engine, platform="cuda").verdicts
     assert gpu.status != "fails" and not any("not the CPU" in a for a in gpu.assumptions)
+
+
+def _quantized_cases():
+    """(record, release, draft_quantization) of every record that served the zoo drafter beside the W8A8 target."""
+    for rec in records():
+        if "draft_quantization" in rec:
+            yield rec, rec["engine"].split("==")[1], rec["draft_quantization"]
+
+
+def _w8a8_config(q: dict) -> dict:
+    from eaglewire import zoo
+
+    return json.loads((zoo.target_dir() / "config.json").read_text()) | {
+        "quantization_config": q["quantization_config"]
+    }
+
+
+@pytest.mark.parametrize("row", QUANTIZED_ROWS, ids=[r.name for r in QUANTIZED_ROWS])
+def test_a_quantized_target_row_is_what_the_records_show(row):
+    named = set(re.findall(r"[\w.\-]+\.json", row.observed))
+    seen = [(rec, v, q) for rec, v, q in _quantized_cases() if rec["engine"].startswith(row.engine)]
+    assert named <= {rec["file"] for rec, _, _ in seen}, f"{row.name} cites records without the quantized case"
+    assert any(row.covers(v) for _, v, _ in seen), f"{row.name}: no committed record covers it"
+    for _, version, q in seen:
+        failed = q["engine"]["stage"] == row.stage and (q["engine"]["error"] or "").startswith(row.words)
+        assert failed == row.covers(version), (row.name, version, q["engine"])
+
+
+def test_every_quantized_target_record_agrees_with_the_table():
+    """Beside a pre-quantized target the table names the engine's failure where the record shows one, and
+    elsewhere the draft kept its own numerics (no layer took the target's scheme) and served."""
+    cases = list(_quantized_cases())
+    assert cases, "no committed record served the drafter beside the quantized target"
+    for rec, version, q in cases:
+        engine = rec["engine"].split("==")[0]
+        quant = q["quantization_config"]["quant_method"]
+        row = serving_failure(engine, version, rec["platform"], "llama", _w8a8_config(q), (), quant)
+        where = (rec["file"], q["engine"])
+        if row is None:
+            assert q["engine"]["stage"] is None and q["draft_quantized"] is False, where
+            assert q["accept_length"] > 2.0 and q["speculative_equals_plain"] is not False, where
+        else:
+            assert q["engine"]["stage"] == row.stage and (q["engine"]["error"] or "").startswith(row.words), where
+
+
+def test_check_decides_a_quantized_target_from_the_records(tmp_path):
+    """Where a release builds the draft with the target's quantization, check says fails for a pre-quantized
+    target on any platform (or none given) and ok-or-better beside the same target unquantized, and one release
+    later the quantized target is served."""
+    from eaglewire import zoo
+    from eaglewire.jobs.check import check
+
+    for row in QUANTIZED_ROWS:
+        release = next(v for _, v, _ in _quantized_cases() if row.covers(v))
+        q = next(q for _, v, q in _quantized_cases() if v == release)
+        target = tmp_path / f"target-{release}"
+        target.mkdir()
+        (target / "config.json").write_text(json.dumps(_w8a8_config(q)))
+        drafter = zoo.drafter_dir(q["drafter"])
+        for platform in (None, "cpu", "cuda"):
+            (v,) = check(drafter, target, [f"{row.engine}=={release}"], platform=platform).verdicts
+            assert v.status == "fails" and row.words in v.served.failure and row.fix in v.served.failure, platform
+        plain = tmp_path / f"plain-{release}"
+        plain.mkdir()
+        (plain / "config.json").write_text((zoo.target_dir() / "config.json").read_text())
+        (v,) = check(drafter, plain, [f"{row.engine}=={release}"], platform="cuda").verdicts
+        assert v.status != "fails"

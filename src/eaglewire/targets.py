@@ -80,6 +80,9 @@ class TargetInfo:
     wrapped: bool = False
     extra: dict = field(default_factory=dict, compare=False)
     config: dict = field(default_factory=dict, compare=False, repr=False)  # the text model's config.json
+    # the checkpoint's quantization method (`quantization_config.quant_method`, top level or the text model's):
+    # a pre-quantized target, whose scheme some engine releases also build the draft model with
+    quantization: str | None = None
 
     @property
     def known_family(self) -> bool:
@@ -168,6 +171,9 @@ def read_target(path: Path | str) -> TargetInfo:
         family or _family_of(list(text_archs), text_type) or _family_of(list(archs), model_type) or GENERIC
     )
     top = cfg if wrapped else None
+    quant = cfg.get("quantization_config", text.get("quantization_config"))
+    if quant is not None and not isinstance(quant, dict):
+        raise InputError(f"{cfg_file}: quantization_config must be an object, got {type(quant).__name__}")
     return TargetInfo(
         architecture=archs[0] if archs else (text_archs[0] if text_archs else model_type or family),
         text_architecture=text_archs[0] if text_archs else (archs[0] if archs else family),
@@ -180,6 +186,7 @@ def read_target(path: Path | str) -> TargetInfo:
         tokenizer_sha256=tokenizer_sha256(cfg_file.parent),
         wrapped=wrapped,
         config=dict(text),
+        quantization=str(quant.get("quant_method") or "unknown") if quant else None,
     )
 
 

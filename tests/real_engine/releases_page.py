@@ -36,6 +36,11 @@ includes the bonus token and is measured along the engine's walk (vLLM: 1 + acce
   and left out of the comparison and of the coverage.
 - **seconds**: install / whole release, end to end (goal: 900 s per release on 2 cores).
 
+Below the table, **the draft beside a quantized target**: the zoo drafter (default taps, K=3) served beside a
+compressed-tensors W8A8 int8 copy of the zoo target (tests/real_engine/quantized.py): how the engine built the
+draft's layers (its own numerics, or the target's scheme), whether it loaded, its accept length beside the same
+drafter's on the unquantized target, and whether greedy output equals the quantized target's own.
+
 Records: `src/eaglewire/engines/vllm/data/observed/vllm-<release>-cpu.json` (ids, families, provenance) and
 `tests/real_engine/records/vllm-<release>-cpu-accept.json` (counters); `make test` replays both against the table.
 """
@@ -76,6 +81,26 @@ def _tau(acc: dict | None, case: str, k: int) -> str:
     return "-" if row is None else f"{row['measured_accept_length']:.3f}"
 
 
+def _quantized(rec: dict) -> str:
+    q = rec["draft_quantization"]
+    methods = sorted(set((q["engine"]["draft_linear_methods"] or {}).values()))
+    layers = (
+        "-"
+        if not methods
+        else ("the target's scheme: " if q["draft_quantized"] else "own: ")
+        + ", ".join(m for m in methods if "Embedding" not in m)
+    )
+    stage = (
+        "served"
+        if q["engine"]["stage"] is None
+        else f"{q['engine']['stage']}: `{q['engine']['error'][:200]}`"
+    )
+    tau = lambda k: f"{q[k]:.3f}" if k in q else "-"  # noqa: E731
+    same = q.get("speculative_equals_plain")
+    return (f"| {rec['engine'].split('==')[1]} | {layers} | {stage} | {tau('accept_length')} | "
+            f"{tau('accept_length_unquantized_target')} | {'-' if same is None else ('yes' if same else 'no')} |")  # fmt: skip
+
+
 def render() -> str:
     lines = [HEAD, "| release | torch | transformers | speculates | ids | walk = engine | lossless | custom-taps K=3 "
              "| idless K=3 | families | seconds |", "|---" * 11 + "|"]  # fmt: skip
@@ -112,6 +137,11 @@ def render() -> str:
             refusals.append(
                 f"- {release}: cannot speculate on the CPU ({rec.get('stage')}): `{rec.get('error')}`"
             )
+    quant = [_quantized(rec) for rec, _ in load() if "draft_quantization" in rec]
+    if quant:
+        lines += ["", "## The draft beside a quantized target", "",
+                  "| release | draft layers | stage | accept length (W8A8 target) | accept length (unquantized) | "
+                  "lossless |", "|---" * 6 + "|", *quant]  # fmt: skip
     if refusals:
         lines += ["", "## Refusals and failures, in the engine's words", "", *refusals]
     return "\n".join(lines) + "\n"

@@ -48,6 +48,30 @@ def _aux_layers(worker) -> list[int] | None:
     return None if layers is None else [int(x) for x in layers]
 
 
+def _linear_methods(worker) -> dict:
+    """How the draft model's layers compute, each layer's quant method class (UnquantizedLinearMethod, or the
+    target's scheme where the release builds the draft with the target's quantization config), and the target's
+    first attention projection's, for comparison."""
+    import torch
+
+    def methods(model) -> dict[str, str]:
+        out = {}
+        for name, module in model.named_modules():
+            if hasattr(module, "quant_method"):  # vLLM's LinearBase and embeddings
+                method = module.quant_method
+                out[name] = type(method).__name__ if method is not None else "None"
+            elif isinstance(module, torch.nn.Linear):  # a plain torch layer (the fc of older heads)
+                out[name] = "torch.nn.Linear"
+        return out
+
+    runner = worker.model_runner
+    drafter = getattr(runner, "drafter", None) or getattr(runner, "speculator", None)
+    draft = getattr(drafter, "model", None)
+    target = methods(runner.model)
+    qkv = next((m for n, m in target.items() if n.endswith("qkv_proj")), None)
+    return {"draft": methods(draft) if draft is not None else None, "target_qkv_proj": qkv}
+
+
 def _runner(worker) -> dict:
     """The model runner the worker built (cpu_worker.py: CPUModelRunner, or CPUModelRunnerV2 under MRV2)."""
     cls = type(worker.model_runner)
@@ -156,6 +180,11 @@ def run_case(target: str, case: dict) -> dict:
         result["aux_hidden_state_layers"] = taps[0]
     except BaseException as exc:
         result["aux_hidden_state_layers_error"] = _error(exc)
+    if case.get("draft_methods"):
+        try:
+            result["linear_methods"] = llm.collective_rpc(_linear_methods)[0]
+        except BaseException as exc:
+            result["linear_methods_error"] = _error(exc)
     try:
         result["runner"] = llm.collective_rpc(_runner)[0]
     except BaseException as exc:

@@ -12,13 +12,12 @@ ROWS: tuple[ServingFailure, ...] = (*vllm.ROWS,)
 
 
 def serving_failure(engine: str, version: str | Version, platform: str | None, family: str, config: dict,
-                    drafter_archs: tuple[str, ...] = ()) -> ServingFailure | None:  # fmt: skip
+                    drafter_archs: tuple[str, ...] = (), quantization: str | None = None) -> ServingFailure | None:  # fmt: skip
     """The row under which `engine` at `version` on `platform` cannot serve an EAGLE-3 drafter beside this target
-    (None: none known; an unknown platform meets none: the failures are platform facts)."""
-    if platform is None:
-        return None
+    (None: none known). An unknown platform meets only the rows of the engine's own code (platform "*"): the
+    others are platform facts. `quantization`: the target checkpoint's quant method, if pre-quantized."""
     rows = [r for r in match(ROWS, Spec(engine, Version(str(version)), platform))
-            if r.platform == platform and r.holds_for(family, config, drafter_archs)]  # fmt: skip
+            if r.platform in (platform, "*") and r.holds_for(family, config, drafter_archs, quantization)]  # fmt: skip
     # what a launch meets first: the earliest stage; at one stage, a row about this kind of target before a row
     # about every target (the engine reaches the target's own code path first, e.g. a hybrid model's state copy)
     rows.sort(key=lambda r: (STAGES.index(r.stage), "*" in r.families))

@@ -335,9 +335,11 @@ def check(
         cannot = on_cpu = None
         if refused is None and version is not None and not eagle1:
             archs = tuple(ckpt.config.get("architectures") or ())
-            cannot = serving_failure(spec.framework, version, platform, tinfo.family, tinfo.config, archs)
+            quant = tinfo.quantization
+            cannot = serving_failure(spec.framework, version, platform, tinfo.family, tinfo.config, archs, quant)
             if platform is None:  # the verdict assumes a GPU: what the CPU build does instead, where known
-                on_cpu = serving_failure(spec.framework, version, "cpu", tinfo.family, tinfo.config, archs)
+                on_cpu = serving_failure(spec.framework, version, "cpu", tinfo.family, tinfo.config, archs, quant)
+                on_cpu = on_cpu if on_cpu is not None and on_cpu.platform == "cpu" else None
         for choice in choices:
             m = choice.match
             if refused is not None:

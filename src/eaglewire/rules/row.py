@@ -48,8 +48,9 @@ class Row:
         return SpecifierSet(self.versions).contains(Version(str(version)), prereleases=True)
 
     def holds_on(self, platform: str | None = None, runner: str | None = None) -> bool:
-        """The row's platform and runner conditions admit this launch (an unknown platform or runner admits all)."""
-        return (platform is None or self.platform in (None, platform)) and (
+        """The row's platform and runner conditions admit this launch (an unknown platform or runner admits all;
+        a row on platform "*" holds on every one)."""
+        return (platform is None or self.platform in (None, "*", platform)) and (
             runner is None or self.runner in (None, runner)
         )
 

@@ -1,8 +1,9 @@
 """Serving failures: an engine release, on a platform, cannot serve an EAGLE-3 drafter beside a kind of target at
 all, whatever its ids say. Such a fact is not in the capture code `check` reads: it lives in the platform's kernels
-(an attention backend's block sizes, a kernel missing for a layer type), so it is seen by running the engine. Each
-row says which targets it holds for (by family, or by a config key every such target carries, e.g. MLA's
-`kv_lora_rank`), where the engine fails, in its own words, and the record that showed it.
+(an attention backend's block sizes, a kernel missing for a layer type) or in what the release builds the draft
+model with (the target's quantization), so it is seen by running the engine. Each row says which targets it holds
+for (by family, by a config key every such target carries, e.g. MLA's `kv_lora_rank`, or a pre-quantized
+checkpoint), where the engine fails, in its own words, and the record that showed it.
 """
 
 from __future__ import annotations
@@ -22,7 +23,7 @@ class ServingFailure(Row):
     stage: str  # "load", "warm-up", "first request"
     words: str  # the engine's own error, as it raised it
     why: str  # the mechanism, read at source where it was
-    platform: str | None = None  # the platform it holds on (every row names one)
+    platform: str | None = None  # the platform it holds on (every row names one; "*": the engine's own code, every one)
     source: str = ""
     observed: str | None = None  # the records that showed it, e.g. "vllm-0.31.0-cpu.json (families)"
     families: tuple[str, ...] = ()  # eaglewire target families it holds for ("*": every target)
@@ -30,9 +31,15 @@ class ServingFailure(Row):
     # drafter architectures it does not hold for (they avoid the mechanism)
     unless_drafter: tuple[str, ...] = ()
     alone: bool = False  # the target itself does not run there, with or without a drafter
+    quantized_target: bool = False  # holds only beside a pre-quantized target (its config's quantization_config)
+    fix: str = ""  # what serves the pair instead, where something does
 
-    def holds_for(self, family: str, config: dict, drafter_archs: tuple[str, ...] = ()) -> bool:
+    def holds_for(
+        self, family: str, config: dict, drafter_archs: tuple[str, ...] = (), quantization: str | None = None
+    ) -> bool:
         if any(a in self.unless_drafter for a in drafter_archs):
+            return False
+        if self.quantized_target and quantization is None:
             return False
         if "*" in self.families or family in self.families:
             return True
@@ -45,5 +52,7 @@ class ServingFailure(Row):
     def failure(self, version: str) -> str:
         what = "cannot run this target at all, so neither an EAGLE-3 drafter beside it" if self.alone else (
             "cannot serve an EAGLE-3 drafter beside this target")  # fmt: skip
-        return (f"{self.engine} {version} on the {str(self.platform).upper()} {what}: the engine fails at "
-                f"{self.stage} with `{self.words}` ({self.why}) [{self.source}; observed: {self.observed}]")  # fmt: skip
+        where = "" if self.platform == "*" else f" on the {str(self.platform).upper()}"
+        fix = f"; {self.fix}" if self.fix else ""
+        return (f"{self.engine} {version}{where} {what}: the engine fails at {self.stage} with `{self.words}` "
+                f"({self.why}{fix}) [{self.source}; observed: {self.observed}]")  # fmt: skip

@@ -146,6 +146,34 @@ RULES += [
 ]  # fmt: skip
 
 
+# ---- an EAGLE-3 head beside a quantized target ---------------------------------------------------------------
+
+EAGLE3_TARGET_QUANT = (
+    "vllm 0.11.0 model_executor/models/llama_eagle3.py:37 (`quant_config = vllm_config.quant_config`: the "
+    "target's, for the head's qkv_proj and, through LlamaDecoderLayer(vllm_config), its o_proj and MLP); 0.10.2 "
+    "llama_eagle3.py:48-52 builds the layer with none, 0.11.1 with the drafter's own (models/utils.py "
+    "get_draft_quant_config; vllm PR #25883)"
+)
+
+
+def _vl_eagle3_target_quant(rule: FlagRule, st: State) -> None:
+    quant = st.cmd.get("--quantization")
+    if quant is None or _method(st) != "eagle3" or st.spec_intended.get("quantization") is not None:
+        return
+    st.emit(rule, "--speculative-config.quantization", None, quant,
+            f"vLLM {st.version} builds the EAGLE-3 head's decoder layer with the target's quantization "
+            f"(--quantization {quant}), not the head's own: the head drafts with {quant} numerics it was not "
+            "trained with, or does not load where the method needs a checkpoint in its format")  # fmt: skip
+
+
+RULES += [
+    rule("vllm.eagle3_head_takes_target_quantization", ">=0.11.0,<0.11.1", PROBLEM, EAGLE3_TARGET_QUANT,
+         "the EAGLE-3 head is built with the target's quantization", _vl_eagle3_target_quant,
+         lambda st, c: FlagFix(c.rule, (), "serve with vLLM 0.11.1 or later (the head gets its own quantization "
+                               "config) or 0.10.2 (none)", mechanical=False)),
+]  # fmt: skip
+
+
 # ---- keys vLLM fills in itself -------------------------------------------------------------------------------
 
 
