@@ -93,7 +93,10 @@ def test_the_quantized_target_is_the_zoo_target_in_w8a8(tmp_path):
     from eaglewire import zoo
 
     out = write_w8a8_target(zoo.target_dir(), tmp_path / "w8a8")
-    src, got = load_file(str(zoo.target_dir() / "model.safetensors")), load_file(str(out / "model.safetensors"))
+    src, got = (
+        load_file(str(zoo.target_dir() / "model.safetensors")),
+        load_file(str(out / "model.safetensors")),
+    )
     quantized = [n for n in src if n.removesuffix(".weight").rsplit(".", 1)[-1] in LINEARS]
     assert len(quantized) == 8 * len(LINEARS)
     for name, w in src.items():

@@ -16,7 +16,6 @@ from eaglewire.engines.observed import records, target_ran
 from eaglewire.engines.serving import ROWS, serving_failure
 from eaglewire.jobs.check import STAGES
 
-
 FAMILY_ROWS = [r for r in ROWS if not r.quantized_target]  # shown by the family targets
 QUANTIZED_ROWS = [r for r in ROWS if r.quantized_target]  # shown by the quantized-target case
 
@@ -108,7 +107,9 @@ def _w8a8_config(q: dict) -> dict:
 def test_a_quantized_target_row_is_what_the_records_show(row):
     named = set(re.findall(r"[\w.\-]+\.json", row.observed))
     seen = [(rec, v, q) for rec, v, q in _quantized_cases() if rec["engine"].startswith(row.engine)]
-    assert named <= {rec["file"] for rec, _, _ in seen}, f"{row.name} cites records without the quantized case"
+    assert named <= {rec["file"] for rec, _, _ in seen}, (
+        f"{row.name} cites records without the quantized case"
+    )
     assert any(row.covers(v) for _, v, _ in seen), f"{row.name}: no committed record covers it"
     for _, version, q in seen:
         failed = q["engine"]["stage"] == row.stage and (q["engine"]["error"] or "").startswith(row.words)
@@ -129,7 +130,9 @@ def test_every_quantized_target_record_agrees_with_the_table():
             assert q["engine"]["stage"] is None and q["draft_quantized"] is False, where
             assert q["accept_length"] > 2.0 and q["speculative_equals_plain"] is not False, where
         else:
-            assert q["engine"]["stage"] == row.stage and (q["engine"]["error"] or "").startswith(row.words), where
+            assert q["engine"]["stage"] == row.stage and (q["engine"]["error"] or "").startswith(row.words), (
+                where
+            )
 
 
 def test_check_decides_a_quantized_target_from_the_records(tmp_path):
@@ -148,7 +151,9 @@ def test_check_decides_a_quantized_target_from_the_records(tmp_path):
         drafter = zoo.drafter_dir(q["drafter"])
         for platform in (None, "cpu", "cuda"):
             (v,) = check(drafter, target, [f"{row.engine}=={release}"], platform=platform).verdicts
-            assert v.status == "fails" and row.words in v.served.failure and row.fix in v.served.failure, platform
+            assert v.status == "fails" and row.words in v.served.failure and row.fix in v.served.failure, (
+                platform
+            )
         plain = tmp_path / f"plain-{release}"
         plain.mkdir()
         (plain / "config.json").write_text((zoo.target_dir() / "config.json").read_text())

@@ -336,9 +336,13 @@ def check(
         if refused is None and version is not None and not eagle1:
             archs = tuple(ckpt.config.get("architectures") or ())
             quant = tinfo.quantization
-            cannot = serving_failure(spec.framework, version, platform, tinfo.family, tinfo.config, archs, quant)
+            cannot = serving_failure(
+                spec.framework, version, platform, tinfo.family, tinfo.config, archs, quant
+            )
             if platform is None:  # the verdict assumes a GPU: what the CPU build does instead, where known
-                on_cpu = serving_failure(spec.framework, version, "cpu", tinfo.family, tinfo.config, archs, quant)
+                on_cpu = serving_failure(
+                    spec.framework, version, "cpu", tinfo.family, tinfo.config, archs, quant
+                )
                 on_cpu = on_cpu if on_cpu is not None and on_cpu.platform == "cpu" else None
         for choice in choices:
             m = choice.match

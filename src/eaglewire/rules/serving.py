@@ -23,7 +23,9 @@ class ServingFailure(Row):
     stage: str  # "load", "warm-up", "first request"
     words: str  # the engine's own error, as it raised it
     why: str  # the mechanism, read at source where it was
-    platform: str | None = None  # the platform it holds on (every row names one; "*": the engine's own code, every one)
+    platform: str | None = (
+        None  # the platform it holds on (every row names one; "*": the engine's own code, every one)
+    )
     source: str = ""
     observed: str | None = None  # the records that showed it, e.g. "vllm-0.31.0-cpu.json (families)"
     families: tuple[str, ...] = ()  # eaglewire target families it holds for ("*": every target)
@@ -31,7 +33,9 @@ class ServingFailure(Row):
     # drafter architectures it does not hold for (they avoid the mechanism)
     unless_drafter: tuple[str, ...] = ()
     alone: bool = False  # the target itself does not run there, with or without a drafter
-    quantized_target: bool = False  # holds only beside a pre-quantized target (its config's quantization_config)
+    quantized_target: bool = (
+        False  # holds only beside a pre-quantized target (its config's quantization_config)
+    )
     fix: str = ""  # what serves the pair instead, where something does
 
     def holds_for(
