@@ -23,7 +23,7 @@ ROWS: tuple[ServingFailure, ...] = (
     ServingFailure(
         name="vllm.cpu.recovered-tokens-kwarg",
         engine="vllm",
-        versions=">=0.24.0,<=0.24.0",
+        versions=">=0.23.0,<=0.24.0",
         platform="cpu",
         stage="warm-up",
         words="TypeError: _sample_recovered_tokens_kernel_impl() got an unexpected keyword argument "
@@ -33,8 +33,8 @@ ROWS: tuple[ServingFailure, ...] = (
         "raises",
         source="vllm 0.24.0 v1/sample/rejection_sampler.py:698-708 (sample_recovered_tokens_kernel[grid](..., "
         "USE_FP64_GUMBEL=...)); utils/cpu_triton_utils.py:293-303, 336 (the stand-in takes BLOCK_SIZE and "
-        "NO_DRAFT_PROBS only)",
-        observed="vllm-0.24.0-cpu.json (every drafter and family)",
+        "NO_DRAFT_PROBS only); 0.23.0 the same lines",
+        observed="vllm-0.23.0-cpu.json, vllm-0.24.0-cpu.json (every drafter and family)",
         families=("*",),
     ),
     ServingFailure(
@@ -86,14 +86,14 @@ ROWS: tuple[ServingFailure, ...] = (
     ServingFailure(
         name="vllm.cpu.mla-unsupported",
         engine="vllm",
-        versions=">=0.24.0,<=0.27.1",
+        versions=">=0.23.0,<=0.27.1",
         platform="cpu",
         stage="load",
         words="NotImplementedError: MLA is not supported on CPU.",
         why="the CPU platform picks no attention backend for an MLA model: it refuses the target before any weight "
         "is read",
         source="vllm 0.27.1 platforms/cpu.py:84 (CpuPlatform.get_attn_backend_cls); 0.26.0 the same line",
-        observed="vllm-0.24.0-cpu.json, vllm-0.25.1-cpu.json, vllm-0.26.0-cpu.json, vllm-0.27.1-cpu.json (families "
+        observed="vllm-0.23.0-cpu.json, vllm-0.24.0-cpu.json, vllm-0.25.1-cpu.json, vllm-0.26.0-cpu.json, vllm-0.27.1-cpu.json (families "
         "deepseek_v3, kimi_k2; the same without the "
         "drafter)",
         config_keys=("kv_lora_rank",),
