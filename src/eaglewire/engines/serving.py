@@ -20,5 +20,7 @@ def serving_failure(engine: str, version: str | Version, platform: str | None, f
             if r.platform in (platform, "*") and r.holds_for(family, config, drafter_archs, quantization)]  # fmt: skip
     # what a launch meets first: the earliest stage; at one stage, a row about this kind of target before a row
     # about every target (the engine reaches the target's own code path first, e.g. a hybrid model's state copy)
-    rows.sort(key=lambda r: (STAGES.index(r.stage), "*" in r.families))
+    # a platform's own refusal before one of the engine's code on every platform (the CPU runner refuses a
+    # speculative config before any model is built)
+    rows.sort(key=lambda r: (STAGES.index(r.stage), "*" in r.families, r.platform == "*"))
     return rows[0] if rows else None

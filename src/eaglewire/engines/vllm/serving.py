@@ -7,6 +7,19 @@ from eaglewire.rules.serving import ServingFailure
 
 ROWS: tuple[ServingFailure, ...] = (
     ServingFailure(
+        name="vllm.cpu.spec-decode-unsupported",
+        engine="vllm",
+        versions=">=0.11.0,<=0.11.0.post2",
+        platform="cpu",
+        stage="load",
+        words="AssertionError: spec decode is not supported.",
+        why="the CPU model runner refuses any speculative config when it is built, before a model loads",
+        source="vllm 0.11.0 v1/worker/cpu_model_runner.py:29 (CPUModelRunner.__init__: assert "
+        "self.speculative_config is None)",
+        observed="vllm-0.11.0.post2-cpu.json (every drafter and family)",
+        families=("*",),
+    ),
+    ServingFailure(
         name="vllm.cpu.spec-decode-jit-warmup",
         engine="vllm",
         versions=">=0.30.0,<=0.30.0",
@@ -98,5 +111,21 @@ ROWS: tuple[ServingFailure, ...] = (
         "drafter)",
         config_keys=("kv_lora_rank",),
         alone=True,
+    ),
+    ServingFailure(
+        name="vllm.eagle3-head-takes-target-quantization",
+        engine="vllm",
+        versions=">=0.11.0,<0.11.1",
+        platform="*",
+        stage="load",
+        words="KeyError: 'layers.0.mlp.down_proj.weight'",  # vllm#25882; the names follow the target's scheme
+        why="the EAGLE-3 head's decoder layer is built with the target's quantization config, so it expects the "
+        "target scheme's parameters, which an unquantized (or differently quantized) drafter checkpoint lacks",
+        source="vllm 0.11.0 model_executor/models/llama_eagle3.py:37 (quant_config = vllm_config.quant_config); "
+        "0.10.2 llama_eagle3.py:48-52 none; 0.11.1 models/utils.py get_draft_quant_config (vllm PR #25883, "
+        "issue #25882)",
+        families=("*",),
+        quantized_target=True,
+        fix="serve with vLLM 0.11.1 or later (the head gets its own quantization config) or 0.10.2 (none)",
     ),
 )
