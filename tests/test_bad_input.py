@@ -170,6 +170,12 @@ def make(case: str, tmp: Path):
         del cfg["num_hidden_layers"]
         (tmp / "target" / "config.json").write_text(json.dumps(cfg))
         return tmp, ["check", d, "--target", tmp / "target"], "num_hidden_layers"
+    if case == "target-quantization-not-object":
+        eagle_drafter(d, [1, 5, 8])
+        cfg = json.loads((tmp / "target" / "config.json").read_text())
+        cfg["quantization_config"] = "fp8"
+        (tmp / "target" / "config.json").write_text(json.dumps(cfg))
+        return tmp, ["check", d, "--target", tmp / "target"], "quantization_config"
     if case == "target-not-found":
         eagle_drafter(d, [1, 5, 8])
         return tmp, ["check", d, "--target", tmp / "no-target"], "not found"
@@ -230,6 +236,7 @@ CASES = [
     "missing-tensor",
     "bad-engine",
     "target-missing-layers",
+    "target-quantization-not-object",
     "target-not-found",
     "unknown-format",
     "ids-not-a-list",

@@ -23,9 +23,8 @@ class ServingFailure(Row):
     stage: str  # "load", "warm-up", "first request"
     words: str  # the engine's own error, as it raised it
     why: str  # the mechanism, read at source where it was
-    platform: str | None = (
-        None  # the platform it holds on (every row names one; "*": the engine's own code, every one)
-    )
+    # the platform it holds on (every row names one; "*": the engine's own code, on every platform)
+    platform: str | None = None
     source: str = ""
     observed: str | None = None  # the records that showed it, e.g. "vllm-0.31.0-cpu.json (families)"
     families: tuple[str, ...] = ()  # eaglewire target families it holds for ("*": every target)
@@ -33,9 +32,8 @@ class ServingFailure(Row):
     # drafter architectures it does not hold for (they avoid the mechanism)
     unless_drafter: tuple[str, ...] = ()
     alone: bool = False  # the target itself does not run there, with or without a drafter
-    quantized_target: bool = (
-        False  # holds only beside a pre-quantized target (its config's quantization_config)
-    )
+    # holds only beside a pre-quantized target (its config's quantization_config)
+    quantized_target: bool = False
     fix: str = ""  # what serves the pair instead, where something does
 
     def holds_for(
@@ -58,5 +56,6 @@ class ServingFailure(Row):
             "cannot serve an EAGLE-3 drafter beside this target")  # fmt: skip
         where = "" if self.platform == "*" else f" on the {str(self.platform).upper()}"
         fix = f"; {self.fix}" if self.fix else ""
+        seen = f"observed: {self.observed}" if self.observed else "read at source, not observed"
         return (f"{self.engine} {version}{where} {what}: the engine fails at {self.stage} with `{self.words}` "
-                f"({self.why}{fix}) [{self.source}; observed: {self.observed}]")  # fmt: skip
+                f"({self.why}{fix}) [{self.source}; {seen}]")  # fmt: skip
