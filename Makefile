@@ -5,7 +5,7 @@ PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.eaglewire-installed
 export OMP_NUM_THREADS ?= 2
 
-.PHONY: demo test test-all test-engines test-real-engine test-sglang observe bench lint docs zoo zoo-models env clean
+.PHONY: demo test test-all test-engines test-real-engine test-sglang observe model-code bench lint docs zoo zoo-models env clean
 
 $(STAMP): pyproject.toml constraints.txt
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -103,6 +103,28 @@ test-sglang: $(STAMP)
 	../shared/sglang-cpu/install.sh $(SGLANG_CPU_VENV)
 	EAGLEWIRE_SGLANG_PYTHON=$(SGLANG_CPU_VENV)/bin/python \
 	  $(PY) -m pytest -m sglang_engine tests/sglang_engine -p no:cacheprovider
+
+# Model-code records (tests/engines/model_code.py): every SGLang release from 0.4.5, its own capture request and
+# decoder forward loop executed with stand-in layers, beside the table. One venv: SGLang's argument-code list, the
+# few more modules older releases import, the CPU build of its kernels; each release's wheel replaces the last.
+MC_VENV := $(EV)/sglang-model-code
+
+$(MC_VENV)/.installed: $(ENGINE_REQS)/sglang-cpu.txt $(ENGINE_REQS)/sglang-model-code.txt
+	rm -rf $(MC_VENV)
+	$(PYTHON) -m venv $(MC_VENV)
+	$(MC_VENV)/bin/python -m pip install --quiet --upgrade pip
+	$(MC_VENV)/bin/python -m pip install --quiet torch==2.13.0
+	$(MC_VENV)/bin/python -m pip install --quiet --no-deps sglang==$(SGLANG_VERSION)
+	$(MC_VENV)/bin/python -m pip install --quiet --no-deps -r $(ENGINE_REQS)/sglang-cpu.txt \
+	  -r $(ENGINE_REQS)/sglang-model-code.txt
+	$(MC_VENV)/bin/python -m pip install --quiet --no-deps ../shared/sglang-cpu/sglang_kernel_cpu-*.whl
+	cp -r tests/engines/stubs/torchvision \
+	  "$$($(MC_VENV)/bin/python -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])')/"
+	touch $@
+
+model-code: $(STAMP) $(MC_VENV)/.installed
+	cd tests && ../$(PY) -m engines.model_code --python ../$(MC_VENV)/bin/python $(MODEL_CODE)
+	$(PY) -m tools.ledger --engine sglang --versions
 
 bench: $(STAMP)
 	$(PY) -m eaglewire.cli bench-all --out bench-results

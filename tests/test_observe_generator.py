@@ -116,3 +116,45 @@ def test_the_quantized_target_is_the_zoo_target_in_w8a8(tmp_path):
     info = read_target(out)
     assert info.quantization == "compressed-tensors" and read_target(zoo.target_dir()).quantization is None
     assert (info.num_layers, info.hidden_size) == (8, 384)
+
+
+WORKER_LOG = """INFO 12-02 [core.py:90] Initializing a V1 LLM engine
+(VllmWorker rank=0 pid=4711) ERROR 12-02 [multiproc_executor.py:585] WorkerProc failed to start.
+(VllmWorker rank=0 pid=4711) Traceback (most recent call last):
+(VllmWorker rank=0 pid=4711)   File "/venv/lib/python3.11/site-packages/vllm/v1/executor/multiproc_executor.py", line 559, in worker_main
+(VllmWorker rank=0 pid=4711)     worker = WorkerProc(*args, **kwargs)
+(VllmWorker rank=0 pid=4711)   File "/venv/lib/python3.11/site-packages/vllm/platforms/cpu.py", line 84, in get_attn_backend_cls
+(VllmWorker rank=0 pid=4711)     raise NotImplementedError("MLA is not supported on CPU.")
+(VllmWorker rank=0 pid=4711) NotImplementedError: MLA is not supported on CPU.
+"""
+
+
+def test_a_worker_processes_own_error_replaces_the_wrapper_the_engine_raises():
+    """A release that runs its workers in processes of their own raises a wrapper; the record cites the worker's
+    words and the vLLM line it raised at, and keeps the wrapper after them. Without a wrapper nothing changes."""
+    from real_engine.vllm_side import _error
+
+    try:
+        raise Exception("WorkerProc initialization failed due to an exception in a background process.")
+    except Exception as exc:
+        words = _error(exc, WORKER_LOG)
+    assert words.startswith("NotImplementedError: MLA is not supported on CPU. [at vllm/platforms/cpu.py:84]")
+    assert "WorkerProc initialization failed" in words
+    try:
+        raise ValueError("EAGLE-3 is not supported for this model")
+    except ValueError as exc:
+        assert _error(exc, WORKER_LOG).startswith("ValueError: EAGLE-3 is not supported")
+
+
+def test_the_output_of_a_child_process_is_read_back(tmp_path):
+    """What the engine's worker processes print (they inherit the file descriptors) is read for the case: a real
+    child process, writing to both."""
+    import subprocess
+    import sys
+
+    from real_engine.vllm_side import _child_output
+
+    with _child_output() as box:
+        subprocess.run([sys.executable, "-c", "import sys; print('out'); print('Traceback x', file=sys.stderr)"],
+                       check=True)  # fmt: skip
+    assert "out" in box["text"] and "Traceback x" in box["text"]

@@ -102,3 +102,39 @@ def test_observed_releases_page_is_rendered_from_the_records():
 
     page = Path(__file__).resolve().parents[1] / "docs" / "observed-releases.md"
     assert page.read_text() == render()
+
+
+CODE_RECORDS = [r for r in RECORDS if any(x.get("model_code") for k in ("variants", "families") for x in r.get(k, ()))]
+
+
+@pytest.mark.parametrize("rec", CODE_RECORDS, ids=[r["file"] for r in CODE_RECORDS])
+def test_model_code_replays_against_the_table(rec, tmp_path):
+    """Where a release's CPU build cannot speculate but ran the target's forward in its profile run before warm-up
+    failed, what that forward captured (the V1 runner's capture code, executed: taps held, states returned) is the
+    table's served taps for the V1 runner, per id variant and per family target."""
+    from real_engine.recording import model_code_agrees, model_code_verdict
+
+    wrong = []
+    for row in rec["variants"]:
+        if not row.get("model_code"):
+            continue
+        v = Variant(row["variant"], row["format"], row["top_level_ids"], row["eagle_config_ids"])
+        code = row["model_code"]
+        served = model_code_verdict(write_variant(v, tmp_path), rec["engine"]).served
+        if not model_code_agrees(served, code["captured_taps"], code["states_returned"]):
+            wrong.append((v.name, code["captured_taps"], code["states_returned"], str(served.taps), served.failure))
+    if any(f.get("model_code") for f in rec.get("families", ())):
+        (v,) = [v for v in variants() if v.name == rec["family_drafter"]["variant"]]
+        drafter = write_variant(v, tmp_path / "drafter")
+        for row in (f for f in rec["families"] if f.get("model_code")):
+            target = tmp_path / row["family"]
+            target.mkdir()
+            for name in ("tokenizer.json", "tokenizer_config.json"):
+                (target / name).write_bytes((zoo.target_dir() / name).read_bytes())
+            (target / "config.json").write_text(json.dumps(row["config"]))
+            code = row["model_code"]
+            served = model_code_verdict(drafter, rec["engine"], target).served
+            if not model_code_agrees(served, code["captured_taps"], code["states_returned"]):
+                wrong.append((row["family"], code["captured_taps"], code["states_returned"], str(served.taps),
+                              served.failure))  # fmt: skip
+    assert not wrong, wrong

@@ -118,12 +118,92 @@ def _bare(cls: type, **attrs: Any):
 
 
 def _decoder(cls: type, num_layers: int):
-    """The inner decoder with L empty layers, the attributes its capture code reads set as its __init__ sets them."""
+    """The inner decoder with L stand-in layers (`_tap_layer`), the attributes its capture code reads set as its
+    __init__ sets them."""
     import torch
 
-    layers = torch.nn.ModuleList(torch.nn.Module() for _ in range(num_layers))
+    layers = torch.nn.ModuleList(_tap_layer(i + 1) for i in range(num_layers))
     return _bare(cls, layers=layers, start_layer=0, end_layer=num_layers, layers_to_capture=[],
                  aux_hidden_state_layers=())  # fmt: skip
+
+
+HIDDEN = 8  # the stand-in forward's width: any; each state is a constant
+
+
+def _tap_layer(k: int):
+    """A stand-in decoder layer whose output is the tap it makes: hidden_states = k, residual = 0, so the decoder's
+    own loop, capturing `hidden_states + residual` wherever its code says, captures the constant k for tap h_k
+    (the embeddings are h_0 = 0, residual None, as the real loop starts). Where a release captures inside the real
+    layer instead (a `capture_output=` argument), the stand-in records that it was asked: no claim is made then."""
+    layer = _tap_class()()
+    layer.k = k
+    return layer
+
+
+@functools.cache
+def _tap_class() -> type:
+    import torch
+
+    class TapLayer(torch.nn.Module):
+        asked_inside = False  # a release that captures inside the real layer asked a stand-in to
+
+        def forward(self, positions, hidden_states, *args, **kwargs):
+            if kwargs.get("capture_output") is not None or kwargs.get("capture_gathered") is not None:
+                TapLayer.asked_inside = True
+            return torch.full_like(hidden_states, float(self.k)), torch.zeros_like(hidden_states)
+
+    return TapLayer
+
+
+def _stand_ins(inner) -> None:
+    """The parts of the decoder around its loop: embeddings (h_0 = 0), the final norm (hidden + residual), first
+    and last pipeline rank."""
+    import torch
+
+    class Embed(torch.nn.Module):
+        def forward(self, input_ids):
+            return torch.zeros(input_ids.shape[0], HIDDEN)
+
+    class Norm(torch.nn.Module):
+        def forward(self, hidden_states, residual=None, *args, **kwargs):
+            return hidden_states if residual is None else (hidden_states + residual, hidden_states + residual)
+
+    inner.embed_tokens, inner.norm = Embed(), Norm()
+    inner.pp_group = SimpleNamespace(is_first_rank=True, is_last_rank=True, world_size=1, rank_in_group=0)
+
+
+def _forward_taps(inner, num_layers: int, engine: str = "sglang") -> dict:
+    """Run the decoder's own forward (its loop, with stand-in layers) on three tokens: the taps of the aux states it
+    returned (each state's constant), or why it could not run. A forward that needs more of the engine than the
+    stand-ins give (a batch's attention metadata, a capture made inside the real layer) makes no claim."""
+    import torch
+
+    _stand_ins(inner)
+    layer_cls = type(inner.layers[0])
+    layer_cls.asked_inside = False
+    ids, positions = torch.zeros(3, dtype=torch.long), torch.arange(3)
+    mode = SimpleNamespace(is_extend=lambda: True, is_decode=lambda: False, is_idle=lambda: False,
+                           is_target_verify=lambda: False, is_extend_or_draft_extend_or_mixed=lambda: True)  # fmt: skip
+    batch = SimpleNamespace(forward_mode=mode, can_run_tbo=False)  # a prefill of one request, no two-batch overlap
+    third = batch if engine == "sglang" else None  # SGLang: the forward batch; vLLM: no intermediate tensors
+    try:
+        out = type(inner).forward(inner, ids, positions, third)
+    except Exception as exc:
+        if layer_cls.asked_inside:
+            return {"forward_error": f"{PROBE_FAILED}: the release captures inside the decoder layer"}
+        text = f"{type(exc).__name__}: {exc}"
+        # the loop's own failure (what the engine meets) vs. a stand-in the forward could not use (no claim)
+        own = isinstance(exc, TypeError) and "NoneType" in str(exc)
+        return {"forward_error": text if own else f"{PROBE_FAILED}: forward: {text}"}
+    if layer_cls.asked_inside:
+        return {"forward_error": f"{PROBE_FAILED}: the release captures inside the decoder layer"}
+    aux = out[1] if isinstance(out, tuple) and len(out) == 2 and isinstance(out[1], (list, tuple)) else []
+    aux = getattr(aux, "states", aux)
+    taps = []
+    for t in aux:
+        vals = torch.unique(t)
+        taps.append(int(vals[0]) if len(vals) == 1 and float(vals[0]).is_integer() else None)
+    return {"forward_taps": taps}
 
 
 @functools.cache
@@ -185,7 +265,13 @@ _SGLANG_CONFIGS: dict[tuple[str, int], Any] = {}
 
 def _sglang_config(arch: str, num_layers: int):
     """SGLang's own loader on a config.json with L layers (it copies a wrapper's text keys to the top level)."""
-    from sglang.srt.utils.hf_transformers.config import get_config
+    try:
+        from sglang.srt.utils.hf_transformers.config import get_config
+    except ImportError:  # older releases: sglang/srt/utils/hf_transformers_utils.py, before that srt/
+        try:
+            from sglang.srt.utils.hf_transformers_utils import get_config
+        except ImportError:
+            from sglang.srt.hf_transformers_utils import get_config
 
     key = (arch, num_layers)
     if key not in _SGLANG_CONFIGS:
@@ -217,16 +303,47 @@ _MODEL_TYPES = {
 }  # fmt: skip
 
 
-def _sglang_case(case: dict) -> dict:
-    from sglang.srt.model_executor.model_runner_components.attention_backend_setup import (
-        configure_aux_hidden_state_capture,
-    )
-    from sglang.srt.runtime_context import get_parallel
+def _sglang_request_capture(model, ids) -> str:
+    """Ask the target to capture the way the installed release's model runner does, by what the release has:
+    `configure_aux_hidden_state_capture` (0.5.16+, model_runner_components/attention_backend_setup.py, called with
+    the keywords its signature takes), else `set_eagle3_layers_to_capture(ids)` (0.4.9-0.5.15: model_runner.py),
+    else `set_eagle3_layers_to_capture()` (0.4.5-0.4.8.post1: the runner reads no ids). The entry's name is
+    returned for the record."""
+    import contextlib
 
+    try:
+        from sglang.srt.model_executor.model_runner_components.attention_backend_setup import (
+            configure_aux_hidden_state_capture as configure,
+        )
+    except ImportError:
+        configure = None
+    try:
+        from sglang.srt.runtime_context import get_parallel
+
+        scope = get_parallel().override(pp_group=model.pp_group)
+    except ImportError:
+        scope = contextlib.nullcontext()
+    with scope:
+        if configure is not None:
+            wanted = inspect.signature(configure).parameters
+            given = dict(model=model, eagle_use_aux_hidden_state=True, eagle_aux_hidden_state_layer_ids=ids,
+                         dflash_use_aux_hidden_state=False, dflash_target_layer_ids=None, is_dspark=False)  # fmt: skip
+            configure(**{k: v for k, v in given.items() if k in wanted})
+            return "attention_backend_setup.configure_aux_hidden_state_capture"
+        if len(inspect.signature(model.set_eagle3_layers_to_capture).parameters) >= 1:
+            model.set_eagle3_layers_to_capture(ids)
+            return "model.set_eagle3_layers_to_capture(ids)"
+        model.set_eagle3_layers_to_capture()
+        return "model.set_eagle3_layers_to_capture() (no ids read)"
+
+
+def _sglang_case(case: dict) -> dict:
     arch, num_layers, config = case["arch"], case["num_layers"], case["config"]
     package = "sglang.srt.models"
     if arch in SGLANG:
         module_name, inner_path, text_path, keeps = SGLANG[arch]
+    elif not case.get("module"):  # no registry data for this release names its module
+        return {"ids": None, "inner": None, "error": f"{PROBE_FAILED}: no module for {arch} in the registry data"}
     else:  # from the registry data: the module; the decoder its code builds
         module_name, text_path, keeps = case["module"].removeprefix(package + "."), None, "top"
         try:
@@ -234,8 +351,11 @@ def _sglang_case(case: dict) -> dict:
         except Exception as exc:
             return {"ids": None, "inner": None, "error": f"{type(exc).__name__}: {exc}"}
         inner_path = None if inner is None else _qualname(inner, package)
-    module = importlib.import_module(f"{package}.{module_name}")
-    cls = getattr(module, arch)
+    try:
+        module = importlib.import_module(f"{package}.{module_name}")
+        cls = getattr(module, arch)
+    except (ImportError, AttributeError) as exc:  # a release without this model file or class
+        return {"ids": None, "inner": None, "error": f"{PROBE_FAILED}: {type(exc).__name__}: {exc}"}
     entries = module.EntryClass if isinstance(module.EntryClass, list) else [module.EntryClass]
     assert cls in entries, f"{arch} is not an EntryClass of {module_name}.py"
     try:  # spec_aux_hidden_state.py:187-196
@@ -266,17 +386,18 @@ def _sglang_case(case: dict) -> dict:
                 _check_builds(text_cls, cls)
                 _check_builds(inner_cls, text_cls)
                 model.language_model = _bare(text_cls, pp_group=last, config=text_config, model=inner)
-        with get_parallel().override(pp_group=last):
-            configure_aux_hidden_state_capture(
-                model=model, eagle_use_aux_hidden_state=True, eagle_aux_hidden_state_layer_ids=ids,
-                dflash_use_aux_hidden_state=False, dflash_target_layer_ids=None, is_dspark=False,
-            )  # fmt: skip
+        out["entry"] = _sglang_request_capture(model, ids)
+        if out["entry"].endswith("(no ids read)"):
+            out["ids"] = None  # the release's runner never reads them: the fc is fed the default's three states
         out["captured"] = list(inner.layers_to_capture)
         out["flags"] = [
             i for i, layer in enumerate(inner.layers) if getattr(layer, "_is_layer_to_capture", False)
         ]
     except Exception as exc:
         out["error"] = f"{type(exc).__name__}: {exc}"
+        return out
+    if case.get("forward"):
+        out |= _forward_taps(inner, num_layers)
     return out
 
 
@@ -363,8 +484,37 @@ def _vllm_case(case: dict) -> dict:
             entry["error"] = (
                 f"{PROBE_FAILED}: {exc}" if isinstance(exc, ProbeError) else f"{type(exc).__name__}: {exc}"
             )
+        else:
+            if case.get("forward") and inner is not None:
+                entry |= _forward_taps(inner, num_layers, "vllm")
         out[runner] = entry
     return out
+
+
+def _vllm_distributed() -> None:
+    """vLLM's own process groups for one process (gloo on the CPU): the decoder's forward asks its pipeline
+    group whether it is the first and last rank."""
+    import socket
+
+    from vllm.distributed import parallel_state as ps
+
+    if ps.model_parallel_is_initialized():
+        return
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]
+    try:  # newer releases build groups under a current config (a default one: one process, one rank)
+        from vllm.config import VllmConfig, set_current_vllm_config
+
+        scope = set_current_vllm_config(VllmConfig())
+    except ImportError:
+        import contextlib
+
+        scope = contextlib.nullcontext()
+    with scope:
+        ps.init_distributed_environment(world_size=1, rank=0, local_rank=0, backend="gloo",
+                                        distributed_init_method=f"tcp://127.0.0.1:{port}")  # fmt: skip
+        ps.initialize_model_parallel(1, 1)
 
 
 def main(request_path: str, result_path: str) -> int:
@@ -374,11 +524,44 @@ def main(request_path: str, result_path: str) -> int:
     sys.path.append(str(Path(__file__).with_name("stubs")))  # after site-packages: a real install wins
     engine = request["engine"]
     one = _sglang_case if engine == "sglang" else _vllm_case
+    if engine == "sglang":
+        import torch
+
+        # SGLang 0.4.9-0.5.x ask torch whether the CPU has AMX tiles under a name torch 2.13 no longer has; this
+        # CPU has none (the answer the newer name gives): what an older torch answered, not the capture code
+        if not hasattr(torch._C._cpu, "_is_amx_tile_supported"):
+            torch._C._cpu._is_amx_tile_supported = lambda: False
+        try:  # the CPU build of SGLang's kernels lacks CUDA ops older model files import by name (quantization,
+            # MoE): import-time names only, each raising if called; the capture code calls none of them
+            import sgl_kernel
+
+            def _cuda_only(name: str):
+                if name.startswith("__"):
+                    raise AttributeError(name)
+
+                def op(*args, **kwargs):
+                    raise NotImplementedError(f"sgl_kernel.{name}: a CUDA op (not in the CPU build)")
+
+                return op
+
+            sgl_kernel.__getattr__ = _cuda_only
+        except ImportError:
+            pass
+        try:  # 0.4.5-0.4.8 import helpers newer triton dropped: where its caches live (never used by capture)
+            import triton.runtime.cache as cache
+
+            for name in ("default_cache_dir", "default_dump_dir", "default_override_dir"):
+                if not hasattr(cache, name):
+                    setattr(cache, name, lambda name=name: os.path.join(tempfile.gettempdir(), "triton", name))
+        except ImportError:
+            pass
     if engine == "vllm":
         from vllm import platforms
         from vllm.platforms.cpu import CpuPlatform
 
         platforms.current_platform = CpuPlatform()
+        if any(c.get("forward") for c in request["cases"]):
+            _vllm_distributed()
     version = importlib.import_module(engine).__version__
     results = [one(case) for case in request["cases"]]
     with open(result_path + ".tmp", "w") as f:

@@ -41,7 +41,7 @@ from .cases import KS, build_drafters, chain, predict
 from .engine import NEW_TOKENS, PROMPT_LEN, files_sha256, prompts, run_vllm
 from .families import FAMILIES, REMOTE_CONFIG, write_target
 from .install import install, installed
-from .recording import accept_record, accept_rows, cpu_verdict, ids_record
+from .recording import accept_record, accept_rows, cpu_verdict, ids_record, model_code
 from .variants import L, variants, write_variant
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -56,6 +56,9 @@ IDS = ("eagle/top-only", "eagle/nested-only", "eagle/both-disagree", "eagle/none
        "eagle/four", "modelopt/nested-only", "modelopt/none", "speculators/top", "speculators/none",
        "speculators/empty")  # fmt: skip
 FAMILY_DRAFTER = "eagle/top-only"  # the zoo drafter, ids [2, 4, 5] top-level, on each family's tiny target
+# a tiny target's case (load, profile run, 8 tokens) takes under a minute; one whose process hangs (MiniMax-M2's
+# MoE on some CPU builds corrupts the heap, and the crash handler can then deadlock) is recorded as a crash after this
+FAMILY_TIMEOUT = 300
 PROMPT_TOKENS = 64  # the id cases' prompt (their fc error turns into a count of states with it)
 
 
@@ -100,7 +103,13 @@ def family_case(family: str, target: Path) -> dict:
     # a MoE model builds process-wide state (vLLM's expert-parallel group) that the next model in the same
     # process finds half made: each gets a process of its own
     return {"target": str(target), "load_format": "dummy", "dtype": "bfloat16",
-            "trust_remote_code": family in REMOTE_CONFIG, "isolated": moe}  # fmt: skip
+            "trust_remote_code": family in REMOTE_CONFIG, "isolated": moe, "timeout": FAMILY_TIMEOUT}  # fmt: skip
+
+
+def refused_before_forward(res: dict) -> bool:
+    """A family case that failed before the target's forward ran in the engine (so whether the engine runs that
+    target at all is still open)."""
+    return res.get("stage") is not None and not (res["stage"] == "warm-up" and res.get("forward"))
 
 
 def family_rows(
@@ -119,6 +128,8 @@ def family_rows(
                  "failure": served.failure, "failure_stage": served.stage}  # fmt: skip
         seen = {"stage": res.get("stage"), "error": res.get("error"),
                 "aux_hidden_state_layers": res.get("aux_hidden_state_layers"), "captured_taps": captured}  # fmt: skip
+        if res.get("forward"):
+            seen["forward"] = res["forward"]
         if seen["stage"] is None:
             agree = (
                 served.failure is None and verdict.status != "fails" and list(served.taps.indices) == captured
@@ -131,6 +142,12 @@ def family_rows(
         config = json.loads((target / "config.json").read_text())
         row = {"family": fam, "architecture": config["architectures"][0], "config": config, "engine": seen,
                "eaglewire": table, "agree": agree}  # fmt: skip
+        code = model_code(drafter, engine, res, target)
+        if code is not None:
+            row["model_code"] = code
+            if not code["agree"]:
+                wrong.append((fam, "model code captured", code["captured_taps"], code["states_returned"],
+                              code["eaglewire"]))  # fmt: skip
         if f"family-plain/{fam}" in run:  # the target alone, without the drafter
             p = run[f"family-plain/{fam}"]
             row["without_drafter"] = {"stage": p.get("stage"), "error": p.get("error")}
@@ -239,8 +256,9 @@ def observe(release: str, workdir: Path, keep_venv: bool = False, out: tuple[Pat
             stale.unlink()
         run = run_vllm(py, cases, workdir, f"observe-{release}", release, target)
         # a family the engine refused with the drafter: does the CPU build run that target at all, without it?
+        # (not asked where the target's own forward already ran in the engine's profile run: warm-up failed after)
         plain = [{"name": f"family-plain/{f}", "drafter": None, "k": 0, "prompts": state["id_prompt"], "max_tokens": 8,
-                  **family_case(f, t)} for f, t in fams.items() if run[f"family/{f}"].get("stage") is not None]  # fmt: skip
+                  **family_case(f, t)} for f, t in fams.items() if refused_before_forward(run[f"family/{f}"])]  # fmt: skip
         if plain:
             for stale in workdir.glob(f"observe-{release}-plain.json*"):
                 stale.unlink()

@@ -27,6 +27,42 @@ def cpu_verdict(drafter: Path, engine: str, target: Path | None = None):
     return verdict
 
 
+def model_code_verdict(drafter: Path, engine: str, target: Path | None = None):
+    """check's verdict for `engine` on the V1 runner, no platform: the taps the release's code gives where no
+    platform failure comes first (a CPU build that cannot speculate ran the same code up to warm-up)."""
+    (verdict,) = check(drafter, target or zoo.target_dir(), [engine], runner="v1").verdicts
+    return verdict
+
+
+def model_code_agrees(served, captured: list[int], states: int) -> bool:
+    """The forward's taps and state count against the table: the served taps exactly, one state each; or, where
+    the table says the drafter's fc gets the wrong number of states, that number."""
+    if served.taps is not None and served.failure is None:
+        return list(served.taps.indices) == captured and states == len(captured)
+    return served.failure is not None and states_named(served.failure) == states
+
+
+def model_code(drafter: Path, engine: str, res: dict, target: Path | None = None) -> dict | None:
+    """Where the engine failed after the target's first forward ran (warm-up: the profile run captured, then the
+    CPU build's sampler died), that forward is the release's own model code, executed: the taps it held and the
+    number of states it returned, beside the taps the table serves at the release on the V1 runner with no
+    platform failure (what the same code gives on a GPU), and whether they agree. None where no forward was seen
+    or the case served (the engine's answer is the evidence there)."""
+    fwd = res.get("forward")
+    if res.get("stage") is None or not fwd or fwd.get("states_returned") is None:
+        return None
+    verdict = model_code_verdict(drafter, engine, target)
+    served = verdict.served
+    captured = [i for i in fwd["aux_hidden_state_layers"] if 0 <= i <= served.num_layers]
+    n = fwd["states_returned"]
+    agree = model_code_agrees(served, captured, n)
+    return {"captured_taps": captured, "states_returned": n, "widths": fwd.get("widths"),
+            "eaglewire": {"row": served.row.key if served.row else None, "status": verdict.status,
+                          "served_taps": str(served.taps) if served.taps is not None else None,
+                          "failure": served.failure},
+            "agree": agree}  # fmt: skip
+
+
 def ids_record(engine: str, run: dict[str, dict], built: dict[str, Path], variants: list[Variant], hidden: int,
                prompt_tokens: int) -> tuple[dict, list]:  # fmt: skip
     """The id-matrix record of one run, and the variants where engine and table disagree (taps, stage, or the
@@ -41,6 +77,12 @@ def ids_record(engine: str, run: dict[str, dict], built: dict[str, Path], varian
         rows.append(
             row | {"drafter_sha256": prov["inputs"]["drafters"][v.name], "engine_runner": res.get("runner")}
         )
+        code = model_code(built[v.name], engine, res)
+        if code is not None:
+            rows[-1]["model_code"] = code
+            if not code["agree"]:
+                wrong.append((v.name, "model code captured", code["captured_taps"], code["states_returned"],
+                              "eaglewire", code["eaglewire"]))  # fmt: skip
         if res["stage"] is None:
             if served.failure is not None or list(served.taps.indices) != captured:
                 wrong.append(

@@ -10,20 +10,25 @@ error, or the taps the target captures (its `aux_hidden_state_layers`, read thro
 the engine runs), the tokens of each request, the spec-decode counters from `LLM.get_metrics()`, the engine's own
 "SpecDecoding metrics" log lines (its stat logger, flushed after the requests) and the model runner it built. Each
 case is a new engine; the engines run one after another in a child process (the engine core in-process: no
-second import of vLLM per case), a new process after BATCH engines or after an engine failed, and a case that kills
-its process is recorded as a crash. OUT.provenance.json: what the engine reports of itself (vllm.__version__, torch.__version__, vLLM's
+second import of vLLM per case), a new process after BATCH engines or after an engine failed before it was whole
+(`worker`), and a case that kills its process is recorded as a crash. With a drafter, `forward` holds what the
+target's first forward captured (the engine's own profile run: evidence even where warm-up then fails), and a
+worker process's own error replaces the wrapper the engine raises. OUT.provenance.json: what the engine reports of itself (vllm.__version__, torch.__version__, vLLM's
 current platform, the model runner class each case ran and vLLM's log lines naming the model runner).
 """
 
 from __future__ import annotations
 
+import contextlib
 import gc
 import json
 import logging
 import multiprocessing as mp
 import os
 import platform
+import re
 import sys
+import tempfile
 import traceback
 
 os.environ.setdefault("VLLM_CPU_KVCACHE_SPACE", "1")
@@ -34,6 +39,25 @@ os.environ.setdefault(
 os.environ.setdefault("VLLM_ALLOW_INSECURE_SERIALIZATION", "1")  # collective_rpc with a function
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+
+
+def _no_thread_binding() -> None:
+    """Releases whose CPU platform runs the model in a worker process whatever VLLM_ENABLE_V1_MULTIPROCESSING says
+    (vllm-cpu 0.22.1: platforms/cpu.py:141) bind that worker to one core per physical core minus one reserved for
+    the scheduler (utils/ompmultiprocessing.py): one thread on two cores, where every other release computes
+    in-process on both. The CPU attention splits a one-token query's KV over threads (the draft's steps after the
+    first), so the thread count changes fp32 summation order and flips the odd near-tie draft. `nobind` (that
+    module's own setting: no OMP placement) leaves the worker the threads an in-process engine has. Read from the
+    installed package's files, before vLLM is imported; a release without the module is left as it is."""
+    import importlib.util
+
+    spec = importlib.util.find_spec("vllm")
+    for root in (spec.submodule_search_locations or []) if spec else []:
+        if os.path.exists(os.path.join(root, "utils", "ompmultiprocessing.py")):
+            os.environ.setdefault("VLLM_CPU_OMP_THREADS_BIND", "nobind")
+
+
+_no_thread_binding()
 
 WARMUP_FRAMES = ("profile_run", "_dummy_run", "_dummy_sampler_run", "determine_available_memory", "warmup",
                  "warming_up", "compile_or_warm_up_model", "capture_model")  # fmt: skip
@@ -72,11 +96,89 @@ def _linear_methods(worker) -> dict:
     return {"draft": methods(draft) if draft is not None else None, "target_qkv_proj": qkv}
 
 
+def _watch_forward() -> tuple[dict, object]:
+    """The first forward of a decoder holding capture ids (EagleModelMixin's `aux_hidden_state_layers`), seen through
+    torch's global module hook while the engine itself runs it (its profile run, before any request): the ids it
+    held and the aux states it returned. Where warm-up then fails (a release that cannot speculate on the CPU),
+    this is what the release's model code captured, the draft never served. The hook removes itself after that
+    forward (or after a bounded number of module calls: a target without capture ids)."""
+    import torch
+
+    seen: dict = {}
+    calls = [0]
+
+    def hook(module, args, output):
+        calls[0] += 1
+        layers = module.__dict__.get("aux_hidden_state_layers")  # a plain attribute: no nn.Module lookup cost
+        if layers or calls[0] > 50_000:
+            handle.remove()
+        if not layers:
+            return
+        aux = output[1] if isinstance(output, tuple) and len(output) == 2 else None
+        aux = aux if isinstance(aux, (list, tuple)) else None
+        seen.update({"aux_hidden_state_layers": [int(x) for x in layers], "module": type(module).__qualname__,
+                     "states_returned": None if aux is None else len(aux),
+                     "widths": None if aux is None else [int(t.shape[-1]) for t in aux]})  # fmt: skip
+
+    handle = torch.nn.modules.module.register_module_forward_hook(hook)
+    return seen, handle
+
+
+@contextlib.contextmanager
+def _child_output():
+    """This process's stdout and stderr, file descriptors included, into a file for the duration (then echoed to
+    the real ones): the engine's worker processes inherit them, so where a release runs its engine core or workers
+    in processes of their own and raises only a wrapper (`WorkerProc initialization failed`), the worker's own
+    traceback is read here (`box["text"]`)."""
+    box: dict = {"text": ""}
+    sys.stdout.flush()
+    sys.stderr.flush()
+    saved = (os.dup(1), os.dup(2))
+    with tempfile.TemporaryFile() as tmp:
+        os.dup2(tmp.fileno(), 1)
+        os.dup2(tmp.fileno(), 2)
+        try:
+            yield box
+        finally:
+            sys.stdout.flush()
+            sys.stderr.flush()
+            os.dup2(saved[0], 1)
+            os.dup2(saved[1], 2)
+            for fd in saved:
+                os.close(fd)
+            tmp.seek(0)
+            box["text"] = tmp.read().decode(errors="replace")
+    sys.stdout.write(box["text"])
+    sys.stdout.flush()
+
+
+WRAPPERS = ("WorkerProc initialization failed", "Worker failed with error", "Engine core initialization failed",
+            "EngineCore failed to start")  # fmt: skip
+
+
+def _worker_cause(text: str) -> str | None:
+    """The last exception line of the last traceback a worker process printed (with the vLLM file and line it
+    was raised at), or None."""
+    blocks = text.split("Traceback (most recent call last):")
+    if len(blocks) < 2:
+        return None
+    lines = [re.sub(r"^\([^)]*\) ?", "", ln) for ln in blocks[-1].splitlines()]  # "(VllmWorker pid=1) ..."
+    at = [i for i, ln in enumerate(lines) if re.match(r"^[\w.]*(Error|Exception)\b", ln)]
+    if not at:
+        return None
+    files = re.findall(r'File "[^"]*/vllm/([^"]+)", line (\d+)', "\n".join(lines[: at[-1]]))
+    where = f" [at vllm/{files[-1][0]}:{files[-1][1]}]" if files else ""
+    return (lines[at[-1]].strip()[:480] + where)[:600]
+
+
 def _runner(worker) -> dict:
     """The model runner the worker built (cpu_worker.py: CPUModelRunner, or CPUModelRunnerV2 under MRV2)."""
+    import torch
+
     cls = type(worker.model_runner)
     v2 = bool(getattr(worker, "use_v2_model_runner", False)) or "V2" in cls.__name__
-    return {"class": f"{cls.__module__}.{cls.__qualname__}", "runner": "mrv2" if v2 else "v1"}
+    return {"class": f"{cls.__module__}.{cls.__qualname__}", "runner": "mrv2" if v2 else "v1",
+            "torch_threads": torch.get_num_threads(), "pid": os.getpid()}  # fmt: skip
 
 
 class _Lines(logging.Handler):
@@ -122,17 +224,24 @@ def engine_info() -> dict:
                          "python": platform.python_version()}}  # fmt: skip
 
 
-def _stage(exc: BaseException, default: str) -> str:
+def _stage(exc: BaseException, default: str, worker_text: str = "") -> str:
     frames = [f.name for f in traceback.extract_tb(exc.__traceback__)]
-    text = "".join(traceback.format_exception(exc))
+    text = "".join(traceback.format_exception(exc)) + worker_text
     if any(f in WARMUP_FRAMES for f in frames) or any(f"in {w}" in text for w in WARMUP_FRAMES):
         return "warm-up"
     return default
 
 
-def _error(exc: BaseException) -> str:
+def _error(exc: BaseException, worker_text: str = "") -> str:
     """The engine's own words: the last exception line of the traceback and the lines it continues on (a
-    validation error names the field on the next lines)."""
+    validation error names the field on the next lines). Where that is a wrapper of a worker process's failure,
+    the worker's own exception line, with the wrapper after it."""
+    own = _own_error(exc)
+    cause = _worker_cause(worker_text) if any(w in own for w in WRAPPERS) else None
+    return own if cause is None else (cause + f" (in a worker process; the engine raised: {own[:200]})")[:800]
+
+
+def _own_error(exc: BaseException) -> str:
     lines = "".join(traceback.format_exception(exc)).splitlines()
     at = [i for i, line in enumerate(lines) if "Error" in line and not line.startswith(" ")]
     if not at:
@@ -158,12 +267,33 @@ def _metrics(llm) -> dict:
 
 
 def run_case(target: str, case: dict) -> dict:
+    """One case in a new engine: its result (module docstring); with a drafter, also `forward`, what the target's
+    first forward captured (`_watch_forward`)."""
     _capture_log()
+    seen, handle = _watch_forward() if case.get("drafter") else ({}, None)
+    try:
+        with _child_output() as box:
+            result = _serve(target, case, box)
+    finally:
+        if handle is not None:
+            handle.remove()
+    if seen:
+        result["forward"] = seen
+    exc = result.pop("error_wrapped", None)
+    if exc is not None:  # the worker's words and frames, read once its output is in
+        last = box["text"].rsplit("Traceback (most recent call last):", 1)
+        result["stage"] = _stage(exc, result["stage"], last[1] if len(last) == 2 else "")
+        result["error"] = _error(exc, box["text"])
+    return result
+
+
+def _serve(target: str, case: dict, box: dict) -> dict:
     from vllm import LLM, SamplingParams
     from vllm.inputs import TokensPrompt
 
     start = len(LOG.lines)
-    result: dict = {"name": case["name"], "engine": engine_info()}
+    result: dict = {"name": case["name"], "engine": engine_info(), "pid": os.getpid(),
+                    "omp_threads_bind": os.environ.get("VLLM_CPU_OMP_THREADS_BIND")}  # fmt: skip
     target = case.get("target") or target  # a case may serve another target (a tiny family target)
     kwargs = dict(model=target, load_format=case.get("load_format", "auto"), dtype=case.get("dtype", "float32"),
                   trust_remote_code=bool(case.get("trust_remote_code")), max_model_len=1024, enforce_eager=True, seed=0,
@@ -174,7 +304,7 @@ def run_case(target: str, case: dict) -> dict:
     try:
         llm = LLM(**kwargs)
     except BaseException as exc:  # the engine refused the checkpoint: where, and why
-        return result | {"stage": _stage(exc, "load"), "error": _error(exc)}
+        return result | _failed(exc, "load", box)
     try:
         taps = llm.collective_rpc(_aux_layers)
         result["aux_hidden_state_layers"] = taps[0]
@@ -199,7 +329,7 @@ def run_case(target: str, case: dict) -> dict:
     try:
         outs = llm.generate(prompts, params, use_tqdm=False)
     except BaseException as exc:
-        return result | {"stage": "first request", "error": _error(exc), "log": _log(start)}
+        return result | _failed(exc, "first request", box) | {"log": _log(start)}
     result["tokens"] = [list(o.outputs[0].token_ids) for o in outs]
     result["metrics"] = _metrics(llm)
     llm.llm_engine.do_log_stats()  # the stat logger's last interval: its SpecDecoding line for the rest
@@ -208,6 +338,18 @@ def run_case(target: str, case: dict) -> dict:
     del llm
     gc.collect()
     return result
+
+
+def _failed(exc: BaseException, stage: str, box: dict) -> dict:
+    """Where and why a case failed; a worker process's own words are read once the case's output is in (run_case):
+    kept here as the exception until then."""
+    sys.stdout.flush()
+    sys.stderr.flush()
+    own = _own_error(exc)
+    out = {"stage": _stage(exc, stage), "error": own}
+    if any(w in own for w in WRAPPERS):
+        out["error_wrapped"] = exc
+    return out
 
 
 def _log(start: int) -> dict:
@@ -221,17 +363,34 @@ BATCH = 8  # engines one process starts before a new process takes over (what an
 STOP = {"__stop__": True}  # the worker's word that it stopped and the next case needs a new process
 
 
+def _words(res: dict) -> tuple:
+    return res.get("stage"), res.get("error")
+
+
 def worker(target: str, cases: list[dict], conn) -> None:
-    """Run cases until BATCH engines have started or one failed (a failed engine can leave process-wide state,
-    e.g. a parallel group, half made): then stop, and the next case gets a new process."""
+    """Run cases until BATCH engines have started or one failed before its engine was whole (a failure at load
+    can leave process-wide state, e.g. a parallel group, half made): then stop, and the next case gets a new
+    process. An engine that failed at warm-up was whole: the next case runs here too, and if it fails, its result
+    is kept only when it failed the same way (a release that cannot speculate: every case dies of one error); any
+    other failure after an earlier one is not sent, and that case runs again in a new process, where nothing
+    earlier can have caused it. (A release that cannot speculate costs a few processes, not one per case.)"""
+    first = None  # the words of this process's first failure
     for n, case in enumerate(cases, 1):
         if case.get("isolated") and n > 1:  # a case that needs a process of its own starts the next one
             conn.send(STOP)
             return
         res = run_case(target, case)
+        failed = res.get("stage") is not None
+        if failed and first is not None and _words(res) != first:
+            conn.send(STOP)  # not this process's answer: the case runs again in a new one
+            return
         conn.send(res)
         gc.collect()
-        if res.get("stage") is not None or n >= BATCH or case.get("isolated"):
+        if failed and res["stage"] != "warm-up":
+            conn.send(STOP)
+            return
+        first = _words(res) if failed and first is None else first
+        if n >= BATCH or case.get("isolated"):
             conn.send(STOP)
             return
 
@@ -255,13 +414,12 @@ def main() -> None:
             if res == STOP:
                 break
             if res is None:  # the process died (or hung) in this case: record it, go on in a new process
+                hung = proc.is_alive()
                 proc.kill()
                 proc.join()
-                res = {
-                    "name": case["name"],
-                    "stage": "crash",
-                    "error": f"engine process exit code {proc.exitcode}",
-                }
+                why = (f"engine process gave no answer in {case.get('timeout', 600)} s (killed)" if hung
+                       else f"engine process exit code {proc.exitcode}")  # fmt: skip
+                res = {"name": case["name"], "stage": "crash", "error": why}
             pending.pop(0)
             results.append(res)
             print(json.dumps({k: v for k, v in res.items() if k != "tokens"}), flush=True)
@@ -282,10 +440,14 @@ def provenance(results: list[dict]) -> dict:
     case, and vLLM's lines naming the model runner (logged once per process: the first case of each)."""
     info = next((r["engine"] for r in results if "engine" in r), None) or engine_info()
     runners = {r["name"]: r["runner"] for r in results if "runner" in r}
+    threads = sorted({x["torch_threads"] for x in runners.values() if "torch_threads" in x})
+    apart = any(r["runner"].get("pid") not in (None, r.get("pid")) for r in results if "runner" in r)
     log = [ln for r in results for ln in (r.get("log") or {}).get("runner", [])]
     return info | {"runner": sorted({x["runner"] for x in runners.values()}),
                    "runner_class": sorted({x["class"] for x in runners.values()}),
-                   "runner_log": list(dict.fromkeys(log))}  # fmt: skip
+                   "runner_log": list(dict.fromkeys(log)),
+                   "model_threads": {"torch_threads": threads, "worker_process": apart,
+                                     "VLLM_CPU_OMP_THREADS_BIND": os.environ.get("VLLM_CPU_OMP_THREADS_BIND")}}  # fmt: skip
 
 
 if __name__ == "__main__":

@@ -42,6 +42,7 @@ def record_variant(name: str, fmt: str, top, nested, engine: dict, served, captu
             "error": engine.get("error"),
             "aux_hidden_state_layers": engine.get("aux_hidden_state_layers"),
             "captured_taps": captured,
+            **({"forward": engine["forward"]} if engine.get("forward") else {}),
         },
         "eaglewire": {
             "row": served.row.key,
@@ -61,12 +62,13 @@ def target_ran(family_row: dict) -> bool:
 
 
 @cache
-def records() -> tuple[dict, ...]:
-    """The committed records (one per engine release and platform)."""
+def records(level: str | None = "engine") -> tuple[dict, ...]:
+    """The committed records of a running engine (one per engine release and platform); `level="model-code"`:
+    those of a release's model code, executed (tests/engines/model_code.py); None: both."""
     out = []
     for f in sorted(ENGINES_DIR.glob("*/data/observed/*.json"), key=lambda p: p.name):
-        if f.name.endswith(".json"):
-            rec = json.loads(f.read_text())
+        rec = json.loads(f.read_text())
+        if level is None or rec.get("level", "engine") == level:
             rec["file"] = f.name
             out.append(rec)
     return tuple(out)

@@ -27,8 +27,9 @@ from packaging.version import Version
 
 from eaglewire.engines.models import MODEL_FILES
 from eaglewire.engines.observed import observed_for, records, target_ran
-from eaglewire.engines.runners import PLATFORMS, RUNNERS
-from eaglewire.engines.table import ENGINES, ROWS
+from eaglewire.engines.runners import PLATFORMS, RUNNERS, select_rows
+from eaglewire.engines.table import ENGINES, ROWS, parse_spec
+from eaglewire.errors import InputError
 from eaglewire.rules import ENGINES_DIR, engine_data
 from eaglewire.rules.ledger import Release, ledger
 from eaglewire.rules.row import LEVELS, Spec, match
@@ -139,28 +140,55 @@ class _Seen:
     level: str
     record: str  # path under src/eaglewire/
     families: frozenset[str]
+    runner: str = ""  # the model runner whose code ran ("": the platform's own)
+    ran_on: str = ""  # the platform the record ran on (a model-code entry can cover another)
 
 
 def _observations(engine: str) -> list[_Seen]:
     """Every record of a running engine or of a release's model code, from the ledger and the committed records."""
-    pairs: dict[tuple[str, str, str], str] = {}  # (release, platform, record under data/) -> level
+    pairs: dict[tuple[str, str, str], tuple[str, str]] = {}  # (release, platform, record) -> (level, runner)
     for rel, o in ledger(engine).observed():
-        pairs[(rel.version, o.platform, o.record)] = o.level
-    for rec in records():
+        pairs[(rel.version, o.platform, o.record)] = (o.level, o.runner)
+    for rec in records(None):
         name, _, version = rec["engine"].partition("==")
         if name == engine:
             pairs.setdefault(
-                (version, rec["platform"], f"observed/{rec['file']}"), rec.get("level", "engine")
+                (version, rec["platform"], f"observed/{rec['file']}"), (rec.get("level", "engine"), "")
             )
     out = []
-    for (version, platform, record), level in pairs.items():
+    for (version, platform, record), (level, runner) in pairs.items():
         path = engine_data(engine, record)
         if not path.is_file():
             continue  # a ledger entry without its record is no evidence
         rec = json.loads(path.read_text())
         where = str(path.relative_to(ENGINES_DIR.parent))
-        out.append(_Seen(str(Version(version)), platform, level, where, record_families(rec)))
+        # an engine record's model-code entry covers the families whose target's forward it saw (model_code)
+        fams = model_code_families(rec) if level == "model-code" and rec.get("level", "engine") == "engine" else None
+        out.append(_Seen(str(Version(version)), platform, level, where,
+                        record_families(rec) if fams is None else fams, runner, rec["platform"]))
     return out
+
+
+def model_code_families(rec: dict) -> frozenset[str]:
+    """The families an engine record saw the release's model code capture for, where the engine itself did not
+    serve (its `model_code` entries: the target's forward in the engine's own profile run before warm-up failed)."""
+    found = {f["family"] for f in rec.get("families", ()) if f.get("model_code")}
+    if any(v.get("model_code") for v in rec.get("variants", ())):
+        found.add(zoo_family())
+    return frozenset(found)
+
+
+@cache
+def _runs_on(engine: str, version: str, family: str, platform: str, runner: str) -> bool:
+    """Whether a plain launch of the family at the release on the platform uses `runner` (evidence of one runner's
+    code covers the cells of that runner only; "" : any)."""
+    if not runner:
+        return True
+    try:
+        choice = select_rows(parse_spec(f"{engine}=={version}"), family, platform, None)
+    except InputError:
+        return False
+    return bool(choice) and choice[0].runner == runner
 
 
 def _runner(release: Release, platform: str) -> str | None:
@@ -197,7 +225,7 @@ def _cell(engine: str, release: Release, family: str, platform: str, seen: list[
     for level in LEVELS[:2]:  # engine, then model-code
         hit = next(
             (s for s in seen if s.level == level and s.release == version and s.platform == platform
-             and family in s.families), None,
+             and family in s.families and _runs_on(engine, version, family, platform, s.runner)), None,
         )  # fmt: skip
         if hit is not None:
             return Cell(engine, version, family, platform, level, hit.record)
@@ -349,15 +377,20 @@ def evidence(engine: str, version: str, family: str, platform: str | None, read:
     code was read (`read`: `read` says the row covers a release read), or nothing (`none`: assumed)."""
     version = str(Version(version))
     for level in LEVELS[:2]:
+        # a verdict without a platform is worked out for CUDA: model code executed for CUDA's runner covers it
+        where = platform or ("cuda" if level == "model-code" else None)
         hit = next(
-            (s for s in _seen(engine) if s.level == level and s.release == version and s.platform == platform
-             and family in s.families), None,
+            (s for s in _seen(engine) if s.level == level and s.release == version and s.platform == where
+             and family in s.families and _runs_on(engine, version, family, where, s.runner)), None,
         )  # fmt: skip
         if hit is not None:
-            what = "engine run" if level == "engine" else "model code, executed"
+            what = "engine run" if level == "engine" else "model code, executed" + (
+                f" (the {hit.runner.upper()} runner's, in the {hit.ran_on.upper()} build's profile run)"
+                if hit.ran_on != where else ""
+            )
             return {
                 "level": level,
-                "basis": f"observed: {engine} {version} {platform.upper()} {what} ({hit.record})",
+                "basis": f"observed: {engine} {version} {where.upper()} {what} ({hit.record})",
             }
     if read:
         return {"level": "read", "basis": f"read at source ({engine} {version})"}
