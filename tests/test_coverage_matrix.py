@@ -149,6 +149,19 @@ def test_model_code_and_engine_records_rank_above_reading():
     assert cov_job._cell("sglang", release, "gpt_oss", "cpu", seen).level == "read"  # another family
 
 
+def test_a_runners_code_covers_only_the_cells_that_runner_serves():
+    """Model code executed for one vLLM runner covers a CUDA cell only where a plain launch of that family at that
+    release runs that runner: at 0.24.0 Llama defaults to MRV2 on CUDA, GPT-OSS to V1."""
+    release = ledger("vllm").release("0.24.0")
+    seen = [cov_job._Seen("0.24.0", "cuda", "model-code", "engines/vllm/data/v.json", frozenset({"llama", "gpt_oss"}),
+                          "v1", "cpu")]  # fmt: skip
+    assert cov_job._cell("vllm", release, "gpt_oss", "cuda", seen).level == "model-code"
+    assert cov_job._cell("vllm", release, "llama", "cuda", seen).level != "model-code"
+    mrv2 = [cov_job._Seen("0.24.0", "cuda", "model-code", "engines/vllm/data/v.json", frozenset({"llama"}), "mrv2",
+                          "cpu")]  # fmt: skip
+    assert cov_job._cell("vllm", release, "llama", "cuda", mrv2).level == "model-code"
+
+
 def test_docs_coverage_carries_the_evidence_grid():
     doc = (ENGINES_DIR.parents[2] / "docs" / "coverage.md").read_text()
     assert cov_job.evidence_markdown() in doc  # the page is in sync: tests/test_conventions.py

@@ -104,7 +104,9 @@ def test_observed_releases_page_is_rendered_from_the_records():
     assert page.read_text() == render()
 
 
-CODE_RECORDS = [r for r in RECORDS if any(x.get("model_code") for k in ("variants", "families") for x in r.get(k, ()))]
+CODE_RECORDS = [
+    r for r in RECORDS if any(x.get("model_code") for k in ("variants", "families") for x in r.get(k, ()))
+]
 
 
 @pytest.mark.parametrize("rec", CODE_RECORDS, ids=[r["file"] for r in CODE_RECORDS])
@@ -122,7 +124,9 @@ def test_model_code_replays_against_the_table(rec, tmp_path):
         code = row["model_code"]
         served = model_code_verdict(write_variant(v, tmp_path), rec["engine"]).served
         if not model_code_agrees(served, code["captured_taps"], code["states_returned"]):
-            wrong.append((v.name, code["captured_taps"], code["states_returned"], str(served.taps), served.failure))
+            wrong.append(
+                (v.name, code["captured_taps"], code["states_returned"], str(served.taps), served.failure)
+            )
     if any(f.get("model_code") for f in rec.get("families", ())):
         (v,) = [v for v in variants() if v.name == rec["family_drafter"]["variant"]]
         drafter = write_variant(v, tmp_path / "drafter")

@@ -62,14 +62,20 @@ def refresh(engine: str, versions: list[str], read: dict[str, list[str]], root: 
         obs = {"level": body.get("level", "engine"), "platform": body["platform"],
                "record": f"observed/{rec.name}", "what": body.get("what", "")}  # fmt: skip
         entry["observed"] = [o for o in entry.get("observed", []) if o["record"] != obs["record"]] + [obs]
-        if _model_code(body):  # the target's forward ran in the engine (then warm-up failed): V1's code, any platform
+        if _model_code(
+            body
+        ):  # the target's forward ran in the engine (then warm-up failed): V1's code, any platform
             entry["observed"].append({
                 "level": "model-code", "platform": "cuda", "runner": "v1", "record": obs["record"],
                 "what": "the target's first forward in the engine's own profile run on the CPU (warm-up then failed):"
                         " the V1 runner's capture code executed, for families a plain CUDA launch runs on V1",
             })  # fmt: skip
-        for other in (p for p in body.get("covers_platforms", ()) if p != body["platform"]):
-            entry["observed"].append(obs | {"platform": other})  # model code that runs alike on another platform
+        if (
+            "covers" in body
+        ):  # a model-code record: one entry per platform and runner it covers (none: no entry)
+            entry["observed"] = [o for o in entry["observed"] if o["record"] != obs["record"]] + [
+                obs | {"platform": c["platform"], "runner": c["runner"]} for c in body["covers"]
+            ]
         if obs["level"] != "engine":  # model code executed says nothing of whether the platform serves
             continue
         how = f"; through {body['harness']}" if body.get("harness") else ""  # e.g. SGLang's CPU test harness

@@ -184,7 +184,9 @@ def _forward_taps(inner, num_layers: int, engine: str = "sglang") -> dict:
     ids, positions = torch.zeros(3, dtype=torch.long), torch.arange(3)
     mode = SimpleNamespace(is_extend=lambda: True, is_decode=lambda: False, is_idle=lambda: False,
                            is_target_verify=lambda: False, is_extend_or_draft_extend_or_mixed=lambda: True)  # fmt: skip
-    batch = SimpleNamespace(forward_mode=mode, can_run_tbo=False)  # a prefill of one request, no two-batch overlap
+    batch = SimpleNamespace(
+        forward_mode=mode, can_run_tbo=False
+    )  # a prefill of one request, no two-batch overlap
     third = batch if engine == "sglang" else None  # SGLang: the forward batch; vLLM: no intermediate tensors
     try:
         out = type(inner).forward(inner, ids, positions, third)
@@ -343,7 +345,11 @@ def _sglang_case(case: dict) -> dict:
     if arch in SGLANG:
         module_name, inner_path, text_path, keeps = SGLANG[arch]
     elif not case.get("module"):  # no registry data for this release names its module
-        return {"ids": None, "inner": None, "error": f"{PROBE_FAILED}: no module for {arch} in the registry data"}
+        return {
+            "ids": None,
+            "inner": None,
+            "error": f"{PROBE_FAILED}: no module for {arch} in the registry data",
+        }
     else:  # from the registry data: the module; the decoder its code builds
         module_name, text_path, keeps = case["module"].removeprefix(package + "."), None, "top"
         try:
@@ -388,7 +394,9 @@ def _sglang_case(case: dict) -> dict:
                 model.language_model = _bare(text_cls, pp_group=last, config=text_config, model=inner)
         out["entry"] = _sglang_request_capture(model, ids)
         if out["entry"].endswith("(no ids read)"):
-            out["ids"] = None  # the release's runner never reads them: the fc is fed the default's three states
+            out["ids"] = (
+                None  # the release's runner never reads them: the fc is fed the default's three states
+            )
         out["captured"] = list(inner.layers_to_capture)
         out["flags"] = [
             i for i, layer in enumerate(inner.layers) if getattr(layer, "_is_layer_to_capture", False)
@@ -448,30 +456,79 @@ def _vllm_model(arch: str, num_layers: int):
     return model, inner, _qualname(inner_cls, package)
 
 
+def _vllm_v1_entry(model, spec) -> tuple[list[int] | None, str]:
+    """Ask the target to capture the way the installed release's V1 runner does (GPUModelRunner), with the
+    release's own code: `_setup_eagle3_aux_hidden_state_outputs` (0.22-0.33), called on a runner holding the model
+    and the speculative config; before it the same steps sit inline in `load_model` (the block under `if
+    self.use_aux_hidden_state_outputs:`, gpu_model_runner.py:1342-1344 @0.8.5, :4828-4848 @0.20.2), which is
+    taken from the release's source and run as it stands, in that module's namespace. The ids the runner read from
+    the config (None: the model's default) and the entry's name are returned."""
+    import textwrap
+
+    try:
+        from vllm.v1.worker import gpu_model_runner as module
+    except ImportError as exc:
+        if (
+            getattr(exc, "name", None) == "vllm.v1.worker.gpu_model_runner"
+        ):  # 0.34.0: MRV2 is the only GPU runner
+            raise ProbeError("no V1 runner in this release") from exc
+        raise ProbeError(f"the V1 runner does not import here: {exc}") from exc
+    runner_cls = module.GPUModelRunner
+    runner = SimpleNamespace(use_aux_hidden_state_outputs=True, speculative_config=spec, model=model,
+                             get_model=lambda: model)  # fmt: skip
+    reads = hasattr(runner_cls, "_get_eagle3_aux_layers_from_config")
+    if reads:
+        runner._get_eagle3_aux_layers_from_config = types.MethodType(
+            runner_cls._get_eagle3_aux_layers_from_config, runner
+        )
+    read = runner._get_eagle3_aux_layers_from_config() if reads else None
+    if hasattr(runner_cls, "_setup_eagle3_aux_hidden_state_outputs"):
+        runner_cls._setup_eagle3_aux_hidden_state_outputs(runner)
+        return read, "GPUModelRunner._setup_eagle3_aux_hidden_state_outputs"
+    lines = inspect.getsource(runner_cls.load_model).splitlines()
+    at = next(i for i, ln in enumerate(lines) if ln.strip() == "if self.use_aux_hidden_state_outputs:")
+    indent = len(lines[at]) - len(lines[at].lstrip())
+    block = [lines[at]]
+    for ln in lines[at + 1 :]:
+        if ln.strip() and len(ln) - len(ln.lstrip()) <= indent:
+            break
+        block.append(ln)
+    exec(textwrap.dedent("\n".join(block)), vars(module) | {"self": runner})  # the release's own lines
+    return read, "GPUModelRunner.load_model (its `if self.use_aux_hidden_state_outputs:` block)"
+
+
 def _vllm_case(case: dict) -> dict:
     from transformers import PretrainedConfig
-    from vllm.v1.worker.gpu.spec_decode.eagle.eagle3_utils import (
-        get_eagle3_aux_layers_from_config,
-        set_eagle3_aux_hidden_state_layers,
-    )
-    from vllm.v1.worker.gpu_model_runner import GPUModelRunner
+
+    try:  # Model Runner V2 (0.17+)
+        from vllm.v1.worker.gpu.spec_decode.eagle.eagle3_utils import (
+            get_eagle3_aux_layers_from_config,
+            set_eagle3_aux_hidden_state_layers,
+        )
+    except ImportError:
+        set_eagle3_aux_hidden_state_layers = None
 
     arch, num_layers, config = case["arch"], case["num_layers"], case["config"]
-    spec = SimpleNamespace(draft_model_config=SimpleNamespace(hf_config=PretrainedConfig(**config)))
+    spec = SimpleNamespace(
+        method="eagle3", draft_model_config=SimpleNamespace(hf_config=PretrainedConfig(**config))
+    )
 
     def v1(model):
-        runner = SimpleNamespace(use_aux_hidden_state_outputs=True, speculative_config=spec, model=model,
-                                 get_model=lambda: model)  # fmt: skip
-        runner._get_eagle3_aux_layers_from_config = types.MethodType(
-            GPUModelRunner._get_eagle3_aux_layers_from_config, runner
-        )
-        GPUModelRunner._setup_eagle3_aux_hidden_state_outputs(runner)
-        return runner._get_eagle3_aux_layers_from_config()
+        read, entry = _vllm_v1_entry(model, spec)
+        entries["v1"] = entry
+        return read
 
     def mrv2(model):
-        set_eagle3_aux_hidden_state_layers(model, spec)
+        if set_eagle3_aux_hidden_state_layers is None:
+            raise ProbeError("no Model Runner V2 in this release")
+        if "use_pp" in inspect.signature(set_eagle3_aux_hidden_state_layers).parameters:  # 0.33+
+            set_eagle3_aux_hidden_state_layers(model, spec, use_pp=False)
+        else:
+            set_eagle3_aux_hidden_state_layers(model, spec)
+        entries["mrv2"] = "eagle3_utils.set_eagle3_aux_hidden_state_layers"
         return get_eagle3_aux_layers_from_config(spec)
 
+    entries: dict[str, str] = {}
     out: dict[str, Any] = {}
     for runner, run in (("v1", v1), ("mrv2", mrv2)):
         entry: dict[str, Any] = {"inner": None}
@@ -485,6 +542,7 @@ def _vllm_case(case: dict) -> dict:
                 f"{PROBE_FAILED}: {exc}" if isinstance(exc, ProbeError) else f"{type(exc).__name__}: {exc}"
             )
         else:
+            entry["entry"] = entries.get(runner)
             if case.get("forward") and inner is not None:
                 entry |= _forward_taps(inner, num_layers, "vllm")
         out[runner] = entry
@@ -492,29 +550,13 @@ def _vllm_case(case: dict) -> dict:
 
 
 def _vllm_distributed() -> None:
-    """vLLM's own process groups for one process (gloo on the CPU): the decoder's forward asks its pipeline
-    group whether it is the first and last rank."""
-    import socket
-
+    """The pipeline group the decoder's forward asks whether it is the first and last rank: one process, one rank,
+    as a stand-in (vLLM's own group setup builds a default config first, which the CPU platform refuses without a
+    model in some releases; the probe runs in one process and makes no collective call)."""
     from vllm.distributed import parallel_state as ps
 
-    if ps.model_parallel_is_initialized():
-        return
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        port = sock.getsockname()[1]
-    try:  # newer releases build groups under a current config (a default one: one process, one rank)
-        from vllm.config import VllmConfig, set_current_vllm_config
-
-        scope = set_current_vllm_config(VllmConfig())
-    except ImportError:
-        import contextlib
-
-        scope = contextlib.nullcontext()
-    with scope:
-        ps.init_distributed_environment(world_size=1, rank=0, local_rank=0, backend="gloo",
-                                        distributed_init_method=f"tcp://127.0.0.1:{port}")  # fmt: skip
-        ps.initialize_model_parallel(1, 1)
+    if getattr(ps, "_PP", None) is None:
+        ps._PP = SimpleNamespace(is_first_rank=True, is_last_rank=True, world_size=1, rank_in_group=0, rank=0)
 
 
 def main(request_path: str, result_path: str) -> int:
@@ -552,10 +594,20 @@ def main(request_path: str, result_path: str) -> int:
 
             for name in ("default_cache_dir", "default_dump_dir", "default_override_dir"):
                 if not hasattr(cache, name):
-                    setattr(cache, name, lambda name=name: os.path.join(tempfile.gettempdir(), "triton", name))
+                    setattr(
+                        cache, name, lambda name=name: os.path.join(tempfile.gettempdir(), "triton", name)
+                    )
         except ImportError:
             pass
     if engine == "vllm":
+        import transformers
+
+        # older releases register config classes under names transformers 5 now has: the first registration wins
+        # here, as it did beside the transformers those releases pinned (none of them is a target tested here)
+        register = transformers.AutoConfig.register
+        transformers.AutoConfig.register = staticmethod(
+            lambda name, cfg, exist_ok=False: register(name, cfg, True)
+        )
         from vllm import platforms
         from vllm.platforms.cpu import CpuPlatform
 

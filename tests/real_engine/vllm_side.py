@@ -107,16 +107,31 @@ def _watch_forward() -> tuple[dict, object]:
     seen: dict = {}
     calls = [0]
 
+    def holder(module):
+        """The decoder under a causal-LM module (`model`, or a wrapper's `language_model.model`) if it holds ids.
+        The decoder itself is called through vLLM's compile decorator, which bypasses torch's hooks; the module
+        above it is not, and returns what the decoder returned."""
+        for path in (("model",), ("language_model", "model")):
+            m = module
+            for name in path:
+                m = m._modules.get(name) if isinstance(m, torch.nn.Module) else None
+            if m is not None and m.__dict__.get(
+                "aux_hidden_state_layers"
+            ):  # a plain attribute: cheap to read
+                return m
+        return None
+
     def hook(module, args, output):
         calls[0] += 1
-        layers = module.__dict__.get("aux_hidden_state_layers")  # a plain attribute: no nn.Module lookup cost
-        if layers or calls[0] > 50_000:
+        inner = holder(module)
+        if inner is not None or calls[0] > 50_000:
             handle.remove()
-        if not layers:
+        if inner is None:
             return
+        layers = inner.__dict__["aux_hidden_state_layers"]
         aux = output[1] if isinstance(output, tuple) and len(output) == 2 else None
         aux = aux if isinstance(aux, (list, tuple)) else None
-        seen.update({"aux_hidden_state_layers": [int(x) for x in layers], "module": type(module).__qualname__,
+        seen.update({"aux_hidden_state_layers": [int(x) for x in layers], "module": type(inner).__qualname__,
                      "states_returned": None if aux is None else len(aux),
                      "widths": None if aux is None else [int(t.shape[-1]) for t in aux]})  # fmt: skip
 

@@ -146,26 +146,32 @@ class _Seen:
 
 def _observations(engine: str) -> list[_Seen]:
     """Every record of a running engine or of a release's model code, from the ledger and the committed records."""
-    pairs: dict[tuple[str, str, str], tuple[str, str]] = {}  # (release, platform, record) -> (level, runner)
+    pairs: dict[tuple[str, str, str, str], str] = {}  # (release, platform, record, runner) -> level
     for rel, o in ledger(engine).observed():
-        pairs[(rel.version, o.platform, o.record)] = (o.level, o.runner)
+        pairs[(rel.version, o.platform, o.record, o.runner)] = o.level
     for rec in records(None):
         name, _, version = rec["engine"].partition("==")
-        if name == engine:
+        if name == engine and "covers" not in rec:  # a record with `covers` is entered by the ledger per item
             pairs.setdefault(
-                (version, rec["platform"], f"observed/{rec['file']}"), (rec.get("level", "engine"), "")
+                (version, rec["platform"], f"observed/{rec['file']}", ""), rec.get("level", "engine")
             )
     out = []
-    for (version, platform, record), (level, runner) in pairs.items():
+    for (version, platform, record, runner), level in pairs.items():
         path = engine_data(engine, record)
         if not path.is_file():
             continue  # a ledger entry without its record is no evidence
         rec = json.loads(path.read_text())
         where = str(path.relative_to(ENGINES_DIR.parent))
-        # an engine record's model-code entry covers the families whose target's forward it saw (model_code)
-        fams = model_code_families(rec) if level == "model-code" and rec.get("level", "engine") == "engine" else None
-        out.append(_Seen(str(Version(version)), platform, level, where,
-                        record_families(rec) if fams is None else fams, runner, rec["platform"]))
+        if "covers" in rec:  # a model-code record: the families it covers on that platform, for that runner
+            item = next(
+                (c for c in rec["covers"] if (c["platform"], c["runner"]) == (platform, runner)), None
+            )
+            fams = frozenset(item["families"]) if item else frozenset()
+        elif level == "model-code":  # an engine record's forward, seen where the engine then failed
+            fams = model_code_families(rec)
+        else:
+            fams = record_families(rec)
+        out.append(_Seen(str(Version(version)), platform, level, where, fams, runner, rec["platform"]))
     return out
 
 
@@ -384,9 +390,15 @@ def evidence(engine: str, version: str, family: str, platform: str | None, read:
              and family in s.families and _runs_on(engine, version, family, where, s.runner)), None,
         )  # fmt: skip
         if hit is not None:
-            what = "engine run" if level == "engine" else "model code, executed" + (
-                f" (the {hit.runner.upper()} runner's, in the {hit.ran_on.upper()} build's profile run)"
-                if hit.ran_on != where else ""
+            what = (
+                "engine run"
+                if level == "engine"
+                else "model code, executed"
+                + (
+                    f" (the {hit.runner.upper()} runner's, in the {hit.ran_on.upper()} build's profile run)"
+                    if hit.ran_on != where
+                    else ""
+                )
             )
             return {
                 "level": level,

@@ -26,7 +26,9 @@ class Observation:
     platform: str  # "cpu" | "cuda"
     record: str  # the record's path under engines/<engine>/data/
     what: str = ""  # what it showed, in a few words
-    runner: str = ""  # the model runner whose code ran, where the evidence holds for that runner only (vLLM "v1")
+    runner: str = (
+        ""  # the model runner whose code ran, where the evidence holds for that runner only (vLLM "v1")
+    )
 
 
 @dataclass(frozen=True)
