@@ -63,6 +63,16 @@ def test_unset_marker_round_trips():
     ] == [1, 2, 3]
 
 
+def family_target(folder, row: dict):
+    """A record's family target as a folder: its config as the record keeps it, the zoo's tokenizer."""
+    target = folder / row["family"]
+    target.mkdir()
+    for name in ("tokenizer.json", "tokenizer_config.json"):
+        (target / name).write_bytes((zoo.target_dir() / name).read_bytes())
+    (target / "config.json").write_text(json.dumps(row["config"]))
+    return target
+
+
 FAMILY_RECORDS = [r for r in RECORDS if r.get("families")]
 
 
@@ -75,11 +85,7 @@ def test_family_targets_replay_against_the_table(rec, tmp_path):
     drafter = write_variant(v, tmp_path / "drafter")
     wrong = []
     for row in filter(target_ran, rec["families"]):  # a target the engine did not run alone is no evidence
-        target = tmp_path / row["family"]
-        target.mkdir()
-        for name in ("tokenizer.json", "tokenizer_config.json"):
-            (target / name).write_bytes((zoo.target_dir() / name).read_bytes())
-        (target / "config.json").write_text(json.dumps(row["config"]))
+        target = family_target(tmp_path, row)
         (verdict,) = check(drafter, target, [rec["engine"]], platform=rec["platform"]).verdicts
         served, seen = verdict.served, row["engine"]
         if seen["stage"] is None:
@@ -131,11 +137,7 @@ def test_model_code_replays_against_the_table(rec, tmp_path):
         (v,) = [v for v in variants() if v.name == rec["family_drafter"]["variant"]]
         drafter = write_variant(v, tmp_path / "drafter")
         for row in (f for f in rec["families"] if f.get("model_code")):
-            target = tmp_path / row["family"]
-            target.mkdir()
-            for name in ("tokenizer.json", "tokenizer_config.json"):
-                (target / name).write_bytes((zoo.target_dir() / name).read_bytes())
-            (target / "config.json").write_text(json.dumps(row["config"]))
+            target = family_target(tmp_path, row)
             code = row["model_code"]
             served = model_code_verdict(drafter, rec["engine"], target).served
             if not model_code_agrees(served, code["captured_taps"], code["states_returned"]):

@@ -224,6 +224,11 @@ def _probe(python: str, engine: str, cases: list[dict]) -> dict:
         return json.loads(res.read_text())
 
 
+def runner_results(engine: str, result: dict) -> list[tuple[str, dict]]:
+    """(runner, result) pairs of one probe case: SGLang has one runner; vLLM's probe answers for V1 and MRV2."""
+    return [("", result)] if engine == "sglang" else list(result.items())
+
+
 def compare_capture(engine: str, python: str) -> dict:
     """Every (architecture, id list, config shape[, runner]): the engine's taps beside the table's."""
     cases, meta = [], []
@@ -244,7 +249,7 @@ def compare_capture(engine: str, python: str) -> dict:
     version = data["version"]
     out = []
     for (arch, family, n, ids, shape, config), result in zip(meta, data["results"], strict=True):
-        runs = [("", result)] if engine == "sglang" else list(result.items())
+        runs = runner_results(engine, result)
         matches = rows_for(parse_spec(f"{engine}=={version}"), family, arch)
         rows = {m.row.runner or "": m.row for m in matches}
         claims = all(m.model_known for m in matches)  # a registry target whose capture nobody read: no claim

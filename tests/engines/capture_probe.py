@@ -172,7 +172,7 @@ def _stand_ins(inner) -> None:
     inner.pp_group = SimpleNamespace(is_first_rank=True, is_last_rank=True, world_size=1, rank_in_group=0)
 
 
-def _forward_taps(inner, num_layers: int, engine: str = "sglang") -> dict:
+def _forward_taps(inner, engine: str = "sglang") -> dict:
     """Run the decoder's own forward (its loop, with stand-in layers) on three tokens: the taps of the aux states it
     returned (each state's constant), or why it could not run. A forward that needs more of the engine than the
     stand-ins give (a batch's attention metadata, a capture made inside the real layer) makes no claim."""
@@ -405,7 +405,7 @@ def _sglang_case(case: dict) -> dict:
         out["error"] = f"{type(exc).__name__}: {exc}"
         return out
     if case.get("forward"):
-        out |= _forward_taps(inner, num_layers)
+        out |= _forward_taps(inner)
     return out
 
 
@@ -544,7 +544,7 @@ def _vllm_case(case: dict) -> dict:
         else:
             entry["entry"] = entries.get(runner)
             if case.get("forward") and inner is not None:
-                entry |= _forward_taps(inner, num_layers, "vllm")
+                entry |= _forward_taps(inner, "vllm")
         out[runner] = entry
     return out
 

@@ -37,7 +37,16 @@ from eaglewire.engines.table import parse_spec, rows_for
 from eaglewire.rules.ledger import ledger
 from eaglewire.rules.taps import resolve
 from eaglewire.targets import GENERIC
-from engines.capture import FIXED, archs, configs, id_lists, num_layers, registry_module, run_probe
+from engines.capture import (
+    FIXED,
+    archs,
+    configs,
+    id_lists,
+    num_layers,
+    registry_module,
+    run_probe,
+    runner_results,
+)
 
 ROOT = Path(__file__).resolve().parents[2]
 GRAPHS_AS_EAGER = Version("0.5.11")  # sglang PR #22836: CUDA graphs capture the configured ids from here on
@@ -141,11 +150,6 @@ def agrees(result: dict, table: dict, engine: str = "sglang") -> bool | None:
     return None
 
 
-def runs(engine: str, result: dict) -> list[tuple[str, dict]]:
-    """(runner, result) pairs: SGLang has one runner; vLLM's probe answers for V1 and MRV2."""
-    return [("", result)] if engine == "sglang" else list(result.items())
-
-
 def observe(python: str, engine: str, release: str) -> dict:
     """One release's record: the cases the forward decided (each with the table's agreement; tests/test_model_code.py
     recomputes the table's side), what it covers per runner and platform, and what made no claim, with why."""
@@ -156,7 +160,7 @@ def observe(python: str, engine: str, release: str) -> dict:
     assert data["version"] == release, (data["version"], release)
     rows, fams, why, entries = [], {}, {}, set()
     for (arch, family, n, ids, shape, config), result in zip(meta, data["results"], strict=True):
-        for runner, res in runs(engine, result):
+        for runner, res in runner_results(engine, result):
             table = table_taps(engine, release, family, arch, config, n, runner)
             agree = agrees(res, table, engine) if table.get("claims", True) else None
             key = (family, arch, runner)
