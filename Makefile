@@ -135,6 +135,7 @@ bench: $(STAMP)
 docs: $(STAMP)
 	$(PY) -c "from eaglewire.jobs.coverage import markdown; open('docs/coverage.md', 'w').write(markdown())"
 	$(PY) -c "from eaglewire.engines.arguments import markdown; open('docs/speculative-arguments.md', 'w').write(markdown())"
+	cd tests && ../$(PY) -c "from real_engine.releases_page import render; open('../docs/observed-releases.md', 'w').write(render())"
 
 lint: $(STAMP)
 	$(VENV)/bin/ruff check src tests

@@ -84,8 +84,27 @@ def refresh(engine: str, versions: list[str], read: dict[str, list[str]], root: 
         else:  # the engine ran on the platform and refused EAGLE-3 there: its stage and words
             said = f"cannot speculate (observed at {body.get('stage')}: {body.get('error')})"
         entry.setdefault("platforms", {})[body["platform"]] = said
+    _read_failures(engine, by)
     data["releases"] = sorted(by.values(), key=lambda r: Version(r["version"]))
     return data
+
+
+def _read_failures(engine: str, by: dict[str, dict]) -> None:
+    """A platform no record ran a release on, where a serving-failure row about every target holds: the release
+    cannot speculate there, as read at source (the row's stage and words), not observed."""
+    from eaglewire.engines.serving import ROWS
+
+    for entry in by.values():
+        for platform, said in list(entry.get("platforms", {}).items()):
+            if "(observed" in said:
+                continue
+            for row in ROWS:
+                if (row.engine == engine and row.platform == platform and "*" in row.families
+                        and not row.quantized_target and row.covers(entry["version"])):  # fmt: skip
+                    entry["platforms"][platform] = (
+                        f"cannot speculate (read at source, at {row.stage}: {row.words}; {row.name})"
+                    )
+                    break
 
 
 def _model_code(body: dict) -> bool:

