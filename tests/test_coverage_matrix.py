@@ -73,8 +73,10 @@ def test_the_observed_vllm_cell_is_engine_with_its_record(cov):
     assert cell.level == "engine"
     assert cell.record == "engines/vllm/data/observed/vllm-0.32.0-cpu.json"
     assert (ENGINES_DIR.parent / cell.record).is_file()
-    # the record covers what it ran: the CPU build, the zoo's family; CUDA and other families rest on reading
-    assert cov.cell("vllm", "0.32.0", "llama", "cuda").level == "read"
+    # the record covers what it ran: the CPU build, the zoo's family; on CUDA the release's runner code, executed
+    # (its model-code record), and other families on the CPU rest on reading
+    cuda = cov.cell("vllm", "0.32.0", "llama", "cuda")
+    assert (cuda.level, cuda.record) == ("model-code", "engines/vllm/data/observed/vllm-0.32.0-model-code.json")
     (rec,) = [r for r in records() if r["file"] == "vllm-0.32.0-cpu.json"]
     ran = cov_job.record_families(rec)
     unseen = next(
@@ -84,6 +86,7 @@ def test_the_observed_vllm_cell_is_engine_with_its_record(cov):
     assert cov.cell("vllm", "0.32.0", "qwen3", "cpu").level == ("engine" if "qwen3" in ran else "read")
     sg = cov.cell("sglang", "0.5.23", "llama", "cpu")  # the SGLang tier's record (tests/sglang_engine)
     assert sg.record == "engines/sglang/data/observed/sglang-0.5.23-cpu.json"
+    # SGLang 0.5.22+ captures inside the real layer: its model code, run with stand-ins, makes no claim
     assert cov.cell("sglang", "0.5.23", "llama", "cuda").level == "read"
     engine = [c for c in cov.cells if c.level == "engine"]
     assert sg in engine and cell in engine
@@ -194,7 +197,7 @@ def test_matrix_has_a_row_per_read_release_with_verdicts(zoo_matrix):
     assert cell[("vllm", "0.33.0", "default")].status == "ok"
     # no platform: check's own assumption (CUDA) and CUDA's evidence
     assert m.evidence_platform == "cuda" and "CUDA" in m.platform_note
-    assert cell[("vllm", "0.32.0", "default")].level == "read"
+    assert cell[("vllm", "0.32.0", "default")].level == "model-code"  # CUDA's runner code, executed
     assert sum(m.counts["default"].values()) == len(m.releases)
 
 
@@ -211,7 +214,9 @@ def test_matrix_all_releases_marks_the_unread(zoo_matrix):
     m = matrix(DRAFTERS[:1], zoo.target_dir(), ["sglang"], all_releases=True)
     assert len(m.releases) == sum(1 for r in ledger("sglang").releases if r.eagle3)
     unread = [r for r in m.releases if not r.read]
-    assert unread and all(c.level == "none" for r in unread for c in r.cells)
+    # a release whose source nobody read rests on its own model code, executed, where that ran, else on nothing
+    assert unread and all(c.level in ("model-code", "none") for r in unread for c in r.cells)
+    assert any(c.level == "model-code" and c.record for r in unread for c in r.cells)
 
 
 def test_matrix_html_is_one_self_contained_grid(zoo_matrix, tmp_path):
@@ -268,6 +273,8 @@ def test_check_says_the_evidence_its_verdict_rests_on():
 
     seen = level("vllm==0.32.0", "cpu")
     assert seen["level"] == "engine" and "vllm-0.32.0-cpu.json" in seen["basis"], seen
-    assert level("vllm==0.32.0", "cuda")["level"] == "read"  # a CPU run does not speak for CUDA
+    # a CPU run does not speak for CUDA; the release's CUDA runner code, executed, does
+    cuda = level("vllm==0.32.0", "cuda")
+    assert cuda["level"] == "model-code" and "vllm-0.32.0-model-code.json" in cuda["basis"], cuda
     assert level("sglang==0.5.23", None) == {"level": "read", "basis": "read at source (sglang 0.5.23)"}
     assert level("vllm==0.99.0", "cpu")["level"] == "none"

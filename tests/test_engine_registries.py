@@ -125,8 +125,10 @@ def test_the_registry_agrees_with_every_row_the_table_read(engine):
             if table:
                 wrong.append(f"{engine} {version} {arch}: table serves, the registry refuses")
                 continue
-            finer.append(f"{engine} {version} {arch}")
             matches = rows_for(EngineSpec(engine, Version(version)), family, arch, model_type)
+            if any(m.row.refused_at == "capture" for m in matches):
+                continue  # the class takes the ids (the registry's interface) but captures none: model code, executed
+            finer.append(f"{engine} {version} {arch}")
             assert not any(m.model_known for m in matches), f"{engine} {version} {arch}: the family's refusal"
             assert all(m.basis and "rows refuse it" in m.basis for m in matches)
     assert not wrong, f"{len(wrong)}: {wrong[:8]}"

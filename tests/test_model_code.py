@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import pytest
 from engines.capture import configs
-from engines.model_code import ENTRY_FAILS, agrees, table_taps
+from engines.model_code import ENTRY_FAILS, agrees, releases, table_taps
 
 from eaglewire.engines.observed import records
 from eaglewire.targets import FAMILIES, GENERIC, _family_of
@@ -55,3 +55,30 @@ def test_a_record_says_what_it_covers_and_what_did_not_run():
             if rec["engine"].startswith("vllm=="):
                 assert item["platform"] == "cuda", rec["file"]  # the CPU build runs its own runner (RUNS_ON)
         assert all(isinstance(why, str) and why for why in rec["not_run"].values()), rec["file"]
+
+
+@pytest.mark.parametrize("engine", ["sglang", "vllm"])
+def test_every_release_of_the_range_has_its_record(engine):
+    """One record per release the driver runs (SGLang from 0.4.5, vLLM from 0.8.5, every release of the ledger
+    with EAGLE-3): a release whose model files do not import here still has one, its `not_run` saying why."""
+    have = {r["engine"] for r in CODE}
+    missing = [v for v in releases(engine) if f"{engine}=={v}" not in have]
+    assert not missing, f"{engine}: no model-code record for {missing} (make model-code)"
+
+
+def test_every_model_code_cell_is_what_its_record_covers():
+    """A coverage cell at level model-code names a record that covers its platform and family: a model-code
+    record's `covers` item, or an engine record's forward seen before warm-up failed (its `model_code` rows)."""
+    import json
+
+    from eaglewire.jobs.coverage import ENGINES_DIR, coverage, model_code_families
+
+    cells = [c for c in coverage().cells if c.level == "model-code"]
+    assert cells
+    for c in cells:
+        rec = json.loads((ENGINES_DIR.parent / c.record).read_text())
+        assert rec["engine"] == f"{c.engine}=={c.release}", c
+        if "covers" in rec:
+            assert any(i["platform"] == c.platform and c.family in i["families"] for i in rec["covers"]), c
+        else:
+            assert c.family in model_code_families(rec) and c.platform == "cuda", c

@@ -69,9 +69,11 @@ def rows_for(
     if version is None:
         return [RowMatch(r, True, True, model, known, basis) for r in cands]
     exact = match(cands, Spec(spec.framework, version))
-    if exact and known and architecture and all(r.rule is Rule.UNSUPPORTED for r in exact):
+    if (exact and known and architecture and all(r.rule is Rule.UNSUPPORTED for r in exact)
+            and not any(r.refused_at == "capture" for r in exact)):  # fmt: skip
         # the family's rows refuse it, the release's registry serves this architecture (e.g. a text-only class
-        # beside the wrapper the rows were read for): the table's refusal is not this architecture's
+        # beside the wrapper the rows were read for): the table's refusal is not this architecture's, unless the
+        # rows say the class takes the ids (what the registry sees) and captures nothing
         served = registries.lookup(spec.framework, version, architecture, model_type)
         if served is not None and served.serves:
             known, basis = (

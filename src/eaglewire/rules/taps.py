@@ -123,7 +123,9 @@ class Convention(Row):
     source: str = ""
     notes: tuple[str, ...] = ()
     unsupported: str | None = None  # Rule.UNSUPPORTED rows: what the engine does (refuses, crashes, ...)
-    refused_at: str | None = None  # UNSUPPORTED rows: "config" where the engine's config check refuses, before any model code
+    # UNSUPPORTED rows, where the refusal happens: "config" (the engine's config check, before any model code runs);
+    # "capture" (the class takes the ids, so its registry lists an EAGLE-3 interface, but its forward captures none)
+    refused_at: str | None = None
     hl_crash: str | None = (
         None  # what happens when a tap above the highest reachable one is asked (None: dropped)
     )

@@ -40,7 +40,7 @@ MODEL_FILES: dict[str, str] = {
     "qwen3_moe": "qwen3_moe",
     "qwen3_next": "qwen3_next",
     "qwen3_vl": "qwen3_vl",
-    "qwen3_vl_moe": "qwen3_vl",
+    "qwen3_vl_moe": "qwen3_vl_moe",
     "gpt_oss": "gpt_oss",
     "deepseek_v2": "deepseek_v2",
     "deepseek_v3": "deepseek_v3",
@@ -54,7 +54,7 @@ MODEL_FILES: dict[str, str] = {
 }
 
 # Model classes with vLLM's EagleModelMixin capture (index 0 before the layers, id idx+1 after layer idx).
-VLLM_MIXIN_MODELS = ("llama", "mistral", "llama4", "qwen2", "qwen2_5_vl", "qwen3", "qwen3_vl", "qwen3_moe",
+VLLM_MIXIN_MODELS = ("llama", "mistral", "llama4", "qwen2", "qwen2_5_vl", "qwen3", "qwen3_vl", "qwen3_vl_moe", "qwen3_moe",
                      "gpt_oss", "minimax_m2", "qwen3_next", "mistral3", "eagle_model_mixin")  # fmt: skip
 VLLM_DEEPSEEK = ("deepseek_v2", "deepseek_v3", "kimi_k25")
 READ = ledger("vllm").read("taps")  # releases whose capture code was read (the ledger's `taps` releases)
@@ -164,7 +164,7 @@ class Group:
     refused: str  # what happens before
     captures: tuple[Capture, ...]
     mrv2_from: str | None  # first version where the V2 model runner is the default for it
-    gate: bool = False  # the refusal before usable_from is the config's model_type gate (no model code runs)
+    refused_at: str | None = None  # where the refusal before usable_from happens (Convention.refused_at)
 
 
 LLAMA_MODEL = (
@@ -188,7 +188,7 @@ GATED = (
 )
 GROUPS: tuple[Group, ...] = (
     Group("llama", ("llama",), "0.8.5", "vLLM < 0.8.5 has no EAGLE-3", LLAMA_MODEL, "0.23.0"),
-    Group("qwen3", ("qwen3",), "0.10.1", f"vLLM < 0.10.1: {NOT_LLAMA}", LLAMA_MODEL, "0.22.0", gate=True),
+    Group("qwen3", ("qwen3",), "0.10.1", f"vLLM < 0.10.1: {NOT_LLAMA}", LLAMA_MODEL, "0.22.0", refused_at="config"),
     Group("qwen2", ("qwen2",), "0.10.2", "vLLM < 0.10.2: no Qwen2 EAGLE-3 interface (gate before 0.10.1)",
           LLAMA_MODEL, "0.25.0"),
     Group("llama4", ("llama4",), "0.11.1", "vLLM < 0.11.1: Llama4ForConditionalGeneration has no EAGLE-3 interface",
@@ -197,13 +197,20 @@ GROUPS: tuple[Group, ...] = (
           LLAMA_MODEL, "0.25.0"),
     Group("qwen3_vl", ("qwen3_vl",), "0.12.0", "vLLM < 0.12.0: Qwen3-VL has no EAGLE-3 interface", LLAMA_MODEL,
           "0.25.0"),
+    # Qwen3-VL-MoE takes the ids from 0.12.0 (Qwen3-VL's set_aux_hidden_state_layers) but its MoE text model has no
+    # capture until 0.15.0: executed in every release's model-code record, read at 0.13.0 and 0.15.0
+    Group("qwen3_vl_moe", ("qwen3_vl_moe",), "0.15.0", "vLLM < 0.15.0: Qwen3VLMoeForConditionalGeneration captures no "
+          "aux hidden states: no EAGLE-3 interface before 0.12.0; 0.12.0-0.14.1 take the ids (set_aux_hidden_state_"
+          "layers, from Qwen3-VL) but the MoE text model's forward never captures (qwen3_vl_moe.py:95-130 "
+          "Qwen3MoeLLMModel.forward @0.13.0; capture from :114-119 @0.15.0), so the runner's unpack of (hidden "
+          "states, aux states) fails at warm-up", LLAMA_MODEL, "0.25.0", refused_at="capture"),
     Group("mistral", ("mistral",), "0.22.0", f"vLLM < 0.22.0: model_type 'mistral' {GATED}", LLAMA_MODEL,
-          "0.23.0", gate=True),
-    Group("gpt_oss", ("gpt_oss",), "0.11.0", f"vLLM < 0.11.0: {NOT_LLAMA}", MOE_EARLY, "0.29.0", gate=True),
+          "0.23.0", refused_at="config"),
+    Group("gpt_oss", ("gpt_oss",), "0.11.0", f"vLLM < 0.11.0: {NOT_LLAMA}", MOE_EARLY, "0.29.0", refused_at="config"),
     Group("qwen3_moe", ("qwen3_moe",), "0.11.1", "vLLM < 0.11.1: Qwen3MoeForCausalLM has no set_aux_hidden_state_layers "
           "(gate passes from 0.10.1: AttributeError at load, inferred)", MOE_EARLY, "0.29.0"),
     Group("mistral3", ("mistral3",), "0.22.0", f"vLLM < 0.22.0: text model_type 'mistral' {GATED}", MIXIN, "0.25.0",
-          gate=True),
+          refused_at="config"),
     # An architecture the table does not list, which the release's registry serves through the EagleModelMixin
     # (registries.py; models.REGISTRY_CAPTURE); the registry also answers the gate, so no refusal is modelled here.
     Group("mixin", ("eagle_model_mixin",), "0.17.0", "vLLM < 0.17.0 has no EagleModelMixin", MIXIN, "0.29.0"),
@@ -267,7 +274,7 @@ def _generated() -> tuple[Convention, ...]:
             key=f"vllm-{g.name}-<{g.usable_from}", framework="vllm", role="serve", versions=_spec("0.8.5", g.usable_from),
             checked=_checked("0.8.5", g.usable_from), models=g.models, runner="v1", default_runner=True,
             id_sources=(), rule=Rule.UNSUPPORTED, default="", default_rule=Rule.UNSUPPORTED, lowest_tap=0,
-            highest_tap="L", h0_crash=None, unsupported=g.refused, refused_at="config" if g.gate else None,
+            highest_tap="L", h0_crash=None, unsupported=g.refused, refused_at=g.refused_at,
             source=f"vllm {GATE}; class scan per wheel"))  # fmt: skip
         cuts = {
             g.usable_from,
