@@ -142,6 +142,7 @@ class _Seen:
     families: frozenset[str]
     runner: str = ""  # the model runner whose code ran ("": the platform's own)
     ran_on: str = ""  # the platform the record ran on (a model-code entry can cover another)
+    stand_ins: bool = False  # a model-code record (its decoder loop run with stand-in layers), not an engine run's
 
 
 def _observations(engine: str) -> list[_Seen]:
@@ -171,7 +172,7 @@ def _observations(engine: str) -> list[_Seen]:
             fams = model_code_families(rec)
         else:
             fams = record_families(rec)
-        out.append(_Seen(str(Version(version)), platform, level, where, fams, runner, rec["platform"]))
+        out.append(_Seen(str(Version(version)), platform, level, where, fams, runner, rec["platform"], "covers" in rec))
     return out
 
 
@@ -390,16 +391,15 @@ def evidence(engine: str, version: str, family: str, platform: str | None, read:
              and family in s.families and _runs_on(engine, version, family, where, s.runner)), None,
         )  # fmt: skip
         if hit is not None:
-            what = (
-                "engine run"
-                if level == "engine"
-                else "model code, executed"
-                + (
-                    f" (the {hit.runner.upper()} runner's, in the {hit.ran_on.upper()} build's profile run)"
-                    if hit.ran_on != where
-                    else ""
-                )
-            )
+            runner = f"the {hit.runner.upper()} runner's " if hit.runner else ""
+            if level == "engine":
+                what = "engine run"
+            elif hit.stand_ins:  # the release's capture request and decoder loop, with stand-in layers
+                what = f"model code, executed ({runner}capture request and decoder loop, stand-in layers)"
+            elif hit.ran_on != where:
+                what = f"model code, executed ({runner}in the {hit.ran_on.upper()} build's profile run)"
+            else:
+                what = "model code, executed"
             return {
                 "level": level,
                 "basis": f"observed: {engine} {version} {where.upper()} {what} ({hit.record})",
