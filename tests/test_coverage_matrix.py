@@ -76,7 +76,10 @@ def test_the_observed_vllm_cell_is_engine_with_its_record(cov):
     # the record covers what it ran: the CPU build, the zoo's family; on CUDA the release's runner code, executed
     # (its model-code record), and other families on the CPU rest on reading
     cuda = cov.cell("vllm", "0.32.0", "llama", "cuda")
-    assert (cuda.level, cuda.record) == ("model-code", "engines/vllm/data/observed/vllm-0.32.0-model-code.json")
+    assert (cuda.level, cuda.record) == (
+        "model-code",
+        "engines/vllm/data/observed/vllm-0.32.0-model-code.json",
+    )
     (rec,) = [r for r in records() if r["file"] == "vllm-0.32.0-cpu.json"]
     ran = cov_job.record_families(rec)
     unseen = next(

@@ -124,8 +124,14 @@ def table_taps(
         return {"row": None, "taps": None, "failure": "no row", "claims": False, "graphs_differ": False}
     row = matches[0].row
     if row.refused_at == "config":  # the engine's config check refuses before the runner: its code never runs
-        return {"row": row.key, "taps": None, "failure": row.unsupported, "claims": False, "graphs_differ": False,
-                "why": "the table's refusal is the engine's config check, before any model code runs"}
+        return {
+            "row": row.key,
+            "taps": None,
+            "failure": row.unsupported,
+            "claims": False,
+            "graphs_differ": False,
+            "why": "the table's refusal is the engine's config check, before any model code runs",
+        }
     res = resolve(replace(row, ignores_ids=None), config, n)
     return {"row": row.key, "taps": list(res.taps.indices) if res.taps is not None else None,
             "failure": res.failure, "claims": all(m.model_known for m in matches),

@@ -142,7 +142,9 @@ class _Seen:
     families: frozenset[str]
     runner: str = ""  # the model runner whose code ran ("": the platform's own)
     ran_on: str = ""  # the platform the record ran on (a model-code entry can cover another)
-    stand_ins: bool = False  # a model-code record (its decoder loop run with stand-in layers), not an engine run's
+    stand_ins: bool = (
+        False  # a model-code record (its decoder loop run with stand-in layers), not an engine run's
+    )
 
 
 def _observations(engine: str) -> list[_Seen]:
@@ -172,7 +174,11 @@ def _observations(engine: str) -> list[_Seen]:
             fams = model_code_families(rec)
         else:
             fams = record_families(rec)
-        out.append(_Seen(str(Version(version)), platform, level, where, fams, runner, rec["platform"], "covers" in rec))
+        out.append(
+            _Seen(
+                str(Version(version)), platform, level, where, fams, runner, rec["platform"], "covers" in rec
+            )
+        )
     return out
 
 
