@@ -8,7 +8,10 @@ checkpoint), where the engine fails, in its own words, and the record that showe
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
+
+from packaging.version import InvalidVersion, Version
 
 from eaglewire.rules.row import Row
 
@@ -51,11 +54,28 @@ class ServingFailure(Row):
         assert self.platform, f"{self.name}: a serving failure is a platform fact: name the platform"
         assert self.stage in STAGES, f"{self.name}: stage {self.stage!r} is not one of {STAGES}"
 
+    def observed_at(self, version: str) -> bool:
+        """Whether one of the records the row cites ran this release (`<engine>-<version>-<platform>.json`)."""
+        found = re.findall(rf"{re.escape(self.engine)}-([0-9][^-\s]*)-", self.observed or "")
+        return any(_same(v, version) for v in found)
+
     def failure(self, version: str) -> str:
         what = "cannot run this target at all, so neither an EAGLE-3 drafter beside it" if self.alone else (
             "cannot serve an EAGLE-3 drafter beside this target")  # fmt: skip
         where = "" if self.platform == "*" else f" on the {str(self.platform).upper()}"
         fix = f"; {self.fix}" if self.fix else ""
-        seen = f"observed: {self.observed}" if self.observed else "read at source, not observed"
+        if self.observed and self.observed_at(version):
+            seen = f"observed: {self.observed}"
+        elif self.observed:  # a release the row covers by its source, beside the releases that showed it
+            seen = f"read at source, not observed at {version}; observed: {self.observed}"
+        else:
+            seen = "read at source, not observed"
         return (f"{self.engine} {version}{where} {what}: the engine fails at {self.stage} with `{self.words}` "
                 f"({self.why}{fix}) [{self.source}; {seen}]")  # fmt: skip
+
+
+def _same(a: str, b: str) -> bool:
+    try:
+        return Version(str(a)) == Version(str(b))
+    except InvalidVersion:
+        return str(a) == str(b)
