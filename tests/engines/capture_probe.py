@@ -562,6 +562,20 @@ def _vllm_distributed() -> None:
         ps._PP = SimpleNamespace(is_first_rank=True, is_last_rank=True, world_size=1, rank_in_group=0, rank=0)
 
 
+DROPPED = (
+    ("transformers.models.pixtral.modeling_pixtral", "PixtralRotaryEmbedding"),
+    ("transformers.models.pixtral.modeling_pixtral", "position_ids_in_meshgrid"),
+    ("transformers.models.qwen2_5_vl.modeling_qwen2_5_vl", "Qwen2_5_VisionRotaryEmbedding"),
+)
+
+
+def _dropped(name: str):
+    def init(self, *args, **kwargs):
+        raise NotImplementedError(f"transformers.{name}: dropped in transformers 5 (an import-time stand-in)")
+
+    return init
+
+
 def _cpu_flag(flag: str) -> bool:
     """Whether this CPU has an instruction-set flag (Linux /proc/cpuinfo; False where it cannot be read)."""
     try:
@@ -615,6 +629,15 @@ def main(request_path: str, result_path: str) -> int:
             pass
     import transformers
 
+    # vision helpers transformers 5 dropped, which older releases import at module level beside the text decoder
+    # (vLLM's Mistral3/Pixtral, SGLang's Qwen2.5-VL/Qwen3-VL): import-time names only, each raising if called
+    for module, name in DROPPED:
+        try:
+            found = importlib.import_module(module)
+        except ImportError:
+            continue
+        if not hasattr(found, name):
+            setattr(found, name, type(name, (), {"__init__": _dropped(name)}))
     # older releases register config classes under names transformers 5 now has (vLLM's, SGLang 0.5.11-0.5.19's
     # `qwen3_asr`): the release's own class is registered over it, as it was beside the transformers those releases
     # pinned (none of them is a target tested here)
