@@ -354,7 +354,7 @@ def check(
                     v = _cannot_serve(spec, m, tinfo, cannot, str(version))
             if on_cpu is not None and v.status != "fails":
                 said = (f"platform not given: not the CPU, where {spec.framework} {version} cannot serve this pair "
-                        f"(fails at {on_cpu.stage}: `{on_cpu.words}`; observed: {on_cpu.observed}); --platform "
+                        f"(fails at {on_cpu.stage}: `{on_cpu.words}`; {on_cpu.evidence(str(version))}); --platform "
                         "settles it")  # fmt: skip
                 if strict and v.status != "unverified":
                     v.status = "unverified"
@@ -423,8 +423,9 @@ def _cannot_serve(
     spec: conv.EngineSpec, m: conv.RowMatch, tinfo: TargetInfo, row: ServingFailure, version: str
 ) -> EngineVerdict:
     """The release, on this platform, cannot serve an EAGLE-3 drafter beside this target at all (a running engine
-    showed it: engines/<engine>/serving.py): `fails` at the engine's stage, whatever the ids say."""
-    tap_row = replace(m.row, source=f"{row.source}; observed: {row.observed}")
+    showed it, or the release's source where no run did: engines/<engine>/serving.py): `fails` at the engine's
+    stage, whatever the ids say."""
+    tap_row = replace(m.row, source=f"{row.source}; {row.evidence(version)}")
     served = conv.Resolution(tap_row, tinfo.num_layers, None, None, None, failure=row.failure(version),
                              stage=row.stage)  # fmt: skip
     name = f"{spec.framework}=={version}" + (f" {m.row.runner}" if m.row.runner else "")

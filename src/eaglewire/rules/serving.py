@@ -59,17 +59,20 @@ class ServingFailure(Row):
         found = re.findall(rf"{re.escape(self.engine)}-([0-9][^-\s]*)-", self.observed or "")
         return any(_same(v, version) for v in found)
 
+    def evidence(self, version: str) -> str:
+        """What the row rests on at this release: the records that ran it, or its source beside them."""
+        if self.observed and self.observed_at(version):
+            return f"observed: {self.observed}"
+        if self.observed:  # a release the row covers by its source, beside the releases that showed it
+            return f"read at source, not observed at {version}; observed: {self.observed}"
+        return "read at source, not observed"
+
     def failure(self, version: str) -> str:
         what = "cannot run this target at all, so neither an EAGLE-3 drafter beside it" if self.alone else (
             "cannot serve an EAGLE-3 drafter beside this target")  # fmt: skip
         where = "" if self.platform == "*" else f" on the {str(self.platform).upper()}"
         fix = f"; {self.fix}" if self.fix else ""
-        if self.observed and self.observed_at(version):
-            seen = f"observed: {self.observed}"
-        elif self.observed:  # a release the row covers by its source, beside the releases that showed it
-            seen = f"read at source, not observed at {version}; observed: {self.observed}"
-        else:
-            seen = "read at source, not observed"
+        seen = self.evidence(version)
         return (f"{self.engine} {version}{where} {what}: the engine fails at {self.stage} with `{self.words}` "
                 f"({self.why}{fix}) [{self.source}; {seen}]")  # fmt: skip
 
