@@ -299,3 +299,32 @@ def test_docs_coverage_is_in_sync_with_the_table():
 
     doc = Path(__file__).resolve().parents[1] / "docs" / "coverage.md"
     assert doc.read_text() == markdown(), "docs/coverage.md is stale: run `make docs`"
+
+
+def test_a_refused_target_is_fixed_by_a_release_not_a_value(tmp_path):
+    """Where the release refuses the target (vLLM 0.12.0-0.14.1 take Qwen3-VL-MoE's ids but its text model never
+    captures, as its model code executed shows), check fails and its fix names the first release whose capture
+    serves it, not a config value; at that release the same pair is decided on its ids."""
+    import json
+
+    from eaglewire import zoo
+    from eaglewire.jobs.check import check
+
+    target = tmp_path / "target"
+    target.mkdir()
+    text = {"model_type": "qwen3_vl_moe_text", "num_hidden_layers": 8, "hidden_size": 384, "vocab_size": 4096}
+    (target / "config.json").write_text(
+        json.dumps(
+            {
+                "architectures": ["Qwen3VLMoeForConditionalGeneration"],
+                "model_type": "qwen3_vl_moe",
+                "text_config": text,
+            }
+        )
+    )
+    old, new = check(
+        zoo.drafter_dir("default"), target, ["vllm==0.13.0", "vllm==0.15.0"], platform="cuda"
+    ).verdicts
+    assert old.status == "fails" and "never captures" in old.served.failure
+    assert not old.fix.expressible and "vllm 0.15.0 is the first release" in old.fix.reason
+    assert new.status != "fails" and new.served.taps is not None

@@ -5,6 +5,7 @@ New engine releases are new rows in that engine's folder and a line in its ledge
 
 from __future__ import annotations
 
+from packaging.specifiers import SpecifierSet
 from packaging.version import InvalidVersion, Version
 
 from eaglewire.engines import registries
@@ -91,3 +92,24 @@ def current_rows(framework: str, family: str) -> list[RowMatch]:
     (`rows_for` with no version lists every row of a framework whose versions are commits, oldest first)."""
     version = None if framework in NEWEST else Version("9999")
     return rows_for(EngineSpec(framework, version), family)
+
+
+def first_serving(row: Convention) -> str | None:
+    """For a row that refuses a target (Rule.UNSUPPORTED), the first release above its range whose rows of the same
+    model files and runner capture for it; None where no later row does (or the row is not a refusal)."""
+    if row.rule is not Rule.UNSUPPORTED:
+        return None
+    top = max(
+        (Version(s.version) for s in SpecifierSet(row.versions) if s.operator in ("<", "<=")), default=None
+    )
+    if top is None:
+        return None
+    later = []
+    for r in ROWS:
+        if (r.framework != row.framework or r.rule is Rule.UNSUPPORTED or (r.runner or "") != (row.runner or "")
+                or not set(r.models) & set(row.models)):  # fmt: skip
+            continue
+        lows = [Version(s.version) for s in SpecifierSet(r.versions) if s.operator in (">=", ">")]
+        if lows and min(lows) >= top:
+            later.append(min(lows))
+    return str(min(later)) if later else None

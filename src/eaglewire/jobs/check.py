@@ -535,6 +535,13 @@ def _fix(row: conv.Convention, reading: _Reading, trained: TrainedTaps, L: int) 
         return None
     if served.failure is None and served.taps is not None and served.taps.same_set(w):
         return None  # the taps are right: what fails is elsewhere (the findings say what)
+    if row.rule is conv.Rule.UNSUPPORTED:  # no value helps: the fix is a release (the verdict says why)
+        first = table.first_serving(row)
+        later = (f"{row.framework} {first} is the first release whose capture serves it" if first
+                 else f"no {row.framework} release read captures for it")  # fmt: skip
+        return conv.ConfigFix(
+            row, w, None, None, reason=f"no config value: this release refuses the target; {later}"
+        )
     return conv.config_value_for(row, w, L)
 
 
