@@ -33,6 +33,20 @@ def _family_rows(row):
                 yield version, fam
 
 
+def _table_refuses(engine: str, version: str, fam: dict) -> bool:
+    """The table refuses the family's target at the release (its registry or every tap row): the engine's config
+    check, which a launch meets before the platform's worker loads anything."""
+    from eaglewire.engines import registries
+    from eaglewire.engines.table import parse_spec, rows_for
+    from eaglewire.rules.taps import Rule
+
+    arch = fam.get("architecture") or ""
+    if registries.refusal(engine, version, arch) is not None:
+        return True
+    rows = rows_for(parse_spec(f"{engine}=={version}"), fam["family"], arch)
+    return bool(rows) and all(m.row.rule is Rule.UNSUPPORTED for m in rows)
+
+
 @pytest.mark.parametrize("row", FAMILY_ROWS, ids=[r.name for r in FAMILY_ROWS])
 def test_the_row_is_what_the_records_show(row):
     seen = list(_family_rows(row))
@@ -54,9 +68,11 @@ def test_the_row_is_what_the_records_show(row):
         # the engine met something else first: an earlier stage, or the row the table applies there instead (a
         # row about this kind of target, met before a row about every target)
         first = serving_failure(row.engine, version, row.platform, fam["family"], fam["config"])
-        earlier = (stage in STAGES and STAGES.index(stage) < STAGES.index(row.stage)) or (
-            first not in (row, None) and words.startswith(first.words)
-        )
+        earlier = (
+            (stage in STAGES and STAGES.index(stage) < STAGES.index(row.stage))
+            or (first not in (row, None) and words.startswith(first.words))
+            or (stage == "load" and _table_refuses(row.engine, version, fam))
+        )  # its config check, met first
         where = (row.name, version, fam["family"], fam["engine"])
         assert (failed or earlier) if row.covers(version) else not failed, where
 
