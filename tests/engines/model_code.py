@@ -23,6 +23,7 @@ entry ran (the CPU build runs its own runner: `RUNS_ON`).
 from __future__ import annotations
 
 import argparse
+import functools
 import json
 import subprocess
 import sys
@@ -115,14 +116,11 @@ def table_taps(
     """The table's answer at the release (for the runner): its row, taps, failure (the release's registry refusing
     the architecture first). A row whose CUDA-graph path feeds other taps (SGLang before 0.5.11) is asked for the
     eager ones, which are what ran."""
-    refused = registries.refusal(engine, release, arch, "")
+    refused, row, known = _table_row(engine, release, family, arch, runner)
     if refused is not None:
-        return {"row": None, "taps": None, "failure": refused.reason, "claims": True, "graphs_differ": False}
-    matches = [m for m in rows_for(parse_spec(f"{engine}=={release}"), family, arch)
-               if (m.row.runner or "") == runner]  # fmt: skip
-    if not matches:
+        return {"row": None, "taps": None, "failure": refused, "claims": True, "graphs_differ": False}
+    if row is None:
         return {"row": None, "taps": None, "failure": "no row", "claims": False, "graphs_differ": False}
-    row = matches[0].row
     if row.refused_at == "config":  # the engine's config check refuses before the runner: its code never runs
         return {
             "row": row.key,
@@ -134,8 +132,22 @@ def table_taps(
         }
     res = resolve(replace(row, ignores_ids=None), config, n)
     return {"row": row.key, "taps": list(res.taps.indices) if res.taps is not None else None,
-            "failure": res.failure, "claims": all(m.model_known for m in matches),
+            "failure": res.failure, "claims": known,
             "graphs_differ": row.ignores_ids is not None}  # fmt: skip
+
+
+@functools.cache
+def _table_row(engine: str, release: str, family: str, arch: str, runner: str):
+    """(the release's registry refusal, the row for the runner, whether every row knows the model) at a release:
+    the same for every id list and config shape of a case, so asked once."""
+    refused = registries.refusal(engine, release, arch, "")
+    if refused is not None:
+        return refused.reason, None, True
+    matches = [m for m in rows_for(parse_spec(f"{engine}=={release}"), family, arch)
+               if (m.row.runner or "") == runner]  # fmt: skip
+    if not matches:
+        return None, None, False
+    return None, matches[0].row, all(m.model_known for m in matches)
 
 
 def agrees(result: dict, table: dict, engine: str = "sglang") -> bool | None:
