@@ -281,3 +281,18 @@ def test_check_says_the_evidence_its_verdict_rests_on():
     assert cuda["level"] == "model-code" and "vllm-0.32.0-model-code.json" in cuda["basis"], cuda
     assert level("sglang==0.5.23", None) == {"level": "read", "basis": "read at source (sglang 0.5.23)"}
     assert level("vllm==0.99.0", "cpu")["level"] == "none"
+
+
+def test_a_release_nobody_read_whose_own_code_ran_is_decided():
+    """vLLM 0.27.1 was never read at source, but its model code was executed (and its CPU build run): its rows'
+    rule there was seen, so check decides instead of saying `unverified: not read at source`; the row's runner
+    must be the one whose code ran."""
+    from eaglewire.jobs.check import check
+    from eaglewire.jobs.coverage import executed_at
+
+    assert "taps" not in next(r for r in ledger("vllm").releases if r.version == "0.27.1").read
+    assert executed_at("vllm", "0.27.1", "llama", "mrv2").endswith("vllm-0.27.1-model-code.json")
+    assert executed_at("vllm", "0.99.0", "llama", "v1") is None
+    (v,) = check(zoo.drafter_dir("default"), zoo.target_dir(), ["vllm==0.27.1"], platform="cuda").verdicts
+    assert v.status == "ok" and not any("not read at source" in u for u in v.unknowns), v.unknowns
+    assert v.evidence["level"] == "model-code"

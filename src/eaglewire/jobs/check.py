@@ -24,7 +24,7 @@ from eaglewire.formats import DrafterCheckpoint, read_drafter, write_drafter
 from eaglewire.formats.checkpoint import PROVENANCE_KEY
 from eaglewire.formats.trained import Assumption, TrainedTaps, target_from_provenance, trained_taps
 from eaglewire.formats.vocab import VocabReport, checkpoint_vocab_report
-from eaglewire.jobs.coverage import evidence
+from eaglewire.jobs.coverage import evidence, executed_at
 from eaglewire.jobs.structure import findings_for
 from eaglewire.rules import taps as conv
 from eaglewire.rules.serving import STAGES, ServingFailure
@@ -441,7 +441,9 @@ def _row_unknowns(spec: conv.EngineSpec, m: conv.RowMatch, target: TargetInfo) -
             f"no convention row covers {spec}: assumed from the nearest ({m.row.label}, read at {read}); "
             f"a newer eaglewire table, or `eaglewire test --engine {spec}` on the target, settles it"
         )
-    elif not m.verified:
+    elif not m.verified and not (
+        spec.version and executed_at(spec.framework, str(spec.version), target.family, m.row.runner)
+    ):  # a release nobody read whose own code, executed, agrees with the row is not assumed
         out.append(
             f"{spec} was not read at source: assumed from row {m.row.key} (read at {read}); a newer eaglewire "
             f"table, or `eaglewire test --engine {spec}` on the target, settles it"

@@ -384,6 +384,18 @@ def _seen(engine: str) -> tuple[_Seen, ...]:
     return tuple(_observations(engine))
 
 
+def executed_at(engine: str, version: str, family: str, runner: str | None) -> str | None:
+    """A record of the release's own code run for the family by the row's runner (its model code executed for that
+    runner, or a running engine, whose CPU runner is V1's), or None: where one exists, the row's rule at that
+    release was seen, not assumed from the releases read around it."""
+    version = str(Version(version))
+    for s in _seen(engine):
+        same = (s.runner or "") == (runner or "") or (s.level == "engine" and runner in (None, "v1"))
+        if s.release == version and s.level in LEVELS[:2] and family in s.families and same:
+            return s.record
+    return None
+
+
 def evidence(engine: str, version: str, family: str, platform: str | None, read: bool) -> dict[str, str]:
     """The evidence a verdict on the served taps rests on, strongest first: a running engine of that release on
     that platform showed it for the family (`engine`), the release's model code did (`model-code`), its capture
