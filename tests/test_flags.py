@@ -509,7 +509,7 @@ SCENARIOS: dict[str, tuple] = {
                            "sglang.overlap_schedule", INFO),
     "sg-mixed-chunk": ([*E3, *sizes(3, 1, 4), "--enable-mixed-chunk"], {"engine_version": "0.5.18"},
                        "sglang.mixed_chunk_disabled", INFO),
-    **{f"sg-mtp-{v}": _mtp(v) for v in ("0.4.8", "0.4.10", "0.5.5", "0.5.7", "0.5.8", "0.5.10", "0.5.11", "0.5.15",
+    **{f"sg-mtp-{v}": _mtp(v) for v in ("0.4.6.post3", "0.4.8", "0.4.10", "0.5.5", "0.5.7", "0.5.8", "0.5.10", "0.5.11", "0.5.15",
                                          "0.5.23")},
     "sg-draft-missing": ([*E3[:6], "EAGLE3", *sizes(3, 1, 4)], {}, "sglang.draft_model_missing", PROBLEM),
     "sg-draft-missing-unknown": ([*EAGLE[:6], "EAGLE", *sizes(3, 1, 4)], {},

@@ -60,6 +60,9 @@ class FlagRule(Row):
     # Where a failing row fails: "args" (the engine's argument code raises), "load" (loading the drafter), or
     # "runtime" (the first decode; inferred). The engine oracle compares the "args" verdicts.
     stage: str = "args"
+    # what the row's facts were read from per release: the argument code ("flags"), or the engine's generated
+    # model registry ("registry": a per-release list, e.g. SGLang's NextN targets)
+    read_as: str = "flags"
 
     def applies_to(self, family: str) -> bool:
         return "*" in self.families or family in self.families
@@ -72,7 +75,7 @@ class FlagRule(Row):
     @property
     def checked(self) -> tuple[str, ...]:
         """The versions whose source was read and that this row covers."""
-        return tuple(v for v in ledger(self.engine).read("flags") if self.covers(Version(v)))
+        return tuple(v for v in ledger(self.engine).read(self.read_as) if self.covers(Version(v)))
 
 
 @dataclass
@@ -133,8 +136,11 @@ def row(
     fails: bool = False,
     families: tuple[str, ...] | None = None,
     stage: str = "args",
+    read_as: str = "flags",
 ) -> FlagRule:
     """One table row (positional, so the rows read as a table). SGLang rows default to the EAGLE family."""
     if families is None:
         families = ("eagle",) if engine == "sglang" else ("*",)
-    return FlagRule(name, engine, versions, severity, citation, summary, apply, fix, fails, families, stage)
+    return FlagRule(
+        name, engine, versions, severity, citation, summary, apply, fix, fails, families, stage, read_as
+    )

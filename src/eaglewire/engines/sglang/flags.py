@@ -417,7 +417,7 @@ RULES += [
     *(
         rule("sglang.mtp_draft_path", versions, INFO,
            f"{SG_HOOK}:1120-1157 _handle_eagle_family (model_arch list); {SG_SA} (list per version)",
-           "MTP targets default the draft path to the target", _sg_mtp_draft(archs))
+           "MTP targets default the draft path to the target", _sg_mtp_draft(archs), read_as="registry")
         for versions, archs in MTP_TARGETS
     ),
 ]  # fmt: skip
