@@ -76,6 +76,11 @@ def make(case: str, tmp: Path):
         eagle_drafter(d, [1, 5, 8])
         (d / "config.json").write_text("[1, 2]")
         return d, ["inspect", d], "JSON object"
+    if case == "architectures-not-a-list":  # a drafter config's architectures a bool (found by the fuzzer)
+        speculators_drafter(d, ids=[1, 3, 5, 7])
+        cfg = json.loads((d / "config.json").read_text())
+        (d / "config.json").write_text(json.dumps(cfg | {"architectures": True}))
+        return d, ["check", d, "--target", tgt, "--engine", "vllm==0.32.0"], "architectures"
     if case == "missing-weights":
         eagle_drafter(d, [1, 5, 8])
         (d / "model.safetensors").unlink()
@@ -245,6 +250,7 @@ CASES = [
     "destination-not-empty",
     "not-a-drafter",
     "both-trained-options",
+    "architectures-not-a-list",
 ]
 
 

@@ -26,6 +26,7 @@ from eaglewire.formats.trained import Assumption, TrainedTaps, target_from_prove
 from eaglewire.formats.vocab import VocabReport, checkpoint_vocab_report
 from eaglewire.jobs.coverage import evidence, executed_at
 from eaglewire.jobs.structure import findings_for
+from eaglewire.jsonio import str_list
 from eaglewire.rules import taps as conv
 from eaglewire.rules.serving import STAGES, ServingFailure
 from eaglewire.taps import Wiring
@@ -334,7 +335,7 @@ def check(
         version = spec.version or table.NEWEST.get(spec.framework)
         cannot = on_cpu = None
         if refused is None and version is not None and not eagle1:
-            archs = tuple(ckpt.config.get("architectures") or ())
+            archs = tuple(str_list(ckpt.config, "architectures", ckpt.where()))
             quant = tinfo.quantization
             cannot = serving_failure(
                 spec.framework, version, platform, tinfo.family, tinfo.config, archs, quant

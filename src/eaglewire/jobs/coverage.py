@@ -392,8 +392,15 @@ def executed_at(engine: str, version: str, family: str, runner: str | None) -> s
     for s in _seen(engine):
         same = (s.runner or "") == (runner or "") or (s.level == "engine" and runner in (None, "v1"))
         if s.release == version and s.level in LEVELS[:2] and family in s.families and same:
+            if s.level == "engine" and not _speculates(s.record):
+                continue  # the engine refused before any capture: its run says nothing of the ids
             return s.record
     return None
+
+
+@cache
+def _speculates(record: str) -> bool:
+    return json.loads((ENGINES_DIR.parent / record).read_text()).get("speculates", True) is not False
 
 
 def evidence(engine: str, version: str, family: str, platform: str | None, read: bool) -> dict[str, str]:
