@@ -142,9 +142,9 @@ class _Seen:
     families: frozenset[str]
     runner: str = ""  # the model runner whose code ran ("": the platform's own)
     ran_on: str = ""  # the platform the record ran on (a model-code entry can cover another)
-    stand_ins: bool = (
-        False  # a model-code record (its decoder loop run with stand-in layers), not an engine run's
-    )
+    # a model-code record (its decoder loop run with stand-in layers), not an engine run's
+    stand_ins: bool = False
+    speculates: bool = True  # an engine record: the engine got past its refusals to speculation
 
 
 def _observations(engine: str) -> list[_Seen]:
@@ -174,11 +174,8 @@ def _observations(engine: str) -> list[_Seen]:
             fams = model_code_families(rec)
         else:
             fams = record_families(rec)
-        out.append(
-            _Seen(
-                str(Version(version)), platform, level, where, fams, runner, rec["platform"], "covers" in rec
-            )
-        )
+        out.append(_Seen(str(Version(version)), platform, level, where, fams, runner, rec["platform"],
+                         "covers" in rec, rec.get("speculates", True) is not False))  # fmt: skip
     return out
 
 
@@ -392,15 +389,10 @@ def executed_at(engine: str, version: str, family: str, runner: str | None) -> s
     for s in _seen(engine):
         same = (s.runner or "") == (runner or "") or (s.level == "engine" and runner in (None, "v1"))
         if s.release == version and s.level in LEVELS[:2] and family in s.families and same:
-            if s.level == "engine" and not _speculates(s.record):
+            if s.level == "engine" and not s.speculates:
                 continue  # the engine refused before any capture: its run says nothing of the ids
             return s.record
     return None
-
-
-@cache
-def _speculates(record: str) -> bool:
-    return json.loads((ENGINES_DIR.parent / record).read_text()).get("speculates", True) is not False
 
 
 def evidence(engine: str, version: str, family: str, platform: str | None, read: bool) -> dict[str, str]:
