@@ -585,13 +585,12 @@ def _cpu_flag(flag: str) -> bool:
         return False
 
 
-def main(request_path: str, result_path: str) -> int:
-    with open(request_path) as f:
-        request = json.load(f)
+def setup(engine: str) -> None:
+    """What the release's model files need to import on this CPU machine beside its own code (shims for names
+    newer torch and transformers dropped, stubs of GPU-only packages); then vLLM's CPU platform. Shared with
+    draft_probe.py."""
     logging.disable(logging.WARNING)
     sys.path.append(str(Path(__file__).with_name("stubs")))  # after site-packages: a real install wins
-    engine = request["engine"]
-    one = _sglang_case if engine == "sglang" else _vllm_case
     import torch
 
     # SGLang 0.4.9-0.5.x and vLLM 0.17 ask torch about the CPU's AMX tiles and AVX-512 under names torch 2.13 no
@@ -650,8 +649,16 @@ def main(request_path: str, result_path: str) -> int:
         from vllm.platforms.cpu import CpuPlatform
 
         platforms.current_platform = CpuPlatform()
-        if any(c.get("forward") for c in request["cases"]):
-            _vllm_distributed()
+
+
+def main(request_path: str, result_path: str) -> int:
+    with open(request_path) as f:
+        request = json.load(f)
+    engine = request["engine"]
+    one = _sglang_case if engine == "sglang" else _vllm_case
+    setup(engine)
+    if engine == "vllm" and any(c.get("forward") for c in request["cases"]):
+        _vllm_distributed()
     version = importlib.import_module(engine).__version__
     results = [one(case) for case in request["cases"]]
     with open(result_path + ".tmp", "w") as f:

