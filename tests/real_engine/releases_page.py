@@ -25,7 +25,10 @@ includes the bonus token and is measured along the engine's walk (vLLM: 1 + acce
 
 - **ids**: id variants (three formats; every way a format keeps ids, every way a list can be wrong) that vLLM
   served; `make test` requires `check --platform cpu` at that release to name every one's captured taps, or the
-  stage it failed at and the number of states its failure names (tests/test_observed.py).
+  stage it failed at and the number of states its failure names (tests/test_observed.py). A release where every
+  drafter case of the first batch (two accept cases, one id case per format) fails at one stage in the same words
+  cannot speculate there: the generator stops that matrix early (`stopped_early` in the record names what was not
+  run) and still runs every family.
 - **walk = engine**: drafter cases (two zoo drafters, a miswired copy, the Kimi-like id-less copy; K = 1, 3, 5) whose
   drafts and accepted tokens per position, as vLLM counted them, equal the walk `test` predicts, as integers.
 - **lossless**: greedy output with speculation = vLLM's own without it = the continuation eaglewire walked.
@@ -61,7 +64,8 @@ def load() -> list[tuple[dict, dict | None]]:
 def _ids(rec: dict) -> str:
     rows = rec["variants"]
     served = sum(r["engine"]["stage"] is None for r in rows)
-    return f"{served}/{len(rows)} served"
+    stopped = " (stopped early: the rest would repeat the first batch's failure)" if rec.get("stopped_early") else ""
+    return f"{served}/{len(rows)} served{stopped}"
 
 
 def _walk(acc: dict | None) -> str:
