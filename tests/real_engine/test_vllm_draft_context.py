@@ -1,0 +1,30 @@
+"""A drafter whose context is shorter than the served positions, in vLLM's CPU build (draft_context.py): the
+record is written where the tier writes its results, and check flags exactly the copies whose acceptance
+collapses."""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+import pytest
+
+from .draft_context import run
+
+pytestmark = pytest.mark.real_engine
+
+
+def test_a_short_drafter_context_collapses_acceptance_where_check_says(vllm_python, vllm_version, tmp_path):
+    rec = run(vllm_python, tmp_path, f"vllm=={vllm_version}")
+    out = Path(os.environ.get("EAGLEWIRE_REAL_ENGINE_OUT", "real-engine-results"))
+    out.mkdir(parents=True, exist_ok=True)
+    (out / f"vllm-{vllm_version}-cpu-draft-context.json").write_text(json.dumps(rec, indent=1) + "\n")
+    full = next(
+        r for r in rec["rows"] if r["max_position_embeddings"] == rec["target_max_position_embeddings"]
+    )
+    for row in rec["rows"]:
+        assert row["stage"] is None and row["lossless"], row
+        flagged = any(f["severity"] == "problem" for f in row["check"])
+        collapsed = row["accept_length"] < 0.9 * full["accept_length"]
+        assert flagged == collapsed, row
