@@ -130,7 +130,8 @@ VLLM_ROWS: tuple[ArgumentRow, ...] = (
     VL("draft:revision", ">=0.8.3", (HONOURED, IGNORED), ("vllm.mtp_revision",), f"{CFG}:1406-1428",
        "the config's revision; mtp does not take the target's"),
     VL("draft:quantization", ">=0.8.3", (HONOURED, ADJUSTED), ("vllm.mtp_quantization",), f"{CFG}:1264-1275, 1425",
-       "the config's; mtp takes the target's from 0.10.2"),
+       "the config's; mtp takes the target's from 0.10.2 (the V1 proposer builds its layers with the target's from "
+       "0.9.0: draft-settings records)"),
     VL("draft:dtype", ">=0.8.3", (HONOURED,), (), f"{CFG}:1415 (dtype=the target's)", "always the target's --dtype"),
     VL("draft:tokenizer", ">=0.8.3", (HONOURED,), (), f"{CFG}:1409-1413",
        "the target's tokenizer (the draft's own with use_heterogeneous_vocab)"),

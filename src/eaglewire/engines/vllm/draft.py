@@ -117,32 +117,58 @@ RULES += [
 ]  # fmt: skip
 
 
-def _vl_mtp_quantization(inherited: bool) -> Callable[[FlagRule, State], None]:
+MTP_IN_V1 = Version("0.9.0")  # the V1 engine runs deepseek_mtp from here (0.8.5 engine/arg_utils.py:1430-1433
+# lists ngram, eagle, eagle3; 0.9.0 adds deepseek_mtp), so before it the V0 worker builds the MTP layers
+
+
+def _mtp_draft_by_v0(st: State) -> bool:
+    """The V0 spec-decode worker builds the MTP draft: before 0.9.0 always, then only with VLLM_USE_V1=0."""
+    return st.version < MTP_IN_V1 or _v0(st)
+
+
+def _vl_mtp_quantization(how: str) -> Callable[[FlagRule, State], None]:
+    """how: "v0" (not applied), "v1-engine-config" (applied by the V1 proposer's build), "aligned" (0.10.2+)."""
+
     def apply(rule: FlagRule, st: State) -> None:
         quant = st.cmd.get("--quantization")
         if quant is None or not _mtp_on_target(st) or st.spec_intended.get("quantization") is not None:
             return
-        if inherited:
-            msg = f"the MTP layers are quantized like the target: quantization := --quantization {quant}"
+        if (how == "v0") != _mtp_draft_by_v0(st):
+            return
+        if how == "v0":
+            msg = (f"--quantization {quant} is not applied to the MTP layers: the V0 worker builds them with the "
+                   "draft config's own quantization (None), so they load as the checkpoint stores them")  # fmt: skip
+        elif how == "v1-engine-config":
+            msg = (f"the MTP layers are quantized like the target ({quant}): the V1 proposer builds them with the "
+                   "target's engine config, whose quantization config is the target's (the draft config's own "
+                   "`quantization` field stays None until 0.10.2)")  # fmt: skip
         else:
-            msg = (f"--quantization {quant} is not applied to the MTP layers: the draft's config gets "
-                   "quantization None and loads them as the checkpoint stores them")  # fmt: skip
-        st.emit(rule, "--speculative-config.quantization", None, quant if inherited else None, msg)
+            msg = f"the MTP layers are quantized like the target: quantization := --quantization {quant}"
+        st.emit(rule, "--speculative-config.quantization", None, quant if how != "v0" else None, msg)
 
     return apply
 
 
+MTP_QUANT_RECORDS = (
+    "model code, executed: engines/vllm/data/draft-settings/vllm-V.json, case 'mtp/--quantization fp8'"
+)
 RULES += [
-    rule("vllm.mtp_quantization", ">=0.8.5,<0.10.2", PROBLEM,
-         "vllm 0.8.5-0.10.1.1 config.py SpeculativeConfig.__post_init__ (mtp sets model only; the draft "
-         "ModelConfig gets quantization=self.quantization); 0.10.2 adds the alignment",
-         "the target's --quantization is not applied to MTP layers", _vl_mtp_quantization(False),
+    rule("vllm.mtp_quantization", ">=0.8.5,<0.10.0", PROBLEM,
+         "vllm 0.8.5-0.9.2 spec_decode/spec_decode_worker.py create_spec_worker (the V0 draft worker's quant_config "
+         "from the draft ModelConfig, quantization=self.quantization: None); V0 builds MTP before 0.9.0 "
+         "(engine/arg_utils.py:1430-1433 @0.8.5), later only with VLLM_USE_V1=0 (read, not executed)",
+         "the target's --quantization is not applied to MTP layers (V0)", _vl_mtp_quantization("v0"),
          lambda st, c: FlagFix(c.rule, (vl_key_edit("quantization", st.cmd.get("--quantization")),),
                                "quantize the MTP layers like the target")),
+    rule("vllm.mtp_quantization", ">=0.9.0,<0.10.2", INFO,
+         "vllm 0.9.0-0.10.1.1 v1/spec_decode/eagle.py load_model (get_model(vllm_config=self.vllm_config, "
+         f"model_config=draft_model_config): the layers take vllm_config.quant_config, the target's); {MTP_QUANT_RECORDS} "
+         "(the decoder layer's projection built with Fp8Config while the draft config says quantization None)",
+         "MTP layers take the target's --quantization (V1)", _vl_mtp_quantization("v1-engine-config")),
     rule("vllm.mtp_quantization", ">=0.10.2", INFO,
          "vllm 0.33.0 config/speculative.py:1264-1268 ('Align the quantization of draft model for cases such as "
-         "--quantization fp8 with a bf16 checkpoint'); from 0.10.2",
-         "MTP layers take the target's --quantization", _vl_mtp_quantization(True)),
+         f"--quantization fp8 with a bf16 checkpoint'); from 0.10.2; {MTP_QUANT_RECORDS}",
+         "MTP layers take the target's --quantization", _vl_mtp_quantization("aligned")),
 ]  # fmt: skip
 
 
