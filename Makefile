@@ -5,7 +5,7 @@ PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.eaglewire-installed
 export OMP_NUM_THREADS ?= 2
 
-.PHONY: demo test test-all test-engines test-real-engine test-sglang observe model-code bench lint docs zoo zoo-models env clean
+.PHONY: demo test test-all test-engines test-real-engine test-sglang observe model-code draft-settings bench lint docs zoo zoo-models env clean
 
 $(STAMP): pyproject.toml constraints.txt
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -129,6 +129,11 @@ model-code: $(STAMP) $(foreach e,$(MODEL_CODE_ENGINES),$(MC)-$(e)/.installed)
 	  (cd tests && ../$(PY) -m engines.model_code --engine $$e --python ../$(MC)-$$e/bin/python $(MODEL_CODE)) && \
 	  $(PY) -m tools.ledger --engine $$e --versions || exit 1; done
 
+# What each vLLM release's own config and loader code give the draft (quantization, dtype, TP, context length):
+# tests/engines/draft_settings.py, one record per release, in the model-code venv (about 30 s a release).
+draft-settings: $(STAMP) $(MC)-vllm/.installed
+	cd tests && ../$(PY) -m engines.draft_settings --python ../$(MC)-vllm/bin/python $(DRAFT_SETTINGS)
+
 bench: $(STAMP)
 	$(PY) -m eaglewire.cli bench-all --out bench-results
 
@@ -136,6 +141,7 @@ docs: $(STAMP)
 	$(PY) -c "from eaglewire.jobs.coverage import markdown; open('docs/coverage.md', 'w').write(markdown())"
 	$(PY) -c "from eaglewire.engines.arguments import markdown; open('docs/speculative-arguments.md', 'w').write(markdown())"
 	cd tests && ../$(PY) -c "from real_engine.releases_page import render; open('../docs/observed-releases.md', 'w').write(render())"
+	cd tests && ../$(PY) -c "from engines.draft_settings import render; open('../docs/draft-settings.md', 'w').write(render())"
 
 lint: $(STAMP)
 	$(VENV)/bin/ruff check src tests

@@ -64,7 +64,11 @@ def load() -> list[tuple[dict, dict | None]]:
 def _ids(rec: dict) -> str:
     rows = rec["variants"]
     served = sum(r["engine"]["stage"] is None for r in rows)
-    stopped = " (stopped early: the rest would repeat the first batch's failure)" if rec.get("stopped_early") else ""
+    stopped = (
+        " (stopped early: the rest would repeat the first batch's failure)"
+        if rec.get("stopped_early")
+        else ""
+    )
     return f"{served}/{len(rows)} served{stopped}"
 
 

@@ -13,6 +13,7 @@ from dataclasses import dataclass
 
 from packaging.version import InvalidVersion, Version
 
+from eaglewire.rules import ENGINES_DIR
 from eaglewire.rules.row import Row
 
 STAGES = ("load", "warm-up", "first request")  # where an engine fails, in the order a launch meets them
@@ -38,6 +39,9 @@ class ServingFailure(Row):
     # holds only beside a pre-quantized target (its config's quantization_config)
     quantized_target: bool = False
     fix: str = ""  # what serves the pair instead, where something does
+    # the records of the release's own code, executed, that show it (a folder under engines/<engine>/data/ holding
+    # one `<engine>-V.json` per release, e.g. "draft-settings"; tests replay them against the row)
+    model_code: str = ""
 
     def holds_for(
         self, family: str, config: dict, drafter_archs: tuple[str, ...] = (), quantization: str | None = None
@@ -59,12 +63,23 @@ class ServingFailure(Row):
         found = re.findall(rf"{re.escape(self.engine)}-([0-9][^-\s]*)-", self.observed or "")
         return any(_same(v, version) for v in found)
 
+    def model_code_at(self, version: str) -> str | None:
+        """The record of this release's own code, executed, that the row rests on there (None: none)."""
+        if not self.model_code:
+            return None
+        path = ENGINES_DIR / self.engine / "data" / self.model_code / f"{self.engine}-{version}.json"
+        return f"engines/{self.engine}/data/{self.model_code}/{path.name}" if path.is_file() else None
+
     def evidence(self, version: str) -> str:
         """What the row rests on at this release: the records that ran it, or its source beside them."""
         if self.observed and self.observed_at(version):
             return f"observed: {self.observed}"
+        also = f"; observed: {self.observed}" if self.observed else ""
+        code = self.model_code_at(version)
+        if code:
+            return f"model code of {self.engine} {version}, executed: {code}{also}"
         if self.observed:  # a release the row covers by its source, beside the releases that showed it
-            return f"read at source, not observed at {version}; observed: {self.observed}"
+            return f"read at source, not observed at {version}{also}"
         return "read at source, not observed"
 
     def failure(self, version: str) -> str:

@@ -1,0 +1,175 @@
+"""Draft-settings records (tests/engines/draft_settings.py) against lint's and check's rows: what each vLLM
+release's own config and loader code gave the draft is what eaglewire says that release does.
+
+Per record and case the engine's answer is the draft's decoder layer as the release's proposer built it (the
+quantization config its code passed, the TP of the config it was built under). A case whose draft the probe did not
+build (the V0 engine builds it; the CPU test venv lacks a GPU-only module) makes no claim.
+"""
+
+from __future__ import annotations
+
+import json
+from functools import cache
+from pathlib import Path
+
+import pytest
+from engines.draft_settings import ARTEFACTS, FIRST, OUT, QUANT, write_models
+from engines.model_code import releases
+from packaging.version import Version
+
+from eaglewire.engines.serving import serving_failure
+from eaglewire.jobs.lint import lint
+
+RECORDS = sorted(OUT.glob("vllm-*.json"))
+SERVING_ROW = "vllm.eagle3-head-takes-target-quantization"
+LINT_HEAD = "vllm.eagle3_head_takes_target_quantization"
+
+
+def _release(path: Path) -> str:
+    return path.name[len("vllm-") : -len(".json")]
+
+
+@cache
+def _record(path: Path) -> dict:
+    return json.loads(path.read_text())
+
+
+def _built(case: dict) -> dict | None:
+    """The draft's decoder projection as the release built it, or None where the case makes no claim."""
+    error = case["error"]
+    if error is not None:
+        assert any(a in error["message"] for a in ARTEFACTS) or error["type"] == "ValueError", error
+        return None
+    built = case["built"] or {}
+    return built.get("decoder_projection")
+
+
+def _cases(prefix: str):
+    for path in RECORDS:
+        for case in _record(path)["cases"]:
+            if case["name"] == prefix or case["name"].startswith(prefix + "/"):
+                yield _release(path), case
+
+
+@pytest.fixture(scope="module")
+def models(tmp_path_factory) -> Path:
+    return write_models(tmp_path_factory.mktemp("draft-settings"))
+
+
+def _argv(models: Path, case: dict) -> list[str]:
+    """The case's EngineArgs as the `vllm serve` command a user types."""
+    args = dict(case["engine_args"])
+    spec = dict(args.pop("speculative_config"))
+    if "model" in spec:
+        spec["model"] = str(models / spec["model"])
+    argv = ["vllm", "serve", str(models / args.pop("model")), "--speculative-config", json.dumps(spec)]
+    flags = {"quantization": "--quantization", "tensor_parallel_size": "-tp", "dtype": "--dtype",
+             "max_model_len": "--max-model-len"}  # fmt: skip
+    for key, flag in flags.items():
+        if key in args:
+            argv += [flag, str(args[key])]
+    return argv
+
+
+def test_every_release_from_the_first_has_a_record():
+    wanted = [v for v in releases("vllm") if Version(v) >= Version(FIRST)]
+    have = {_release(p) for p in RECORDS}
+    assert have, "no draft-settings record (cd tests && python -m engines.draft_settings --python ...)"
+    assert [v for v in wanted if v not in have] == []
+
+
+@pytest.mark.parametrize("path", RECORDS, ids=[_release(p) for p in RECORDS])
+def test_a_record_is_the_release_it_names_and_builds_drafts(path):
+    rec = _record(path)
+    assert rec["engine"] == f"vllm=={_release(path)}" == f"vllm=={rec['provenance']['vllm']}"
+    built = [c for c in rec["cases"] if _built(c) is not None]
+    v0 = [c for c in rec["cases"] if (c["built"] or {}).get("not_run")]
+    # 0.8.5 runs EAGLE on V0 unless VLLM_USE_V1=1 (engine/arg_utils.py:1487-1489 @0.8.5: "Eagle is under
+    # development"): its default launches build no V1 draft, and the probe runs V1's build only
+    assert built or (Version(_release(path)) < Version("0.9.0") and len(v0) + 1 >= len(rec["cases"])), (
+        f"{path.name}: no case built a draft"
+    )
+
+
+def test_an_eagle3_head_beside_a_quantized_target_is_what_the_serving_row_says(models):
+    """Per release and checkpoint scheme: the head built with the target's quantization config is exactly where
+    the serving row (check's failure at load) holds."""
+    seen = 0
+    for release, case in _cases("eagle3"):
+        if not case["name"].startswith("eagle3/target-") or "/draft " in case["name"]:
+            continue
+        layer = _built(case)
+        if layer is None:
+            continue
+        scheme = case["name"].split("target-", 1)[1]
+        config = json.loads((models / f"llama-{scheme}" / "config.json").read_text())
+        takes = layer["quant_config"] is not None
+        row = serving_failure("vllm", release, None, "llama", config, ("LlamaForCausalLM",),
+                              QUANT[scheme]["quant_method"])  # fmt: skip
+        assert (row is not None and row.name == SERVING_ROW) == takes, (release, scheme, layer, row)
+        seen += 1
+    assert seen >= len(RECORDS)
+
+
+def test_an_eagle3_head_beside_quantization_flag_is_what_lint_says(models):
+    for release, case in _cases("eagle3/--quantization fp8"):
+        layer = _built(case)
+        if layer is None:
+            continue
+        report = lint(_argv(models, case), engine_version=release)
+        fired = LINT_HEAD in {c.rule for c in report.changes}
+        assert fired == (layer["quant_config"] is not None), (release, layer)
+
+
+def test_mtp_layers_beside_quantization_flag_are_what_lint_says(models):
+    """`--quantization fp8` on an unquantized DeepSeek checkpoint: lint says the MTP layers take it (INFO) or not
+    (PROBLEM), per release, as the release built them."""
+    seen = 0
+    for release, case in _cases("mtp/--quantization fp8"):
+        layer = _built(case)
+        if layer is None:
+            continue
+        report = lint(_argv(models, case), engine_version=release)
+        said = {c.severity for c in report.changes if c.rule == "vllm.mtp_quantization"}
+        expected = "info" if layer["quant_config"] is not None else "problem"
+        assert said == {expected}, (release, layer, said)
+        seen += 1
+    assert seen
+
+
+@pytest.mark.parametrize("kind", ["eagle3", "mtp"])
+def test_the_draft_tensor_parallel_size_is_what_lint_says(models, kind):
+    """draft_tensor_parallel_size 1 beside -tp 2: lint says it is ignored exactly where the release built the
+    draft under the target's parallel config."""
+    seen = 0
+    for release, case in _cases(f"{kind}/-tp 2, draft_tensor_parallel_size 1"):
+        layer = _built(case)
+        if layer is None:
+            continue
+        ignored = layer["built_under_tensor_parallel_size"] == 2
+        report = lint(_argv(models, case), engine_version=release)
+        fired = "vllm.draft_tensor_parallel_size_ignored" in {c.rule for c in report.changes}
+        assert fired == ignored, (release, layer, case["config"]["draft"])
+        seen += 1
+    assert seen
+
+
+def test_the_draft_context_rows_split_where_the_releases_raise_the_draft_rotary():
+    """A drafter whose max_position_embeddings (2048) is below the launch's 4096: every release keeps it as the
+    draft's max_model_len; from 0.27.0 (and only there) the release raises the draft config's
+    max_position_embeddings, which sizes its rotary table, to the target's. check's two vLLM rows split there
+    (engines/vllm/structure.py draft-context, draft-context-length)."""
+    from eaglewire.engines.vllm.structure import RULES
+
+    split = {r.code: r.versions for r in RULES if r.code in ("draft-context", "draft-context-length")}
+    assert split == {"draft-context": "<0.27.0", "draft-context-length": ">=0.27.0"}
+    seen = 0
+    for release, case in _cases("eagle3/drafter context 2048"):
+        draft = (case["config"] or {}).get("draft")
+        if draft is None or draft.get("max_position_embeddings") is None:
+            continue
+        assert draft["max_model_len"] == 2048, (release, draft)
+        raised = draft["max_position_embeddings"] >= case["engine_args"]["max_model_len"]
+        assert raised == (Version(release) >= Version("0.27.0")), (release, draft)
+        seen += 1
+    assert seen >= len(RECORDS) - 10
