@@ -105,42 +105,37 @@ def embedding_replaced(c: Context) -> str | None:
 # ---- RoPE, context, sliding window -------------------------------------------------------------------------
 
 
-@rule(RULES, "draft-context", "vllm", "<0.27.0", "warning",
-      "vllm llama.py:243-266 @0.24.0 (get_rope(max_position=the draft's max_position_embeddings)), "
-      "rotary_embedding/base.py:97 (cos_sin_cache rows); vllm#48894 (device-side assert past it when compiled, "
-      "unchecked gather in eager)")  # fmt: skip
-def draft_context(c: Context) -> str | None:
-    return short_context(
-        c,
-        "vLLM < 0.27 sizes the draft's rotary table by it, and the proposer feeds it positions up to the target's "
-        "max_model_len: past it the draft reads outside its table (garbage drafts, or a device-side assert when "
-        "compiled); set the drafter's max_position_embeddings to the target's, or serve with --max-model-len at "
-        "most the drafter's",
-    )
-
-
 # observed: tests/real_engine/records/vllm-0.32.0-cpu-draft-context.json (the zoo drafter, only its
 # max_position_embeddings changed, 8 prompts x 128 greedy tokens from position 256). A warning, not a problem:
 # requests that stay below the drafter's context are served as trained (yuhuili/EAGLE3-LLaMA3.1-Instruct-8B,
 # max_position_embeddings 2048, measures 3.53 on MT-bench in vLLM: tests/test_published.py), and check does not
 # know the requests; the message names the position past which acceptance collapses.
 DRAFT_CONTEXT_OBSERVED = "vllm 0.32.0 CPU: accept length 2.669 -> 1.346 at 320, 1.000 at 128"
+DRAFT_CONTEXT_FIX = "set the drafter's max_position_embeddings to the target's, or serve with --max-model-len at most the drafter's"
+DRAFT_CONTEXT = {
+    "<0.27.0": "vLLM < 0.27 sizes the draft's rotary table by it, and the proposer feeds it positions up to the "
+    "target's max_model_len: past it the draft reads outside its table (garbage drafts, or a device-side assert "
+    "when compiled)",
+    ">=0.27.0": "vLLM raises the draft's rotary table to the target's context from 0.27, but the draft model keeps "
+    "the drafter's value as its max_model_len, and acceptance still collapses for every position past it "
+    f"({DRAFT_CONTEXT_OBSERVED}; greedy output unchanged; which code reads that length is not established, and a "
+    "GPU was not observed)",
+}
 
 
-@rule(RULES, "draft-context-length", "vllm", ">=0.27.0", "warning",
-      "vllm config/speculative.py:1393-1400, 1677-1710 @0.32.0 (the rotary raised to the target's max_model_len, "
-      "#48894) beside :1686-1692 (the draft's max_model_len stays min(drafter's, target's)); observed: "
-      "tests/real_engine/records/vllm-0.32.0-cpu-draft-context.json; engines/vllm/data/draft-settings/vllm-V.json "
-      "case 'eagle3/drafter context 2048' (every release)")  # fmt: skip
-def draft_context_length(c: Context) -> str | None:
-    return short_context(
-        c,
-        "vLLM raises the draft's rotary table to the target's context from 0.27, but the draft model keeps the "
-        "drafter's value as its max_model_len, and acceptance still collapses for every position past it "
-        f"({DRAFT_CONTEXT_OBSERVED}; greedy output unchanged; which code reads that length is not established, "
-        "and a GPU was not observed); set the drafter's max_position_embeddings to the target's, or serve with "
-        "--max-model-len at most the drafter's",
-    )
+def _draft_context(versions: str):
+    return lambda c: short_context(c, f"{DRAFT_CONTEXT[versions]}; {DRAFT_CONTEXT_FIX}")
+
+
+rule(RULES, "draft-context", "vllm", "<0.27.0", "warning",
+     "vllm llama.py:243-266 @0.24.0 (get_rope(max_position=the draft's max_position_embeddings)), "
+     "rotary_embedding/base.py:97 (cos_sin_cache rows); vllm#48894 (device-side assert past it when compiled, "
+     "unchecked gather in eager)")(_draft_context("<0.27.0"))  # fmt: skip
+rule(RULES, "draft-context-length", "vllm", ">=0.27.0", "warning",
+     "vllm config/speculative.py:1393-1400, 1677-1710 @0.32.0 (the rotary raised to the target's max_model_len, "
+     "#48894) beside :1686-1692 (the draft's max_model_len stays min(drafter's, target's)); observed: "
+     "tests/real_engine/records/vllm-0.32.0-cpu-draft-context.json; engines/vllm/data/draft-settings/vllm-V.json "
+     "case 'eagle3/drafter context 2048' (every release)")(_draft_context(">=0.27.0"))  # fmt: skip
 
 
 @rule(RULES, "sliding-window-ignored", "vllm", "", "warning", "vllm attention.py:266-271 @0.33.0; qwen3_eagle3.py:46-61 @0.26.0; speculators PR #684")  # fmt: skip
