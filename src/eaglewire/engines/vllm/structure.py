@@ -127,11 +127,11 @@ def _draft_context(versions: str):
     return lambda c: short_context(c, f"{DRAFT_CONTEXT[versions]}; {DRAFT_CONTEXT_FIX}")
 
 
-rule(RULES, "draft-context", "vllm", "<0.27.0", "warning",
+draft_context = rule(RULES, "draft-context", "vllm", "<0.27.0", "warning",
      "vllm llama.py:243-266 @0.24.0 (get_rope(max_position=the draft's max_position_embeddings)), "
      "rotary_embedding/base.py:97 (cos_sin_cache rows); vllm#48894 (device-side assert past it when compiled, "
      "unchecked gather in eager)")(_draft_context("<0.27.0"))  # fmt: skip
-rule(RULES, "draft-context-length", "vllm", ">=0.27.0", "warning",
+draft_context_length = rule(RULES, "draft-context-length", "vllm", ">=0.27.0", "warning",
      "vllm config/speculative.py:1393-1400, 1677-1710 @0.32.0 (the rotary raised to the target's max_model_len, "
      "#48894) beside :1686-1692 (the draft's max_model_len stays min(drafter's, target's)); observed: "
      "tests/real_engine/records/vllm-0.32.0-cpu-draft-context.json; engines/vllm/data/draft-settings/vllm-V.json "
