@@ -119,8 +119,10 @@ def _build(config: Any) -> dict:
             from vllm.v1.spec_decode.eagle import EagleProposer
         except ImportError:
             EagleProposer = None
+        if not hasattr(EagleProposer, "load_model"):
+            EagleProposer = None
         attempts = []
-        if EagleProposer is not None and hasattr(EagleProposer, "load_model"):
+        if EagleProposer is not None:
             proposer = EagleProposer.__new__(EagleProposer)
             attrs = {"vllm_config": config, "speculative_config": spec, "draft_model_config": draft,
                      "method": spec.method, "device": torch.device("cpu"), "dtype": config.model_config.dtype,
@@ -150,9 +152,7 @@ def _build(config: Any) -> dict:
                 break
     finally:
         restore()
-    if EagleProposer is not None and hasattr(
-        EagleProposer, "load_model"
-    ):  # how the proposer builds its draft
+    if EagleProposer is not None:  # how the proposer builds its draft
         source = inspect.getsource(EagleProposer.load_model)
         out["proposer_builds_with"] = [
             " ".join(line.split()) for line in source.splitlines() if "get_model(" in line or "_cls(" in line
@@ -184,7 +184,7 @@ def _oracle_as_on_a_gpu() -> None:
         # the platform object the oracle's module bound at import (0.8.5: `from vllm.platforms import
         # current_platform`), and the one set since
         found = (platforms.current_platform, getattr(arg_utils, "current_platform", None))
-        seen = [p for i, p in enumerate(found) if p is not None and all(p is not q for q in found[:i])]
+        seen = list({id(p): p for p in found if p is not None}.values())
         for platform in seen:
             for name, value in GPU_ANSWERS.items():
                 setattr(platform, name, value)
