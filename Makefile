@@ -129,10 +129,15 @@ model-code: $(STAMP) $(foreach e,$(MODEL_CODE_ENGINES),$(MC)-$(e)/.installed)
 	  (cd tests && ../$(PY) -m engines.model_code --engine $$e --python ../$(MC)-$$e/bin/python $(MODEL_CODE)) && \
 	  $(PY) -m tools.ledger --engine $$e --versions || exit 1; done
 
-# What each vLLM release's own config and loader code give the draft (quantization, dtype, TP, context length):
-# tests/engines/draft_settings.py, one record per release, in the model-code venv (about 30 s a release).
-draft-settings: $(STAMP) $(MC)-vllm/.installed
-	cd tests && ../$(PY) -m engines.draft_settings --python ../$(MC)-vllm/bin/python $(DRAFT_SETTINGS)
+# What each release's own config, worker and loader code give the draft (quantization, dtype, TP, context length):
+# tests/engines/draft_settings.py (vLLM) and draft_settings_sglang.py (SGLang), one record per release, in the
+# model-code venvs (about 30 s a release). One engine: DRAFT_SETTINGS_ENGINES=sglang.
+DRAFT_SETTINGS_ENGINES ?= vllm sglang
+
+draft-settings: $(STAMP) $(foreach e,$(DRAFT_SETTINGS_ENGINES),$(MC)-$(e)/.installed)
+	for e in $(DRAFT_SETTINGS_ENGINES); do \
+	  (cd tests && ../$(PY) -m engines.draft_settings$$([ $$e = sglang ] && echo _sglang) \
+	    --python ../$(MC)-$$e/bin/python $(DRAFT_SETTINGS)) || exit 1; done
 
 bench: $(STAMP)
 	$(PY) -m eaglewire.cli bench-all --out bench-results
@@ -142,6 +147,7 @@ docs: $(STAMP)
 	$(PY) -c "from eaglewire.engines.arguments import markdown; open('docs/speculative-arguments.md', 'w').write(markdown())"
 	cd tests && ../$(PY) -c "from real_engine.releases_page import render; open('../docs/observed-releases.md', 'w').write(render())"
 	cd tests && ../$(PY) -c "from engines.draft_settings import render; open('../docs/draft-settings.md', 'w').write(render())"
+	cd tests && ../$(PY) -c "from engines.draft_settings_sglang import render; open('../docs/draft-settings-sglang.md', 'w').write(render())"
 
 lint: $(STAMP)
 	$(VENV)/bin/ruff check src tests

@@ -173,3 +173,11 @@ def test_the_draft_context_rows_split_where_the_releases_raise_the_draft_rotary(
         assert raised == (Version(release) >= Version("0.27.0")), (release, draft)
         seen += 1
     assert seen >= len(RECORDS) - 10
+
+
+def test_the_page_is_the_records_rendered():
+    """docs/draft-settings.md is the records rendered (`make docs`), never typed."""
+    from engines.draft_settings import render
+
+    page = Path(__file__).resolve().parents[1] / "docs" / "draft-settings.md"
+    assert page.read_text() == render(), "docs/draft-settings.md is stale: run `make docs`"

@@ -197,7 +197,12 @@ def test_auto_choice_by_target_architecture_and_version():
     # sglang 0.4.5/0.4.6 returned (5, 4, 8) for DeepSeek too; 0.4.7 gave DeepSeek (3, 1, 4).
     old = lint(E3, engine_version="0.4.6", target_arch="DeepseekV3ForCausalLM")
     assert (old.effective.num_steps, old.effective.topk, old.effective.num_draft_tokens) == (5, 4, 8)
-    assert changes(old, "sglang.auto_choice")[0].versions == ">=0.4.5,<0.4.7"
+    assert changes(old, "sglang.auto_choice")[0].versions == ">=0.4.6,<0.4.7"
+    # 0.4.5.x never chooses: its auto-choice reads a field its ServerArgs lacks (sglang#5673), executed in the
+    # SGLang draft-settings records
+    crash = lint(E3, engine_version="0.4.5.post3", target_arch="LlamaForCausalLM")
+    assert not crash.starts and [c.severity for c in changes(crash, "sglang.auto_choice_crashes")] == [PROBLEM]
+    assert changes(crash, "sglang.auto_choice") == [] and crash.evidence["level"] == "model-code"
     newer = lint(E3, engine_version="0.4.7", target_arch="DeepseekV3ForCausalLM")
     assert newer.effective.num_draft_tokens == 4
     # "all other models" went from (5, 4, 8) to (3, 1, 4) in 0.5.8.
@@ -517,7 +522,8 @@ SCENARIOS: dict[str, tuple] = {
     "sg-partial-old": ([*E3, "--speculative-eagle-topk", "1"], {"engine_version": "0.5.18"},
                        "sglang.partial_specification", PROBLEM),
     "sg-partial": ([*E3, "--speculative-num-draft-tokens", "6"], {}, "sglang.partial_specification", PROBLEM),
-    "sg-auto-local-config": (E3, {"engine_version": "0.4.5"}, "sglang.auto_choice_needs_local_config", PROBLEM),
+    "sg-auto-local-config": (E3, {"engine_version": "0.4.6"}, "sglang.auto_choice_needs_local_config", PROBLEM),
+    "sg-auto-choice-crashes": (E3, {"engine_version": "0.4.5"}, "sglang.auto_choice_crashes", PROBLEM),
     "sg-auto-0.4.6": _auto("0.4.6", "DeepseekV3ForCausalLM"),
     "sg-auto-0.4.8": _auto("0.4.8", "DeepseekV3ForCausalLM"),
     "sg-auto-0.5.2": _auto("0.5.2", "GptOssForCausalLM"),

@@ -383,7 +383,8 @@ def lint_job(
 
 def lint_evidence(rep: LintReport) -> dict[str, str]:
     """What the lint verdict rests on, strongest first: the installed engine's own argument code run on this very
-    command (`model-code`); the rules that fired, every one seen in a running engine (`engine`); else the rules
+    command (`model-code`); the rules that fired, every one seen in a running engine (`engine`) or in a record of
+    the release's own code executed (`model-code`, where one of them rests on such a record); else the rules
     read at source (`read`: at this release, or at the nearest releases read for flags whose rows cover it), or
     `none` where no release of the engine was read for flags."""
     code = rep.engine_code
@@ -392,9 +393,14 @@ def lint_evidence(rep: LintReport) -> dict[str, str]:
                 "code, run on this command"}  # fmt: skip
     version = Version(rep.version)
     rows = match(RULES, Spec(rep.engine, version))
-    fired = [r for r in rows if r.name in {c.rule for c in rep.changes}]
-    if fired and all(r.observed for r in fired):
-        return {"level": "engine", "basis": "observed: " + "; ".join(sorted({r.observed for r in fired}))}
+    # the verdict rests on the problems where there are any, else on every row that fired
+    deciding = {c.rule for c in (rep.problems or rep.changes)}
+    fired = [r for r in rows if r.name in deciding]
+    if fired and all(r.observed for r in fired):  # the weakest of the fired rows' records
+        level = "engine" if all(r.level == "engine" for r in fired) else "model-code"
+        said = sorted({f"model code of {rep.engine} {rep.version}, executed: {r.observed.removeprefix('model-code:').strip()}"
+                       if r.level == "model-code" else f"observed: {r.observed}" for r in fired})  # fmt: skip
+        return {"level": level, "basis": "; ".join(said)}
     read = sorted({Version(v) for r in rows for v in r.checked})
     if version in read:
         return {"level": "read", "basis": f"read at source ({rep.engine} {rep.version}: flag rules)"}

@@ -63,6 +63,9 @@ class FlagRule(Row):
     # what the row's facts were read from per release: the argument code ("flags"), or the engine's generated
     # model registry ("registry": a per-release list, e.g. SGLang's NextN targets)
     read_as: str = "flags"
+    # the records of the release's own code, executed, that showed the row ("model-code: ..."), or of a running
+    # engine; None: read at source only (rules.row.Row.level)
+    observed: str | None = None
 
     def applies_to(self, family: str) -> bool:
         return "*" in self.families or family in self.families
@@ -137,10 +140,11 @@ def row(
     families: tuple[str, ...] | None = None,
     stage: str = "args",
     read_as: str = "flags",
+    observed: str | None = None,
 ) -> FlagRule:
     """One table row (positional, so the rows read as a table). SGLang rows default to the EAGLE family."""
     if families is None:
         families = ("eagle",) if engine == "sglang" else ("*",)
     return FlagRule(
-        name, engine, versions, severity, citation, summary, apply, fix, fails, families, stage, read_as
+        name, engine, versions, severity, citation, summary, apply, fix, fails, families, stage, read_as, observed
     )

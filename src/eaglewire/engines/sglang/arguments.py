@@ -12,7 +12,8 @@ from eaglewire.rules.arguments import ADJUSTED, HONOURED, IGNORED, INTERNAL, REF
 SG = functools.partial(ArgumentRow, SGLANG)
 S23 = "sglang 0.5.23"
 HOOK = f"{S23} arg_groups/speculative_hook.py"
-SIZES = ("sglang.partial_specification", "sglang.auto_choice", "sglang.auto_choice_needs_local_config",
+SIZES = ("sglang.partial_specification", "sglang.auto_choice", "sglang.auto_choice_crashes",
+         "sglang.auto_choice_needs_local_config",
          "sglang.auto_choice_standalone", "sglang.chain_rule", "sglang.chain_rule_fill", "sglang.topk_unset",
          "sglang.num_draft_tokens_unset", "sglang.page_size_topk_to_1", "sglang.page_size_auto_topk_to_1",
          "sglang.page_size_flashinfer_mtp", "sglang.trtllm_mha_topk", "sglang.page_size_tree_backend",

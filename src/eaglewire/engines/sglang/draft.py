@@ -11,8 +11,11 @@ from __future__ import annotations
 import functools
 from collections.abc import Callable
 
+from packaging.version import Version
+
 from eaglewire.engines.sglang.args import SG_FLAGS, SGLANG
 from eaglewire.rules import scanned
+from eaglewire.rules.draft_weights import DraftEmbedding
 from eaglewire.rules.flags import FlagRule, ReadWhen, State, row
 from eaglewire.rules.launch import PROBLEM, WARNING, Change, Edit, FlagFix
 
@@ -77,12 +80,14 @@ _QUANT_SRC_057 = (
     "self.quantization`; 'unquant' -> None), same in 0.5.8-0.5.18; 0.5.23 arg_groups/serving_hook.py:676-710, "
     "configs/model_config.py:945-966"
 )
+QUANT_RECORDS = "model-code: engines/sglang/data/draft-settings/sglang-V.json, case 'eagle3/--quantization fp8'"
 RULES += [
     rule("sglang.draft_quantization_inherited", ">=0.4.5,<0.5.7", PROBLEM, _QUANT_SRC,
          "the draft inherits --quantization (no draft flag)", _sg_draft_quantization(True),
-         _fix_draft_quantization(False)),
+         _fix_draft_quantization(False), observed=QUANT_RECORDS),
     rule("sglang.draft_quantization_inherited", ">=0.5.7", PROBLEM, _QUANT_SRC_057,
-         "the draft inherits --quantization", _sg_draft_quantization(True), _fix_draft_quantization(True)),
+         "the draft inherits --quantization", _sg_draft_quantization(True), _fix_draft_quantization(True),
+         observed=QUANT_RECORDS),
     rule("sglang.draft_quantization_inherited_unknown_drafter", ">=0.4.5", WARNING,
          f"{_QUANT_SRC}; {_QUANT_SRC_057}", "the draft inherits --quantization (drafter not local)",
          _sg_draft_quantization(False)),
@@ -140,6 +145,11 @@ def _sg_draft_context(refuses: bool, allowed_by_default: bool) -> Callable[[Flag
             msg = (f"the draft model runs at the target's context length {target} ({where}), above the "
                    f"drafter's own {draft} ({st.drafter_source}): ValueError \"Target model's context_length "
                    f"({target}) is greater than the derived context_length ({draft})\" when the draft loads")  # fmt: skip
+        elif st.version < ROTARY_RAISED:
+            msg = (f"the draft model's context length is raised to the target's {target} ({where}), above the "
+                   f"{draft} the drafter ({st.drafter_source}) declares, while its rotary table keeps {draft} rows "
+                   f"(max_position_embeddings is not raised before SGLang {ROTARY_RAISED}): positions past {draft} "
+                   "index outside the table")  # fmt: skip
         else:
             msg = (f"the draft model's context length is raised to the target's {target} ({where}), above the "
                    f"{draft} the drafter ({st.drafter_source}) declares: its RoPE runs past the length it was "
@@ -157,6 +167,10 @@ def _fix_draft_context(st: State, change: Change) -> FlagFix:
                    "stretches the drafter's RoPE past its trained length")  # fmt: skip
 
 
+# the release that raises the draft config's max_position_embeddings with its context length (model-code records:
+# 0.4.5-0.5.2 keep the drafter's, 0.5.3+ raise it)
+ROTARY_RAISED = Version("0.5.3")
+CTX_RECORDS = "model-code: engines/sglang/data/draft-settings/sglang-V.json, cases 'eagle3/drafter context 2048*'"
 _CTX_SRC = (
     "sglang 0.4.5-0.5.14 speculative/eagle_worker.py (`server_args.context_length = target_worker.model_runner."
     "model_config.context_len` before the draft worker); 0.5.15+ `context_length=target_worker...context_len` "
@@ -167,17 +181,35 @@ RULES += [
     rule("sglang.draft_context_length", ">=0.4.5,<0.5.1", PROBLEM,
          f"{_CTX_SRC}; 0.4.5-0.4.10 SGLANG_ALLOW_OVERWRITE_LONGER_CONTEXT_LEN defaults to True",
          "the draft's context length is the target's: refused (env set false)", _sg_draft_context(True, True),
-         _fix_draft_context, fails=True, stage="load"),
+         _fix_draft_context, fails=True, stage="load", observed=CTX_RECORDS),
     rule("sglang.draft_context_length", ">=0.5.1", PROBLEM,
          f"{_CTX_SRC}; from 0.5.1 SGLANG_ALLOW_OVERWRITE_LONGER_CONTEXT_LEN defaults to False",
          "the draft's context length is the target's: refused", _sg_draft_context(True, False),
-         _fix_draft_context, fails=True, stage="load"),
+         _fix_draft_context, fails=True, stage="load", observed=CTX_RECORDS),
     rule("sglang.draft_context_length_raised", ">=0.4.5,<0.5.1", WARNING, _CTX_SRC,
-         "the draft's context length is raised to the target's", _sg_draft_context(False, True)),
+         "the draft's context length is raised to the target's", _sg_draft_context(False, True),
+         observed=CTX_RECORDS),
     rule("sglang.draft_context_length_raised", ">=0.5.1", WARNING,
-         f"{_CTX_SRC}; 0.5.23 also overrides the draft's max_position_embeddings (model_config.py:1308-1312)",
-         "the draft's context length is raised to the target's", _sg_draft_context(False, False)),
+         f"{_CTX_SRC}; from 0.5.3 the draft's max_position_embeddings is raised too (0.5.23 model_config.py:"
+         "1308-1312)", "the draft's context length is raised to the target's", _sg_draft_context(False, False),
+         observed=CTX_RECORDS),
 ]  # fmt: skip
+
+
+# ---- the draft's token embedding -----------------------------------------------------------------------------
+
+EMBEDDING_ROWS: tuple[DraftEmbedding, ...] = (
+    DraftEmbedding(
+        name="sglang.eagle3-embedding-from-target",
+        engine=SGLANG,
+        versions=">=0.4.5",
+        embedding="target",
+        why="the EAGLE worker hands the draft the target's embedding (`set_embed(embed)`), which replaces the "
+        "drafter's own embed_tokens weight unless the drafter's target_hidden_size differs from its hidden_size",
+        source="sglang 0.4.5 speculative/eagle_worker.py:122-124, models/llama.py:623-631 (set_embed); 0.5.23 "
+        "speculative/eagle_worker_v2.py:353-363, models/llama.py:910-918",
+    ),
+)
 
 
 # ---- arguments only another algorithm (or a missing companion flag) reads ------------------------------------

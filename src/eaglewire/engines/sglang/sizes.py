@@ -56,9 +56,15 @@ _E058 = _E057 | {"Glm4MoeLiteForCausalLM"}
 _E059 = _E058 | {"GlmMoeDsaForCausalLM", "BailingMoeV2_5ForCausalLM"}
 _E0511 = _E059 | {"MiMoV2ForCausalLM"}
 AUTO_CHOICES: tuple[AutoChoice, ...] = (
-    AutoChoice(">=0.4.5,<0.4.7", frozenset(), (5, 4, 8),
-               "sglang 0.4.5/0.4.6 (and 0.4.6.post1/3/5) server_args.py auto_choose_speculative_params: every "
-               "branch returns (5, 4, 8); reads architectures[0] from <model_path>/config.json"),
+    # 0.4.5.x: the table its code holds, never reached (AUTO_CHOICE_CRASHES); kept for the fix planner
+    AutoChoice(">=0.4.5,<0.4.6", frozenset(), (5, 4, 8),
+               "sglang 0.4.5 server_args.py:1313-1340 auto_choose_speculative_params: every branch returns "
+               "(5, 4, 8)"),
+    AutoChoice(">=0.4.6,<0.4.7", frozenset(), (5, 4, 8),
+               "sglang 0.4.6 (and 0.4.6.post1-5) server_args.py auto_choose_speculative_params: every branch "
+               "returns (5, 4, 8); reads architectures[0] from <model_path>/config.json; model code of sglang "
+               "0.4.6-0.4.6.post5, executed: engines/sglang/data/draft-settings/sglang-V.json, case 'eagle3/no "
+               "step flags'"),
     AutoChoice(">=0.4.7,<0.5.1", _DS, (5, 4, 8),
                "sglang 0.4.7-0.4.10 (and 0.4.10.post2) server_args.py auto_choose_speculative_params"),
     AutoChoice(">=0.5.1,<0.5.3", _DS_GPT, (5, 4, 8),
@@ -217,9 +223,28 @@ def _sg_auto_local_config(rule: FlagRule, st: State) -> None:
         )
 
 
+AUTO_CHOICE_CRASHES = ">=0.4.5,<0.4.6"
+
+
+def _sg_auto_choice_crashes(rule: FlagRule, st: State) -> None:
+    if any(st.v[k] is not None for k in TRIPLE):
+        return
+    st.emit(rule, "--speculative-num-steps", None, None,
+            "all three speculative sizes unset: this release's auto-choice reads `self.decrypted_config_file`, "
+            "a field its ServerArgs does not define: AttributeError at startup, before any size is chosen "
+            "(sglang#5673; fixed for 0.4.6 by PR #5685)")  # fmt: skip
+
+
 RULES += [
-    rule("sglang.auto_choice_needs_local_config", ">=0.4.5,<0.4.7", PROBLEM,
-       "sglang 0.4.5/0.4.6 server_args.py auto_choose_speculative_params: `config_path = os.path.join("
+    rule("sglang.auto_choice_crashes", AUTO_CHOICE_CRASHES, PROBLEM,
+       "sglang 0.4.5 server_args.py:351 calls auto_choose_speculative_params, whose first line (:1319) reads "
+       "self.decrypted_config_file, not a ServerArgs field; model code of sglang 0.4.5-0.4.5.post3, executed: "
+       "engines/sglang/data/draft-settings/sglang-V.json, case 'eagle3/no step flags' (AttributeError)",
+       "all three unset: AttributeError in the auto-choice", _sg_auto_choice_crashes, fix_triple, fails=True,
+       observed="model-code: engines/sglang/data/draft-settings/sglang-V.json, 0.4.5-0.4.5.post3, case 'eagle3/no "
+       "step flags'"),
+    rule("sglang.auto_choice_needs_local_config", ">=0.4.6,<0.4.7", PROBLEM,
+       "sglang 0.4.6 server_args.py auto_choose_speculative_params: `config_path = os.path.join("
        "self.model_path, 'config.json')`; `raise ValueError(f'{config_path} is not found.')`",
        "auto choice fails for hub ids", _sg_auto_local_config, fix_triple, fails=True),
 ]  # fmt: skip
@@ -260,6 +285,7 @@ RULES += [
         rule("sglang.auto_choice", epoch.versions, WARNING, epoch.citation,
            "all three unset: chosen by target architecture", _sg_auto_choice(epoch))
         for epoch in AUTO_CHOICES
+        if epoch.versions != AUTO_CHOICE_CRASHES
     ),
 ]  # fmt: skip
 

@@ -17,6 +17,7 @@ from packaging.version import Version
 from eaglewire.engines.vllm.args import VLLM
 from eaglewire.engines.vllm.config import vl_key_edit
 from eaglewire.rules import scanned
+from eaglewire.rules.draft_weights import DraftEmbedding
 from eaglewire.rules.flags import FlagRule, ReadWhen, State, row
 from eaglewire.rules.launch import INFO, PROBLEM, Change, FlagFix
 
@@ -79,7 +80,9 @@ RULES += [
          "80-95 (the head is built from the target's vllm_config; draft_parallel_config is read only by "
          "draft_model.py); 0.8.5-0.14.0 v1/spec_decode/eagle.py load_model (get_model(vllm_config=self."
          "vllm_config)); config/speculative.py:1849-1870 only checks the value",
-         "EAGLE heads shard with the target's TP", _vl_draft_tp_ignored, _remove_key),
+         "EAGLE heads shard with the target's TP", _vl_draft_tp_ignored, _remove_key,
+         observed="model-code: engines/vllm/data/draft-settings/vllm-V.json, 0.9.0-0.33.0, cases '-tp 2, "
+         "draft_tensor_parallel_size 1' (EAGLE-3 and MTP built under TP 2)"),
     rule("vllm.draft_model_tensor_parallel_size", ">=0.15.0", PROBLEM,
          "vllm 0.33.0 v1/spec_decode/draft_model.py:63-78 _raise_if_draft_tp_mismatch (0.15.0 the same)",
          "draft_model needs the target's TP", _vl_draft_model_tp,
@@ -164,11 +167,13 @@ RULES += [
          "vllm 0.9.0-0.10.1.1 v1/spec_decode/eagle.py load_model (get_model(vllm_config=self.vllm_config, "
          f"model_config=draft_model_config): the layers take vllm_config.quant_config, the target's); {MTP_QUANT_RECORDS} "
          "(the decoder layer's projection built with Fp8Config while the draft config says quantization None)",
-         "MTP layers take the target's --quantization (V1)", _vl_mtp_quantization("v1-engine-config")),
+         "MTP layers take the target's --quantization (V1)", _vl_mtp_quantization("v1-engine-config"),
+         observed="model-code: engines/vllm/data/draft-settings/vllm-V.json, case 'mtp/--quantization fp8'"),
     rule("vllm.mtp_quantization", ">=0.10.2", INFO,
          "vllm 0.33.0 config/speculative.py:1264-1268 ('Align the quantization of draft model for cases such as "
          f"--quantization fp8 with a bf16 checkpoint'); from 0.10.2; {MTP_QUANT_RECORDS}",
-         "MTP layers take the target's --quantization", _vl_mtp_quantization("aligned")),
+         "MTP layers take the target's --quantization", _vl_mtp_quantization("aligned"),
+         observed="model-code: engines/vllm/data/draft-settings/vllm-V.json, case 'mtp/--quantization fp8'"),
 ]  # fmt: skip
 
 
@@ -196,8 +201,36 @@ RULES += [
     rule("vllm.eagle3_head_takes_target_quantization", ">=0.11.0,<0.11.1", PROBLEM, EAGLE3_TARGET_QUANT,
          "the EAGLE-3 head is built with the target's quantization", _vl_eagle3_target_quant,
          lambda st, c: FlagFix(c.rule, (), "serve with vLLM 0.11.1 or later (the head gets its own quantization "
-                               "config) or 0.10.2 (none)", mechanical=False)),
+                               "config) or 0.10.2 (none)", mechanical=False),
+         observed="model-code: engines/vllm/data/draft-settings/vllm-0.11.0.json, vllm-0.11.0.post2.json, case "
+         "'eagle3/--quantization fp8'"),
 ]  # fmt: skip
+
+
+# ---- the draft's token embedding -----------------------------------------------------------------------------
+
+EMBEDDING_ROWS: tuple[DraftEmbedding, ...] = (
+    DraftEmbedding(
+        name="vllm.eagle-embedding-own-unless-missing", engine=VLLM, versions=">=0.8.5,<0.9.0", embedding="own",
+        why="the proposer takes the target's embed_tokens only when the drafter's weights have none",
+        source="vllm 0.8.5 v1/spec_decode/eagle.py:243-246 (`if 'model.embed_tokens.weight' not in loaded_weights`)",
+    ),
+    DraftEmbedding(
+        name="vllm.eagle-embedding-from-target", engine=VLLM, versions=">=0.9.0,<0.11.1", embedding="target",
+        why="the proposer replaces the drafter's embed_tokens with the target's whenever their shapes match "
+        "(\"Assuming the EAGLE head shares the same vocab embedding with the target model\")",
+        source="vllm 0.9.2 v1/spec_decode/eagle.py:343-353, 0.10.2 :636-645, 0.11.0 :854-873 (shape check only)",
+    ),
+    DraftEmbedding(
+        name="vllm.eagle-embedding-own-when-distinct", engine=VLLM, versions=">=0.11.1", embedding="own",
+        why="the proposer shares the target's embed_tokens only when the drafter has none or an identical copy "
+        "(\"Detected EAGLE model with distinct embed_tokens weights. Keeping separate embedding weights\")",
+        source="vllm 0.11.1 v1/spec_decode/eagle.py:1010-1036, 0.12.0 :1043-1072; 0.32.0 v1/spec_decode/"
+        "llm_base_proposer.py:1416-1501 (_maybe_share_embeddings, also keeps its own where the widths differ)",
+        observed="vllm-0.32.0-cpu-draft-embedding.json (tests/real_engine/records: a drafter with a random "
+        "embedding; the engine's counters are the walk under its own, not the target's)",
+    ),
+)
 
 
 # ---- keys vLLM fills in itself -------------------------------------------------------------------------------
