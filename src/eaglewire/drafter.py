@@ -286,8 +286,9 @@ class Eagle3Drafter(nn.Module):
         embed_tokens: torch.Tensor | None = None,
         dtype: torch.dtype = torch.float32,
     ) -> Eagle3Drafter:
-        """Build and load a drafter; `embed_tokens` fills in an embedding the checkpoint does not carry
-        (modelopt exports, EAGLE drafters that share the target's)."""
+        """Build and load a drafter; `embed_tokens`, where given, is the embedding it computes with: it fills in
+        one the checkpoint does not carry (modelopt exports, EAGLE drafters that share the target's) or replaces
+        the checkpoint's own (an engine release that feeds the draft the target's: rules.draft_weights)."""
         if ckpt.arch is None:
             raise InputError(f"{ckpt.where()}: this drafter cannot run here ({'; '.join(ckpt.notes)})")
         with torch.device("meta"):  # no memory until loaded: a 163,840 x 7,168 embedding is 4.7 GB in fp32
@@ -304,16 +305,17 @@ class Eagle3Drafter(nn.Module):
         assign: bool = False,
     ) -> None:
         """Load canonical checkpoint tensors (module names equal checkpoint names); d2t defaults to identity.
-        `assign`: the tensors become the parameters (no copy when dtypes agree)."""
+        `embed_tokens`, where given, is the embedding (in place of the checkpoint's own, if any). `assign`: the
+        tensors become the parameters (no copy when dtypes agree)."""
         load = {}
         for key, ref in self.state_dict().items():
             t = tensors.get(key)
-            if t is None and key == "embed_tokens.weight":
+            if key == "embed_tokens.weight" and embed_tokens is not None:
                 t = embed_tokens
-                if t is None:
-                    raise InputError(
-                        f"{where}: no embed_tokens.weight in the drafter; pass the target to use its embedding"
-                    )
+            if t is None and key == "embed_tokens.weight":
+                raise InputError(
+                    f"{where}: no embed_tokens.weight in the drafter; pass the target to use its embedding"
+                )
             if t is None and key == "d2t":
                 if assign:
                     load[key] = torch.zeros(ref.shape, dtype=ref.dtype)

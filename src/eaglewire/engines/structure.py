@@ -161,6 +161,7 @@ _ORDER: tuple[StructureRule, ...] = (
     vllm.norm_output,
     sglang.tied_reduced_vocab,
     sglang.own_embedding_missing,
+    sglang.embedding_replaced,
     lm_head_missing,
     vllm.embedding_replaced,
     rope_differs,

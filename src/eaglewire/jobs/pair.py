@@ -32,11 +32,14 @@ def drafter_for(
     target: LoadedTarget | PartialTarget,
     dtype: torch.dtype | None = None,
     device: torch.device | None = None,
+    embedding: str = "own",
 ) -> Eagle3Drafter:
     """The checkpoint as a drafter for this target, on the target's device, in `dtype` (default: the target's).
-    The target's embedding is read only when the checkpoint has none (modelopt exports, EAGLE drafters)."""
+    The target's embedding is read when the checkpoint has none (modelopt exports, EAGLE drafters), or where
+    `embedding` is "target": the engine release replaces the drafter's own (rules.draft_weights)."""
     dtype = dtype or getattr(target, "dtype", torch.float32)
-    embed = None if "embed_tokens.weight" in ckpt.tensors else target.input_embedding()
+    own = "embed_tokens.weight" in ckpt.tensors and embedding == "own"
+    embed = None if own else target.input_embedding()
     model = Eagle3Drafter.from_checkpoint(ckpt, embed_tokens=embed, dtype=dtype)
     return model.to(device or target.device).eval()
 
@@ -95,4 +98,29 @@ def load_pair(
         tgt = load_target(target, dtype=run_dtype, device=device)
     ckpt = read_drafter(drafter)
     wiring, basis = feed_wiring(ckpt, tgt, taps, engine, platform, runner)
-    return Pair(tgt, ckpt, drafter_for(ckpt, tgt, run_dtype), wiring, basis)
+    embedding, note = served_embedding(ckpt, tgt, engine)
+    if note:
+        basis = f"{basis}; {note}"
+    return Pair(tgt, ckpt, drafter_for(ckpt, tgt, run_dtype, embedding=embedding), wiring, basis)
+
+
+def served_embedding(
+    ckpt: DrafterCheckpoint, target: LoadedTarget | PartialTarget, engine: str | None
+) -> tuple[str, str | None]:
+    """The token embedding the drafter computes with when `engine` serves it ("own" or "target"), and what to say
+    where it is not the checkpoint's own: only a checkpoint that carries its own embed_tokens can have it replaced."""
+    if engine is None or "embed_tokens.weight" not in ckpt.tensors:
+        return "own", None
+    from eaglewire.engines import table
+    from eaglewire.rules.draft_weights import draft_embedding
+
+    from eaglewire.rules.ledger import ledger
+
+    spec = table.parse_spec(engine)
+    if spec.framework not in ("sglang", "vllm", "trtllm"):
+        return "own", None
+    version = str(spec.version) if spec.version else ledger(spec.framework).newest()
+    choice = draft_embedding(spec.framework, version, ckpt.config, target.info.hidden_size)
+    if not choice.replaced:
+        return "own", None
+    return "target", f"the target's embedding in place of the drafter's own ({choice.row.name}: {choice.row.source})"

@@ -7,6 +7,8 @@ from __future__ import annotations
 
 from packaging.version import Version
 
+from eaglewire.engines.sglang.draft import EMBEDDING_ROWS
+
 from eaglewire.rules.structure import (
     Context,
     StructureRule,
@@ -106,6 +108,21 @@ def tied_reduced_vocab(c: Context) -> str | None:
             "tie_word_embeddings is true with a reduced draft vocabulary: SGLang ties lm_head to the (target's) "
             "embedding, drops the trained lm_head and scores the first draft_vocab_size embedding rows: garbage "
             "drafts; set tie_word_embeddings to false"
+        )
+    return None
+
+
+_FROM_TARGET = EMBEDDING_ROWS[0]  # engines/sglang/draft.py: the EAGLE worker's set_embed, every release
+
+
+@rule(RULES, "embedding-replaced", "sglang", _FROM_TARGET.versions, "info", _FROM_TARGET.source)
+def embedding_replaced(c: Context) -> str | None:
+    declared = c.cfg.get("target_hidden_size")
+    if c.has_tensor("embed_tokens.weight") and (declared is None or declared == c.cfg.get("hidden_size")):
+        return (
+            "SGLang computes with the target's embedding in place of the drafter's own embed_tokens (set_embed): "
+            "right when it is a frozen copy of the target's, as SpecForge and speculators train them (`test "
+            "--engine` and `doctor` walk the draft with the target's embedding)"
         )
     return None
 

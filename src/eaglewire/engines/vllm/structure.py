@@ -8,6 +8,8 @@ from __future__ import annotations
 from packaging.specifiers import SpecifierSet
 from packaging.version import Version
 
+from eaglewire.engines.vllm.draft import EMBEDDING_ROWS
+
 from eaglewire.rules.structure import (
     Context,
     StructureRule,
@@ -92,12 +94,17 @@ def norm_output(c: Context) -> str | None:
 # ---- vocabulary, embeddings, lm_head -----------------------------------------------------------------------
 
 
-@rule(RULES, "embedding-replaced", "vllm", ">=0.9.0,<0.11.1", "warning", "vllm v1/spec_decode/eagle.py:330-336 @0.9.0, 343-353 @0.9.2, 854-903 @0.11.0")  # fmt: skip
+# the release range and source are the embedding row's (engines/vllm/draft.py EMBEDDING_ROWS): one fact, one place
+_FROM_TARGET = next(r for r in EMBEDDING_ROWS if r.embedding == "target")
+
+
+@rule(RULES, "embedding-replaced", "vllm", _FROM_TARGET.versions, "warning", _FROM_TARGET.source)
 def embedding_replaced(c: Context) -> str | None:
     if c.has_tensor("embed_tokens.weight"):
         return (
-            "vLLM 0.9-0.11.0 replaces the drafter's own embed_tokens with the target's (and in 0.11.0 a full-vocab "
-            "lm_head too) whenever the shapes match: right only if they were frozen copies of the target's"
+            "vLLM 0.9-0.11.0 replaces the drafter's own embed_tokens with the target's whenever the shapes match: "
+            "right only if it was a frozen copy of the target's (`test --engine` and `doctor` walk the draft with "
+            "the target's embedding)"
         )
     return None
 
