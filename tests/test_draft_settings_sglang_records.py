@@ -171,7 +171,11 @@ def test_the_auto_chosen_speculative_sizes_are_what_lint_says(models):
             assert not report.starts, (release, case["error"], [c.rule for c in report.changes])
             continue
         sa = case["server_args"]
-        chosen = (sa["speculative_num_steps"], sa["speculative_eagle_topk"], sa["speculative_num_draft_tokens"])
+        chosen = (
+            sa["speculative_num_steps"],
+            sa["speculative_eagle_topk"],
+            sa["speculative_num_draft_tokens"],
+        )
         said = (report.effective.num_steps, report.effective.topk, report.effective.num_draft_tokens)
         assert said == chosen, (release, said, chosen)
         seen += 1

@@ -201,7 +201,9 @@ def test_auto_choice_by_target_architecture_and_version():
     # 0.4.5.x never chooses: its auto-choice reads a field its ServerArgs lacks (sglang#5673), executed in the
     # SGLang draft-settings records
     crash = lint(E3, engine_version="0.4.5.post3", target_arch="LlamaForCausalLM")
-    assert not crash.starts and [c.severity for c in changes(crash, "sglang.auto_choice_crashes")] == [PROBLEM]
+    assert not crash.starts and [c.severity for c in changes(crash, "sglang.auto_choice_crashes")] == [
+        PROBLEM
+    ]
     assert changes(crash, "sglang.auto_choice") == [] and crash.evidence["level"] == "model-code"
     newer = lint(E3, engine_version="0.4.7", target_arch="DeepseekV3ForCausalLM")
     assert newer.effective.num_draft_tokens == 4

@@ -34,7 +34,9 @@ from typing import Any
 from capture_probe import setup
 
 GPU_CAPABILITY = (9, 0)
-GPU_MEMORY_MB = 81559  # an H100 80GB, as torch reports it: ServerArgs sizes its defaults by the device's memory
+GPU_MEMORY_MB = (
+    81559  # an H100 80GB, as torch reports it: ServerArgs sizes its defaults by the device's memory
+)
 ANSWERED = ["ServerArgs(device='cpu')", "device capability answered as 9.0 (a Hopper GPU: the quantization "
             "registry's capability checks run as there)", f"device memory answered as {GPU_MEMORY_MB} MB (an H100)",
             "TpModelWorker runs up to ModelRunner (the probe stops there)"]  # fmt: skip
@@ -150,25 +152,40 @@ def _quant_config(model_config: Any) -> dict | None:
     from sglang.srt.configs.load_config import LoadConfig
     from sglang.srt.model_loader import loader
 
-    def packed() -> dict:  # what the release's loader passes (DefaultModelLoader.load_model): the class's mapping
+    def packed() -> (
+        dict
+    ):  # what the release's loader passes (DefaultModelLoader.load_model): the class's mapping
         from sglang.srt.model_loader.utils import get_model_architecture
 
         return getattr(get_model_architecture(model_config)[0], "packed_modules_mapping", {})
 
-    given = {"model_config": lambda: model_config, "load_config": LoadConfig, "packed_modules_mapping": packed}
+    given = {
+        "model_config": lambda: model_config,
+        "load_config": LoadConfig,
+        "packed_modules_mapping": packed,
+    }
     params = inspect.signature(loader._get_quantization_config).parameters
     config = loader._get_quantization_config(
         **{n: given[n]() for n, p in params.items() if p.default is inspect.Parameter.empty}
     )
     if config is None:
         return None
-    return {"class": type(config).__name__, "name": config.get_name() if hasattr(config, "get_name") else None}
+    return {
+        "class": type(config).__name__,
+        "name": config.get_name() if hasattr(config, "get_name") else None,
+    }
 
 
 def _case(case: dict, form: str | None) -> dict:
     from sglang.srt.server_args import ServerArgs
 
-    out: dict[str, Any] = {"name": case["name"], "server_args": None, "target": None, "draft": None, "error": None}
+    out: dict[str, Any] = {
+        "name": case["name"],
+        "server_args": None,
+        "target": None,
+        "draft": None,
+        "error": None,
+    }
     saved = dict(os.environ)
     os.environ.update(case.get("env") or {})
     try:

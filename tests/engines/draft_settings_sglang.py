@@ -144,7 +144,11 @@ def context(case: dict | None) -> str:
     if case is None:
         return "not asked"
     if case["error"] is not None:
-        return "refused (ValueError)" if case["error"]["type"] == "ValueError" else f"error at {case['error']['stage']}"
+        return (
+            "refused (ValueError)"
+            if case["error"]["type"] == "ValueError"
+            else f"error at {case['error']['stage']}"
+        )
     return f"{case['draft']['context_len']} (rotary {case['draft']['max_position_embeddings']})"
 
 
@@ -228,7 +232,10 @@ def main() -> None:
         out.mkdir(parents=True, exist_ok=True)
         path.write_text(json.dumps(rec, indent=1) + "\n")
         errors = sum(1 for c in rec["cases"] if c["error"])
-        print(f"sglang {release}: {len(rec['cases'])} cases, {errors} refused, {time.time() - t0:.0f} s", flush=True)
+        print(
+            f"sglang {release}: {len(rec['cases'])} cases, {errors} refused, {time.time() - t0:.0f} s",
+            flush=True,
+        )
     sys.exit(0)
 
 

@@ -11,7 +11,6 @@ decide which embedding it fed; for the trained copy both are the same walk. The 
 
 from __future__ import annotations
 
-import json
 import shutil
 from pathlib import Path
 

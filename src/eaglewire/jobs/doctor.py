@@ -27,7 +27,7 @@ from eaglewire.jobs.evaluate import (
     samples_for_test,
 )
 from eaglewire.jobs.lint import lint
-from eaglewire.jobs.pair import drafter_for
+from eaglewire.jobs.pair import drafter_for, served_embedding
 from eaglewire.jobs.search import SearchResult, search
 from eaglewire.partial import load_partial_target
 from eaglewire.rules import taps as conv
@@ -307,7 +307,11 @@ def _runtime(
 ) -> None:
     tgt = load_target(tdir, dtype=resolve_dtype(tdir, opts.dtype), device=opts.device)
     L = tgt.info.num_layers
-    model = drafter_for(ckpt, tgt)
+    # the drafter as the engine computes it (the embedding the release feeds it: rules/draft_weights.py), and as
+    # trained (its own); the taps are judged on the first, the training record and the search on the second
+    embedding, fed = served_embedding(ckpt, tgt, rep.engine)
+    as_trained = drafter_for(ckpt, tgt)
+    model = drafter_for(ckpt, tgt, embedding=embedding) if embedding != "own" else as_trained
     samples = samples_for_test(tgt, opts.data, opts.samples, opts.prompt_len + opts.new_tokens)
     data = chain_data(
         tgt, samples, list(range(L + 1)), opts.prompt_len, opts.new_tokens, max(opts.steps, 5) + 1
@@ -317,6 +321,8 @@ def _runtime(
     if rep.served is not None and len(rep.served) == n_aux:
         say("test under the served taps")
         rep.evals["served"] = evaluate(model, data, rep.served, opts.steps, "chain", trees=DEFAULT_TREES[:2])
+        if model is not as_trained:
+            _embedding(rep, as_trained, data, opts, fed, say)
     if rep.trained is not None and len(rep.trained) == n_aux and rep.trained != rep.served:
         say("test under the trained taps")
         rep.evals["trained"] = evaluate(
@@ -331,7 +337,7 @@ def _runtime(
     if rep.recorded and rep.recorded.get("acc") and rep.served is not None and len(rep.served) == n_aux:
         say("teacher-forced check against the recorded training accuracy")
         natural = captured(tgt, samples, list(rep.served.indices))
-        tf = evaluate(model, natural, rep.served, 1, "teacher")
+        tf = evaluate(as_trained, natural, rep.served, 1, "teacher")
         rep.evals["served-teacher"] = tf
         drops.append((rep.recorded["acc"][0] - tf.acc[0], tf.rows))
     far = any(d > max(opts.drop_threshold, 3 * math.sqrt(0.25 / max(1, n))) for d, n in drops)
@@ -394,6 +400,29 @@ def _runtime(
         rep.evals["fixed"] = evaluate(
             model, data, rep.fixed_taps, opts.steps, "chain", trees=DEFAULT_TREES[:2]
         )
+
+
+def _embedding(rep: DoctorReport, as_trained, data, opts: DoctorOptions, fed: str | None, say) -> None:
+    """The release computes the draft with the target's embedding in place of its own: the same served taps with
+    its own embedding, beside; a collapse is a problem (the engine serves it silently)."""
+    say("test under the served taps with the drafter's own embedding")
+    own = evaluate(as_trained, data, rep.served, opts.steps, "chain", trees=DEFAULT_TREES[:2])
+    rep.evals["served-own-embedding"] = own
+    served = rep.evals["served"]
+    drop = own.acc[0] - served.acc[0]
+    noise = max(opts.drop_threshold, 3 * math.sqrt(0.25 / max(1, served.rows)))
+    said = (f"{rep.engine} computes the draft with {fed}: step-0 acc {served.acc[0]:.3f} (accept length "
+            f"{served.tau[-1]:.2f}) against {own.acc[0]:.3f} ({own.tau[-1]:.2f}) with the drafter's own embedding, "
+            f"same taps {rep.served}")  # fmt: skip
+    if drop > noise:
+        rep.add_problem("embedding-replaced", said + ": its own embedding is not the target's; serve a release "
+                        "that keeps it (vLLM >= 0.11.1) or train the drafter on a frozen copy of the target's")  # fmt: skip
+    elif -drop > noise:
+        rep.notes.append(
+            said + ": the target's serves it better than its own (which does not match the target's)"
+        )
+    else:
+        rep.notes.append(said + ": the same, within noise")
 
 
 def _set_fix(rep: DoctorReport, row_key: str, taps: Wiring | None, ckpt: DrafterCheckpoint) -> None:

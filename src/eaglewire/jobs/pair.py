@@ -112,15 +112,19 @@ def served_embedding(
     if engine is None or "embed_tokens.weight" not in ckpt.tensors:
         return "own", None
     from eaglewire.engines import table
-    from eaglewire.rules.draft_weights import draft_embedding
-
+    from eaglewire.engines.draft_weights import draft_embedding
     from eaglewire.rules.ledger import ledger
 
-    spec = table.parse_spec(engine)
+    spec = table.parse_spec(
+        engine.split()[0]
+    )  # "vllm==0.32.0 mrv2": the runner does not change the embedding
     if spec.framework not in ("sglang", "vllm", "trtllm"):
         return "own", None
     version = str(spec.version) if spec.version else ledger(spec.framework).newest()
     choice = draft_embedding(spec.framework, version, ckpt.config, target.info.hidden_size)
     if not choice.replaced:
         return "own", None
-    return "target", f"the target's embedding in place of the drafter's own ({choice.row.name}: {choice.row.source})"
+    return (
+        "target",
+        f"the target's embedding in place of the drafter's own ({choice.row.name}: {choice.row.source})",
+    )

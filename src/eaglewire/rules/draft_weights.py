@@ -5,7 +5,8 @@ the draft (SGLang's EAGLE worker always does, where the widths match; vLLM 0.9.0
 keeps a drafter's own one that differs). Where the drafter's own embedding differs from the target's (trained
 unfrozen, or from another checkpoint of the target) the replacement changes every draft, and the acceptance the
 engine measures is the walk's under the *target's* embedding. `test --engine` and `doctor` walk what the release
-computes (jobs.pair.load_pair); each engine's rows live in its home (engines/<engine>/draft.py `EMBEDDING_ROWS`).
+computes (jobs.pair.load_pair); each engine's rows live in its home (engines/<engine>/draft.py `EMBEDDING_ROWS`),
+gathered and matched in engines/draft_weights.py.
 """
 
 from __future__ import annotations
@@ -40,35 +41,10 @@ class EmbeddingChoice:
     """The embedding a release's draft computes with, for one drafter, and the row that says so."""
 
     embedding: str  # one of SOURCES
-    row: DraftEmbedding | None  # None: no row covers the release (the checkpoint's own is assumed, as read nowhere)
+    row: (
+        DraftEmbedding | None
+    )  # None: no row covers the release (the checkpoint's own is assumed, as read nowhere)
 
     @property
     def replaced(self) -> bool:
         return self.embedding == "target"
-
-
-def rows() -> tuple[DraftEmbedding, ...]:
-    from eaglewire.engines.sglang.draft import EMBEDDING_ROWS as SG
-    from eaglewire.engines.vllm.draft import EMBEDDING_ROWS as VL
-
-    return SG + VL
-
-
-def draft_embedding(engine: str, version: str, drafter_config: dict, target_hidden: int | None) -> EmbeddingChoice:
-    """What `engine` at `version` feeds a drafter (its config.json) as its token embedding, beside a target of
-    hidden size `target_hidden` (None: unknown, the widths are taken to match)."""
-    from eaglewire.rules.row import Spec, match
-    from packaging.version import Version
-
-    found = match(rows(), Spec(engine, Version(version)))
-    if not found:
-        return EmbeddingChoice("own", None)
-    row = found[0]
-    width = drafter_config.get("hidden_size")
-    declared = drafter_config.get("target_hidden_size")
-    differs = (declared is not None and declared != width) or (
-        target_hidden is not None and width is not None and target_hidden != width
-    )
-    if row.embedding == "target" and row.own_when_widths_differ and differs:
-        return EmbeddingChoice("own", row)
-    return EmbeddingChoice(row.embedding, row)

@@ -146,5 +146,17 @@ def row(
     if families is None:
         families = ("eagle",) if engine == "sglang" else ("*",)
     return FlagRule(
-        name, engine, versions, severity, citation, summary, apply, fix, fails, families, stage, read_as, observed
+        name,
+        engine,
+        versions,
+        severity,
+        citation,
+        summary,
+        apply,
+        fix,
+        fails,
+        families,
+        stage,
+        read_as,
+        observed,
     )

@@ -80,7 +80,9 @@ _QUANT_SRC_057 = (
     "self.quantization`; 'unquant' -> None), same in 0.5.8-0.5.18; 0.5.23 arg_groups/serving_hook.py:676-710, "
     "configs/model_config.py:945-966"
 )
-QUANT_RECORDS = "model-code: engines/sglang/data/draft-settings/sglang-V.json, case 'eagle3/--quantization fp8'"
+QUANT_RECORDS = (
+    "model-code: engines/sglang/data/draft-settings/sglang-V.json, case 'eagle3/--quantization fp8'"
+)
 RULES += [
     rule("sglang.draft_quantization_inherited", ">=0.4.5,<0.5.7", PROBLEM, _QUANT_SRC,
          "the draft inherits --quantization (no draft flag)", _sg_draft_quantization(True),
@@ -170,7 +172,9 @@ def _fix_draft_context(st: State, change: Change) -> FlagFix:
 # the release that raises the draft config's max_position_embeddings with its context length (model-code records:
 # 0.4.5-0.5.2 keep the drafter's, 0.5.3+ raise it)
 ROTARY_RAISED = Version("0.5.3")
-CTX_RECORDS = "model-code: engines/sglang/data/draft-settings/sglang-V.json, cases 'eagle3/drafter context 2048*'"
+CTX_RECORDS = (
+    "model-code: engines/sglang/data/draft-settings/sglang-V.json, cases 'eagle3/drafter context 2048*'"
+)
 _CTX_SRC = (
     "sglang 0.4.5-0.5.14 speculative/eagle_worker.py (`server_args.context_length = target_worker.model_runner."
     "model_config.context_len` before the draft worker); 0.5.15+ `context_length=target_worker...context_len` "

@@ -8,7 +8,6 @@ from __future__ import annotations
 from packaging.version import Version
 
 from eaglewire.engines.sglang.draft import EMBEDDING_ROWS
-
 from eaglewire.rules.structure import (
     Context,
     StructureRule,

@@ -211,20 +211,29 @@ RULES += [
 
 EMBEDDING_ROWS: tuple[DraftEmbedding, ...] = (
     DraftEmbedding(
-        name="vllm.eagle-embedding-own-unless-missing", engine=VLLM, versions=">=0.8.5,<0.9.0", embedding="own",
+        name="vllm.eagle-embedding-own-unless-missing",
+        engine=VLLM,
+        versions=">=0.8.5,<0.9.0",
+        embedding="own",
         why="the proposer takes the target's embed_tokens only when the drafter's weights have none",
         source="vllm 0.8.5 v1/spec_decode/eagle.py:243-246 (`if 'model.embed_tokens.weight' not in loaded_weights`)",
     ),
     DraftEmbedding(
-        name="vllm.eagle-embedding-from-target", engine=VLLM, versions=">=0.9.0,<0.11.1", embedding="target",
+        name="vllm.eagle-embedding-from-target",
+        engine=VLLM,
+        versions=">=0.9.0,<0.11.1",
+        embedding="target",
         why="the proposer replaces the drafter's embed_tokens with the target's whenever their shapes match "
-        "(\"Assuming the EAGLE head shares the same vocab embedding with the target model\")",
+        '("Assuming the EAGLE head shares the same vocab embedding with the target model")',
         source="vllm 0.9.2 v1/spec_decode/eagle.py:343-353, 0.10.2 :636-645, 0.11.0 :854-873 (shape check only)",
     ),
     DraftEmbedding(
-        name="vllm.eagle-embedding-own-when-distinct", engine=VLLM, versions=">=0.11.1", embedding="own",
+        name="vllm.eagle-embedding-own-when-distinct",
+        engine=VLLM,
+        versions=">=0.11.1",
+        embedding="own",
         why="the proposer shares the target's embed_tokens only when the drafter has none or an identical copy "
-        "(\"Detected EAGLE model with distinct embed_tokens weights. Keeping separate embedding weights\")",
+        '("Detected EAGLE model with distinct embed_tokens weights. Keeping separate embedding weights")',
         source="vllm 0.11.1 v1/spec_decode/eagle.py:1010-1036, 0.12.0 :1043-1072; 0.32.0 v1/spec_decode/"
         "llm_base_proposer.py:1416-1501 (_maybe_share_embeddings, also keeps its own where the widths differ)",
         observed="vllm-0.32.0-cpu-draft-embedding.json (tests/real_engine/records: a drafter with a random "

@@ -9,7 +9,6 @@ from packaging.specifiers import SpecifierSet
 from packaging.version import Version
 
 from eaglewire.engines.vllm.draft import EMBEDDING_ROWS
-
 from eaglewire.rules.structure import (
     Context,
     StructureRule,
