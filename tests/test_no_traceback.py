@@ -196,3 +196,14 @@ def test_every_help_names_the_exit_codes(capsys, command):
     assert main([command, "--help"]) == 0
     text = " ".join(capsys.readouterr().out.split())
     assert "0 ok" in text and "1 a problem" in text and "2 bad input" in text and "3 unverified" in text
+
+
+@pytest.mark.parametrize(
+    "argv", [["doctor", "drafter-dir"], ["check", "--no-such-flag"], ["test", "--engine"], ["lint", "--gpu"]]
+)
+def test_usage_errors_end_in_one_line_and_exit_2(argv, capsys):
+    """A missing argument or an unknown flag is click's usage message and exit code 2, never a traceback (newer
+    typer releases raise their own vendored click's exceptions: both are caught)."""
+    assert main(argv) == 2
+    err = capsys.readouterr().err
+    assert "Traceback" not in err and "Error:" in err, err

@@ -195,6 +195,19 @@ app.command("bench-all", epilog=EXIT_HELP)(bench_cmds.bench_all)
 app.add_typer(bench_cmds.zoo_app, name="zoo")
 
 
+def _click_exceptions() -> list:
+    """click's exception modules: the installed click's, and the copy newer typer releases vendor as typer._click."""
+    import importlib
+
+    found = []
+    for name in ("click.exceptions", "typer._click.exceptions"):
+        try:
+            found.append(importlib.import_module(name))
+        except ImportError:
+            pass
+    return found
+
+
 def main(argv: list[str] | None = None) -> int:
     try:
         rc = app(args=argv, standalone_mode=False)
@@ -206,13 +219,12 @@ def main(argv: list[str] | None = None) -> int:
     except KeyboardInterrupt:
         print("eaglewire: interrupted", file=sys.stderr)
         return 130
-    except Exception as e:  # click usage errors and the like
-        import click
-
-        if isinstance(e, click.exceptions.ClickException):
+    except Exception as e:  # click usage errors and the like (typer >= 0.20 raises its own vendored click's)
+        kinds = _click_exceptions()
+        if any(isinstance(e, k.ClickException) for k in kinds):
             e.show()
             return EXIT_BAD_INPUT
-        if isinstance(e, click.exceptions.Abort):
+        if any(isinstance(e, k.Abort) for k in kinds):
             return 130
         raise
     return rc if isinstance(rc, int) else EXIT_OK
