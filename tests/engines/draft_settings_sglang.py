@@ -136,7 +136,10 @@ def quant(case: dict | None) -> str:
         return f"refused at {case['error']['stage']}: `{case['error']['message'][:60]}`"
     draft = case["draft"]
     if "quant_config_error" in draft:
-        return f"loader error: `{draft['quant_config_error']['message'][:50]}`"
+        words = draft["quant_config_error"]["message"]
+        if "Cannot find model module" in words:  # the registry skips a module that does not import in this venv
+            return "not decided here (its model module does not import in this venv)"
+        return f"loader error: `{words[:50]}`"
     return draft["quant_config"]["name"] if draft["quant_config"] else "-"
 
 
