@@ -585,6 +585,18 @@ def _cpu_flag(flag: str) -> bool:
         return False
 
 
+def engine_error(exc: BaseException, package: str) -> dict:
+    """An engine's error as a record keeps it: type, words, and the innermost `package` file:line that raised it.
+    Shared with the draft probes."""
+    import traceback
+
+    where = None
+    for frame in traceback.extract_tb(exc.__traceback__):
+        if f"/{package}/" in frame.filename:
+            where = f"{package}/{frame.filename.split(f'/{package}/', 1)[1]}:{frame.lineno}"
+    return {"type": type(exc).__name__, "message": " ".join(str(exc).split())[:400], "where": where}
+
+
 def setup(engine: str) -> None:
     """What the release's model files need to import on this CPU machine beside its own code (shims for names
     newer torch and transformers dropped, stubs of GPU-only packages); then vLLM's CPU platform. Shared with

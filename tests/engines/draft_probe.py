@@ -26,11 +26,10 @@ import inspect
 import json
 import os
 import sys
-import traceback
 from types import SimpleNamespace
 from typing import Any
 
-from capture_probe import setup
+from capture_probe import engine_error, setup
 
 # the first projection of a decoder layer (attention): the draft's own layer, whose quantization is the question
 STOP = ("qkv_proj", "q_proj", "q_a_proj", "fused_qkv_a_proj", "q_b_proj", "kv_a_proj_with_mqa")
@@ -46,12 +45,7 @@ class _Stop(Exception):
 
 
 def _error(exc: BaseException) -> dict:
-    """The engine's error: type, words, and the innermost vllm file:line that raised it."""
-    where = None
-    for frame in traceback.extract_tb(exc.__traceback__):
-        if "/vllm/" in frame.filename:
-            where = f"vllm/{frame.filename.split('/vllm/', 1)[1]}:{frame.lineno}"
-    return {"type": type(exc).__name__, "message": " ".join(str(exc).split())[:400], "where": where}
+    return engine_error(exc, "vllm")
 
 
 def _quant(config: Any) -> dict | None:

@@ -28,10 +28,9 @@ import inspect
 import json
 import os
 import sys
-import traceback
 from typing import Any
 
-from capture_probe import setup
+from capture_probe import engine_error, setup
 
 GPU_CAPABILITY = (9, 0)
 GPU_MEMORY_MB = (
@@ -58,11 +57,7 @@ class _Stop(Exception):
 
 
 def _error(exc: BaseException) -> dict:
-    where = None
-    for frame in traceback.extract_tb(exc.__traceback__):
-        if "/sglang/" in frame.filename:
-            where = f"sglang/{frame.filename.split('/sglang/', 1)[1]}:{frame.lineno}"
-    return {"type": type(exc).__name__, "message": " ".join(str(exc).split())[:400], "where": where}
+    return engine_error(exc, "sglang")
 
 
 def _model(mc: Any) -> dict:

@@ -272,33 +272,45 @@ Columns:
     return head + "\n".join(_row(r) for r in recs) + "\n"
 
 
-def main() -> None:
-    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--python", required=True, help="the model-code venv's python (make model-code)")
+def generate(engine: str, record_fn, out_default: Path, first: str, description: str, errors_fn) -> None:
+    """The generator's command line, for either engine: install each release in turn (model_code.install), run
+    `record_fn(python, release)`, write `<out>/<engine>-V.json`; resumable (a written record is kept unless
+    --force). A release whose probe cannot run here (RuntimeError) gets no record, and the reason is printed."""
+    ap = argparse.ArgumentParser(description=description)
+    ap.add_argument(
+        "--python", required=True, help=f"the {engine} model-code venv's python (make model-code)"
+    )
     ap.add_argument("--release", action="append", default=[])
     ap.add_argument("--out", type=Path, default=None)
     ap.add_argument("--force", action="store_true")
     ap.add_argument("--no-install", action="store_true", help="the release installed in the venv as it is")
     args = ap.parse_args()
-    out = args.out or OUT
-    todo = args.release or [v for v in releases("vllm") if Version(v) >= Version(FIRST)]
+    out = args.out or out_default
+    todo = args.release or [v for v in releases(engine) if Version(v) >= Version(first)]
     for release in todo:
-        path = out / f"vllm-{release}.json"
+        path = out / f"{engine}-{release}.json"
         if path.exists() and not args.force:
             continue
         t0 = time.time()
         if not args.no_install:
-            install(args.python, "vllm", release)
-        rec = record(args.python, release)
+            install(args.python, engine, release)
+        try:
+            rec = record_fn(args.python, release)
+        except RuntimeError as exc:
+            print(f"{engine} {release}: no record ({exc})", flush=True)
+            continue
         rec["provenance"]["install_seconds"] = round(time.time() - t0 - rec["provenance"]["seconds"], 1)
         out.mkdir(parents=True, exist_ok=True)
         path.write_text(json.dumps(rec, indent=1) + "\n")
-        errors = sum(1 for c in rec["cases"] if c["error"] or (c["built"] or {}).get("error"))
-        print(
-            f"vllm {release}: {len(rec['cases'])} cases, {errors} with an error, {time.time() - t0:.0f} s",
-            flush=True,
-        )
+        errors = sum(1 for c in rec["cases"] if errors_fn(c))
+        print(f"{engine} {release}: {len(rec['cases'])} cases, {errors} with an error, {time.time() - t0:.0f} s",
+              flush=True)  # fmt: skip
     sys.exit(0)
+
+
+def main() -> None:
+    generate("vllm", record, OUT, FIRST, __doc__.split("\n\n")[0],
+             lambda c: c["error"] or (c["built"] or {}).get("error"))  # fmt: skip
 
 
 if __name__ == "__main__":

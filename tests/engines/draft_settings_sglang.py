@@ -15,10 +15,8 @@ tests/test_draft_settings_records.py replays every record against lint's and che
 
 from __future__ import annotations
 
-import argparse
 import json
 import subprocess
-import sys
 import tempfile
 import time
 from pathlib import Path
@@ -26,8 +24,7 @@ from pathlib import Path
 from packaging.version import Version
 
 from eaglewire.rules import ENGINES_DIR
-from engines.draft_settings import QUANT, write_models
-from engines.model_code import install, releases
+from engines.draft_settings import QUANT, generate, write_models
 
 PROBE = Path(__file__).with_name("draft_probe_sglang.py")
 OUT = ENGINES_DIR / "sglang" / "data" / "draft-settings"
@@ -137,7 +134,9 @@ def quant(case: dict | None) -> str:
     draft = case["draft"]
     if "quant_config_error" in draft:
         words = draft["quant_config_error"]["message"]
-        if "Cannot find model module" in words:  # the registry skips a module that does not import in this venv
+        if (
+            "Cannot find model module" in words
+        ):  # the registry skips a module that does not import in this venv
             return "not decided here (its model module does not import in this venv)"
         return f"loader error: `{words[:50]}`"
     return draft["quant_config"]["name"] if draft["quant_config"] else "-"
@@ -210,36 +209,7 @@ Columns (`-`: the draft is built unquantized, in its own dtype):
 
 
 def main() -> None:
-    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--python", required=True, help="the SGLang model-code venv's python (make model-code)")
-    ap.add_argument("--release", action="append", default=[])
-    ap.add_argument("--out", type=Path, default=None)
-    ap.add_argument("--force", action="store_true")
-    ap.add_argument("--no-install", action="store_true", help="the release installed in the venv as it is")
-    args = ap.parse_args()
-    out = args.out or OUT
-    todo = args.release or [v for v in releases("sglang") if Version(v) >= Version(FIRST)]
-    for release in todo:
-        path = out / f"sglang-{release}.json"
-        if path.exists() and not args.force:
-            continue
-        t0 = time.time()
-        if not args.no_install:
-            install(args.python, "sglang", release)
-        try:
-            rec = record(args.python, release)
-        except RuntimeError as exc:  # the release's modules do not import here: no record, said so
-            print(f"sglang {release}: no record ({exc})", flush=True)
-            continue
-        rec["provenance"]["install_seconds"] = round(time.time() - t0 - rec["provenance"]["seconds"], 1)
-        out.mkdir(parents=True, exist_ok=True)
-        path.write_text(json.dumps(rec, indent=1) + "\n")
-        errors = sum(1 for c in rec["cases"] if c["error"])
-        print(
-            f"sglang {release}: {len(rec['cases'])} cases, {errors} refused, {time.time() - t0:.0f} s",
-            flush=True,
-        )
-    sys.exit(0)
+    generate("sglang", record, OUT, FIRST, __doc__.split("\n\n")[0], lambda c: c["error"])
 
 
 if __name__ == "__main__":

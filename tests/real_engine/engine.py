@@ -129,3 +129,12 @@ def measured(result: dict) -> dict:
         "accept_length": 1 + m["num_accepted_tokens"] / drafts,
         "per_position": [a / drafts for a in m["num_accepted_tokens_per_pos"]],
     }
+
+
+def write_result(name: str, record: dict) -> Path:
+    """A tier test's record, where the tier writes its results (EAGLEWIRE_REAL_ENGINE_OUT, default
+    real-engine-results/): the file CI keeps and a session copies into tests/real_engine/records."""
+    out = Path(os.environ.get("EAGLEWIRE_REAL_ENGINE_OUT", "real-engine-results"))
+    out.mkdir(parents=True, exist_ok=True)
+    (out / name).write_text(json.dumps(record, indent=1) + "\n")
+    return out / name

@@ -4,22 +4,17 @@ collapses."""
 
 from __future__ import annotations
 
-import json
-import os
-from pathlib import Path
-
 import pytest
 
 from .draft_context import run
+from .engine import write_result
 
 pytestmark = pytest.mark.real_engine
 
 
 def test_a_short_drafter_context_collapses_acceptance_where_check_says(vllm_python, vllm_version, tmp_path):
     rec = run(vllm_python, tmp_path, f"vllm=={vllm_version}")
-    out = Path(os.environ.get("EAGLEWIRE_REAL_ENGINE_OUT", "real-engine-results"))
-    out.mkdir(parents=True, exist_ok=True)
-    (out / f"vllm-{vllm_version}-cpu-draft-context.json").write_text(json.dumps(rec, indent=1) + "\n")
+    write_result(f"vllm-{vllm_version}-cpu-draft-context.json", rec)
     full = next(
         r for r in rec["rows"] if r["max_position_embeddings"] == rec["target_max_position_embeddings"]
     )

@@ -4,22 +4,17 @@ release's row says its draft computes with (`test --engine`), not under the othe
 
 from __future__ import annotations
 
-import json
-import os
-from pathlib import Path
-
 import pytest
 
 from .draft_embedding import run
+from .engine import write_result
 
 pytestmark = pytest.mark.real_engine
 
 
 def test_the_engine_computes_with_the_embedding_its_row_says(vllm_python, vllm_version, tmp_path):
     rec = run(vllm_python, tmp_path, f"vllm=={vllm_version}")
-    out = Path(os.environ.get("EAGLEWIRE_REAL_ENGINE_OUT", "real-engine-results"))
-    out.mkdir(parents=True, exist_ok=True)
-    (out / f"vllm-{vllm_version}-cpu-draft-embedding.json").write_text(json.dumps(rec, indent=1) + "\n")
+    write_result(f"vllm-{vllm_version}-cpu-draft-embedding.json", rec)
     for row in rec["rows"]:
         assert row["stage"] is None and row["lossless"], row
         assert row["row_says"] in row["engine_equals_walk_under"], row
