@@ -38,7 +38,8 @@ GPU_MEMORY_MB = (
 )
 ANSWERED = ["ServerArgs(device='cpu')", "device capability answered as 9.0 (a Hopper GPU: the quantization "
             "registry's capability checks run as there)", f"device memory answered as {GPU_MEMORY_MB} MB (an H100)",
-            "TpModelWorker runs up to ModelRunner (the probe stops there)"]  # fmt: skip
+            "TpModelWorker runs up to ModelRunner (the probe stops there)",
+            "tensor parallel group: one rank (stand-in), for the loader's quantization config"]  # fmt: skip
 # the EAGLE worker's own line giving the draft worker the target's context length, by form
 CONTEXT_FORMS = {"keyword": ("context_length=target_worker.model_runner.model_config.context_len",
                              "context_length=target_model_config.context_len",  # 0.5.17 draft_worker_common.py:89
@@ -143,17 +144,31 @@ def _context_form() -> str | None:
     return None
 
 
+def _tp_stand_in() -> None:
+    """The tensor-parallel groups the loader's quantization config asks about (block FP8 at 0.4.6.post3-0.5.2): one
+    rank, as a stand-in (the probe builds no layer and makes no collective call); set only where unset."""
+    from types import SimpleNamespace
+
+    from sglang.srt.distributed import parallel_state as ps
+
+    one = SimpleNamespace(world_size=1, rank_in_group=0, rank=0, local_rank=0, ranks=[0], is_first_rank=True,
+                          is_last_rank=True)  # fmt: skip
+    for name in ("_TP", "_PP", "_ATTN_TP", "_MOE_EP", "_MOE_TP"):
+        if hasattr(ps, name) and getattr(ps, name) is None:
+            setattr(ps, name, one)
+
+
 def _quant_config(model_config: Any) -> dict | None:
     from sglang.srt.configs.load_config import LoadConfig
     from sglang.srt.model_loader import loader
 
-    def packed() -> (
-        dict
-    ):  # what the release's loader passes (DefaultModelLoader.load_model): the class's mapping
+    def packed() -> dict:
+        """What the release's loader passes (DefaultModelLoader.load_model): the model class's mapping."""
         from sglang.srt.model_loader.utils import get_model_architecture
 
         return getattr(get_model_architecture(model_config)[0], "packed_modules_mapping", {})
 
+    _tp_stand_in()
     given = {
         "model_config": lambda: model_config,
         "load_config": LoadConfig,

@@ -232,11 +232,15 @@ def _row(rec: dict) -> str:
             f"{draft('eagle3/draft max_model_len 1024', 'max_model_len')} |")  # fmt: skip
 
 
+def newest_first(folder: Path, engine: str) -> list[dict]:
+    """An engine's draft-settings records in `folder`, newest release first (the pages' row order)."""
+    recs = [json.loads(p.read_text()) for p in folder.glob(f"{engine}-*.json")]
+    return sorted(recs, key=lambda r: Version(r["engine"].split("==")[1]), reverse=True)
+
+
 def render(folder: Path | None = None) -> str:
     """docs/draft-settings.md: one row per release record."""
-    folder = folder or OUT
-    recs = [json.loads(p.read_text()) for p in folder.glob("vllm-*.json")]
-    recs.sort(key=lambda r: Version(r["engine"].split("==")[1]), reverse=True)
+    recs = newest_first(folder or OUT, "vllm")
     head = """# What each vLLM release gives the draft model
 
 Generated from the draft-settings records (`make draft-settings`: tests/engines/draft_settings.py), one per vLLM

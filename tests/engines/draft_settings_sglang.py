@@ -21,10 +21,8 @@ import tempfile
 import time
 from pathlib import Path
 
-from packaging.version import Version
-
 from eaglewire.rules import ENGINES_DIR
-from engines.draft_settings import QUANT, generate, write_models
+from engines.draft_settings import QUANT, generate, newest_first, write_models
 
 PROBE = Path(__file__).with_name("draft_probe_sglang.py")
 OUT = ENGINES_DIR / "sglang" / "data" / "draft-settings"
@@ -173,9 +171,7 @@ def _row(rec: dict) -> str:
 
 def render(folder: Path | None = None) -> str:
     """docs/draft-settings-sglang.md: one row per release record."""
-    folder = folder or OUT
-    recs = [json.loads(p.read_text()) for p in folder.glob("sglang-*.json")]
-    recs.sort(key=lambda r: Version(r["engine"].split("==")[1]), reverse=True)
+    recs = newest_first(folder or OUT, "sglang")
     head = """# What each SGLang release gives the draft model
 
 Generated from the SGLang draft-settings records (`make draft-settings`: tests/engines/draft_settings_sglang.py),
