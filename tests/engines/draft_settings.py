@@ -149,11 +149,12 @@ def cases(root: Path, release: str) -> list[dict]:
     return [{"name": name, "engine_args": args} for name, args in out]
 
 
-def probe(python: str, cases_: list[dict]) -> dict:
+def probe(python: str, cases_: list[dict], engine: str = "vllm", script: Path = PROBE) -> dict:
+    """Run an engine's draft probe (a script run by the engine venv's python) over the cases; its result."""
     with tempfile.TemporaryDirectory() as tmp:
         req, res = Path(tmp) / "req.json", Path(tmp) / "res.json"
-        req.write_text(json.dumps({"engine": "vllm", "cases": cases_}))
-        proc = subprocess.run([python, str(PROBE), str(req), str(res)], capture_output=True, text=True,
+        req.write_text(json.dumps({"engine": engine, "cases": cases_}))
+        proc = subprocess.run([python, str(script), str(req), str(res)], capture_output=True, text=True,
                               timeout=1800)  # fmt: skip
         if not res.is_file():
             raise RuntimeError(f"draft probe failed: {proc.stderr.strip().splitlines()[-3:]}")

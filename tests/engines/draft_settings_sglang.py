@@ -16,13 +16,12 @@ tests/test_draft_settings_records.py replays every record against lint's and che
 from __future__ import annotations
 
 import json
-import subprocess
 import tempfile
 import time
 from pathlib import Path
 
 from eaglewire.rules import ENGINES_DIR
-from engines.draft_settings import QUANT, generate, newest_first, write_models
+from engines.draft_settings import QUANT, generate, newest_first, probe, write_models
 
 PROBE = Path(__file__).with_name("draft_probe_sglang.py")
 OUT = ENGINES_DIR / "sglang" / "data" / "draft-settings"
@@ -83,17 +82,6 @@ def cases(root: Path) -> list[dict]:
     return [{"name": name, "server_args": args, "env": env} for name, args, env in out]
 
 
-def probe(python: str, cases_: list[dict]) -> dict:
-    with tempfile.TemporaryDirectory() as tmp:
-        req, res = Path(tmp) / "req.json", Path(tmp) / "res.json"
-        req.write_text(json.dumps({"engine": "sglang", "cases": cases_}))
-        proc = subprocess.run([python, str(PROBE), str(req), str(res)], capture_output=True, text=True,
-                              timeout=1800)  # fmt: skip
-        if not res.is_file():
-            raise RuntimeError(f"draft probe failed: {proc.stderr.strip().splitlines()[-3:]}")
-        return json.loads(res.read_text())
-
-
 def _names(value):
     """A path of the generator's temporary models as the model's name only (records hold no machine path)."""
     return Path(value).name if isinstance(value, str) and "/models/" in value else value
@@ -103,7 +91,7 @@ def record(python: str, release: str) -> dict:
     t0 = time.time()
     with tempfile.TemporaryDirectory() as tmp:
         wanted = cases(write_sglang_models(Path(tmp) / "models"))
-        got = probe(python, wanted)
+        got = probe(python, wanted, "sglang", PROBE)
     assert got["version"] == release, (got["version"], release)
     for case, result in zip(wanted, got["results"], strict=True):
         result["server_args_given"] = {k: _names(v) for k, v in case["server_args"].items()}
