@@ -18,9 +18,8 @@ import torch
 from safetensors.torch import load_file, save_file
 
 from eaglewire import __version__, zoo
-from eaglewire.formats import read_drafter
 from eaglewire.jobs.evaluate import evaluate
-from eaglewire.jobs.pair import drafter_for, load_pair
+from eaglewire.jobs.pair import drafter_for, load_pair, served_embedding
 from eaglewire.targets import load_target
 
 from .cases import chain, engine_counters, walk_counters
@@ -50,12 +49,12 @@ def write_drafters(root: Path) -> dict[str, Path]:
 def walks(drafter: Path, chain_items, engine: str) -> dict:
     """The walk's counters at K under each hypothesis, and the one the release's row says (`test --engine`)."""
     pair = load_pair(zoo.target_dir(), drafter, None, engine, "float32", "cpu", platform="cpu")
-    ckpt = read_drafter(drafter)
+    ckpt = pair.checkpoint
     out = {}
     for embedding in ("own", "target"):
         model = drafter_for(ckpt, pair.target, torch.float32, embedding=embedding)
         out[embedding] = walk_counters(evaluate(model, chain_items, pair.wiring, K, "chain").walks[K - 1])
-    said = "target" if "the target's embedding in place" in pair.basis else "own"
+    said, _ = served_embedding(ckpt, pair.target, engine)
     return {"walks": out, "row_says": said, "taps": str(pair.wiring)}
 
 

@@ -13,8 +13,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import torch
-
 from eaglewire.data import SampleLoader
 from eaglewire.dumps import describe, open_dump, require_taps
 from eaglewire.engines import table
@@ -314,10 +312,6 @@ def _runtime(
     embedding, fed = served_embedding(ckpt, tgt, rep.engine)
     as_trained = drafter_for(ckpt, tgt)
     model = drafter_for(ckpt, tgt, embedding=embedding) if embedding != "own" else as_trained
-    if model is not as_trained and torch.equal(model.embed_tokens.weight, as_trained.embed_tokens.weight):
-        model = (
-            as_trained  # a frozen copy of the target's (as SpecForge and speculators train): nothing changes
-        )
     samples = samples_for_test(tgt, opts.data, opts.samples, opts.prompt_len + opts.new_tokens)
     data = chain_data(
         tgt, samples, list(range(L + 1)), opts.prompt_len, opts.new_tokens, max(opts.steps, 5) + 1

@@ -108,23 +108,36 @@ def served_embedding(
     ckpt: DrafterCheckpoint, target: LoadedTarget | PartialTarget, engine: str | None
 ) -> tuple[str, str | None]:
     """The token embedding the drafter computes with when `engine` serves it ("own" or "target"), and what to say
-    where it is not the checkpoint's own: only a checkpoint that carries its own embed_tokens can have it replaced."""
+    where it is not the checkpoint's own. Only a checkpoint that carries its own embed_tokens can have it replaced,
+    and one that carries an exact copy of the target's (as SpecForge and speculators train them) computes the same
+    either way: "own", and nothing is built twice."""
     if engine is None or "embed_tokens.weight" not in ckpt.tensors:
         return "own", None
     from eaglewire.engines import table
-    from eaglewire.engines.draft_weights import draft_embedding
+    from eaglewire.engines.draft_weights import ROWS, draft_embedding
     from eaglewire.rules.ledger import ledger
 
     spec = table.parse_spec(
         engine.split()[0]
     )  # "vllm==0.32.0 mrv2": the runner does not change the embedding
-    if spec.framework not in ("sglang", "vllm", "trtllm"):
+    if spec.framework not in {r.engine for r in ROWS}:
         return "own", None
     version = str(spec.version) if spec.version else ledger(spec.framework).newest()
     choice = draft_embedding(spec.framework, version, ckpt.config, target.info.hidden_size)
-    if not choice.replaced:
+    if not choice.replaced or _same_values(ckpt.tensors["embed_tokens.weight"], target.input_embedding()):
         return "own", None
     return (
         "target",
         f"the target's embedding in place of the drafter's own ({choice.row.name}: {choice.row.source})",
+    )
+
+
+def _same_values(a: torch.Tensor, b: torch.Tensor, rows: int = 8192) -> bool:
+    """Two [vocab, hidden] matrices hold the same values, compared in fp32 a block of rows at a time (a 163,840-row
+    embedding is never copied whole)."""
+    if tuple(a.shape) != tuple(b.shape):
+        return False
+    return all(
+        torch.equal(a[i : i + rows].float().cpu(), b[i : i + rows].float().cpu())
+        for i in range(0, a.shape[0], rows)
     )

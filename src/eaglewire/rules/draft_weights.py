@@ -41,9 +41,8 @@ class EmbeddingChoice:
     """The embedding a release's draft computes with, for one drafter, and the row that says so."""
 
     embedding: str  # one of SOURCES
-    row: (
-        DraftEmbedding | None
-    )  # None: no row covers the release (the checkpoint's own is assumed, as read nowhere)
+    # None: no row covers the release (the checkpoint's own is assumed, as read nowhere)
+    row: DraftEmbedding | None
 
     @property
     def replaced(self) -> bool:

@@ -111,7 +111,9 @@ def tied_reduced_vocab(c: Context) -> str | None:
     return None
 
 
-_FROM_TARGET = EMBEDDING_ROWS[0]  # engines/sglang/draft.py: the EAGLE worker's set_embed, every release
+# the release range and source are the embedding row's (engines/sglang/draft.py EMBEDDING_ROWS): the EAGLE
+# worker's set_embed, every release
+_FROM_TARGET = next(r for r in EMBEDDING_ROWS if r.embedding == "target")
 
 
 @rule(RULES, "embedding-replaced", "sglang", _FROM_TARGET.versions, "info", _FROM_TARGET.source)
