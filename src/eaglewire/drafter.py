@@ -285,16 +285,18 @@ class Eagle3Drafter(nn.Module):
         ckpt: DrafterCheckpoint,
         embed_tokens: torch.Tensor | None = None,
         dtype: torch.dtype = torch.float32,
+        lm_head: torch.Tensor | None = None,
     ) -> Eagle3Drafter:
         """Build and load a drafter; `embed_tokens`, where given, is the embedding it computes with: it fills in
         one the checkpoint does not carry (modelopt exports, EAGLE drafters that share the target's) or replaces
-        the checkpoint's own (an engine release that feeds the draft the target's: rules.draft_weights)."""
+        the checkpoint's own (an engine release that feeds the draft the target's: rules.draft_weights).
+        `lm_head`, where given, is the head it scores with in place of the checkpoint's own, if any."""
         if ckpt.arch is None:
             raise InputError(f"{ckpt.where()}: this drafter cannot run here ({'; '.join(ckpt.notes)})")
         with torch.device("meta"):  # no memory until loaded: a 163,840 x 7,168 embedding is 4.7 GB in fp32
             model = cls(ckpt.arch).to(dtype)
         model.rotary = Rotary(ckpt.arch)  # its frequencies are computed, not stored
-        model.load_canonical(ckpt.tensors, embed_tokens, where=ckpt.where(), assign=True)
+        model.load_canonical(ckpt.tensors, embed_tokens, where=ckpt.where(), assign=True, lm_head=lm_head)
         return model.eval()
 
     def load_canonical(
@@ -303,15 +305,18 @@ class Eagle3Drafter(nn.Module):
         embed_tokens: torch.Tensor | None = None,
         where: str = "drafter",
         assign: bool = False,
+        lm_head: torch.Tensor | None = None,
     ) -> None:
         """Load canonical checkpoint tensors (module names equal checkpoint names); d2t defaults to identity.
-        `embed_tokens`, where given, is the embedding (in place of the checkpoint's own, if any). `assign`: the
-        tensors become the parameters (no copy when dtypes agree)."""
+        `embed_tokens` / `lm_head`, where given, are the embedding and head (in place of the checkpoint's own, if
+        any). `assign`: the tensors become the parameters (no copy when dtypes agree)."""
         load = {}
         for key, ref in self.state_dict().items():
             t = tensors.get(key)
             if key == "embed_tokens.weight" and embed_tokens is not None:
                 t = embed_tokens
+            if key == "lm_head.weight" and lm_head is not None:
+                t = lm_head
             if t is None and key == "embed_tokens.weight":
                 raise InputError(
                     f"{where}: no embed_tokens.weight in the drafter; pass the target to use its embedding"

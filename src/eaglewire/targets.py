@@ -224,6 +224,10 @@ class LoadedTarget:
         """The input embedding matrix [vocab, hidden] (a drafter shares or copies it)."""
         return self.model.get_input_embeddings().weight.detach()
 
+    def lm_head(self):
+        """The output head [vocab, hidden] (a release may score the draft with it: rules.draft_weights)."""
+        return self.model.get_output_embeddings().weight.detach()
+
 
 def decoder_layers(model):
     """The decoder layer list of a causal LM (text model of a wrapper included)."""

@@ -1,16 +1,19 @@
-"""Every engine's draft-embedding rows (rules/draft_weights.py), gathered from their homes, and the matcher: what a
-release feeds a drafter as its token embedding."""
+"""Every engine's draft-weight rows (rules/draft_weights.py), gathered from their homes, and the matchers: what a
+release feeds a drafter as its token embedding, and the lm_head it scores drafts with."""
 
 from __future__ import annotations
 
 from packaging.version import Version
 
 from eaglewire.engines.sglang.draft import EMBEDDING_ROWS as SG
+from eaglewire.engines.sglang.draft import HEAD_ROWS as SG_HEAD
 from eaglewire.engines.vllm.draft import EMBEDDING_ROWS as VL
-from eaglewire.rules.draft_weights import DraftEmbedding, EmbeddingChoice
+from eaglewire.engines.vllm.draft import HEAD_ROWS as VL_HEAD
+from eaglewire.rules.draft_weights import DraftEmbedding, DraftHead, EmbeddingChoice, HeadChoice
 from eaglewire.rules.row import Spec, match
 
 ROWS: tuple[DraftEmbedding, ...] = SG + VL
+HEAD_ROWS: tuple[DraftHead, ...] = SG_HEAD + VL_HEAD
 
 
 def draft_embedding(
@@ -30,3 +33,36 @@ def draft_embedding(
     if row.embedding == "target" and row.own_when_widths_differ and differs:
         return EmbeddingChoice("own", row)
     return EmbeddingChoice(row.embedding, row)
+
+
+def head_cases(
+    drafter_config: dict, has_head: bool, has_d2t: bool, draft_vocab: int | None, hf_config: bool = True
+) -> set[str]:
+    """The drafter shapes (rules.draft_weights.CASES) that hold for this checkpoint: its config.json, whether it
+    carries an lm_head and a vocabulary map, and its draft vocabulary's size. `hf_config`: config.json is the
+    Hugging Face config the engine builds the draft from (the EAGLE/SGLang format); the draft_vocab_size cases are
+    about that file only."""
+    cases = set()
+    if drafter_config.get("tie_word_embeddings") is True:
+        cases.add("tied")
+    if hf_config and "draft_vocab_size" not in drafter_config:
+        cases.add("vocab-absent")
+    elif hf_config and drafter_config["draft_vocab_size"] is None:
+        cases.add("vocab-null")
+    if not has_head:
+        cases.add("head-missing")
+    if has_d2t:
+        cases.add("d2t")
+    vocab = drafter_config.get("vocab_size")
+    if draft_vocab is not None and draft_vocab == vocab:
+        cases.add("full-vocab")
+    return cases
+
+
+def draft_head(engine: str, version: str, cases: set[str]) -> HeadChoice:
+    """What `engine` at `version` scores a drafter's drafts with, given its shapes (`head_cases`): the first row of
+    the engine's table, in order, whose case holds; the drafter's own lm_head where none does."""
+    for row in match(HEAD_ROWS, Spec(engine, Version(version))):
+        if set(row.case.split("+")) <= cases:
+            return HeadChoice(row.head, row)
+    return HeadChoice("own", None)

@@ -8,9 +8,11 @@ from __future__ import annotations
 
 from packaging.version import Version
 
+from eaglewire.engines.draft_weights import draft_head, head_cases
 from eaglewire.engines.sglang import structure as sglang
 from eaglewire.engines.trtllm import structure as trtllm
 from eaglewire.engines.vllm import structure as vllm
+from eaglewire.rules.draft_weights import HeadChoice
 from eaglewire.rules.structure import NEXTN_SUFFIXES, Context, StructureRule, rule
 from eaglewire.rules.taps import get_path
 
@@ -101,14 +103,55 @@ def aux_disabled(c: Context) -> str | None:
 # ---- vocabulary, embeddings, lm_head -----------------------------------------------------------------------
 
 
+def served_head(c: Context) -> HeadChoice:
+    """The lm_head the engine release scores this drafter's drafts with (engines/draft_weights.py)."""
+    arch = c.ckpt.arch
+    draft_vocab = arch.draft_vocab_size if arch is not None else c.cfg.get("draft_vocab_size")
+    cases = head_cases(c.cfg, c.has_tensor("lm_head.weight") or not c.ckpt.has_weights, c.has_tensor("d2t"),
+                       draft_vocab, c.ckpt.format == "eagle")  # fmt: skip
+    return draft_head(c.engine, str(c.version), cases)
+
+
 @rule(ANY, "lm-head-missing", "*", "", "problem", "sglang llama_eagle3.py:206-218 @0.5.5; vllm eagle.py:1010 @0.11.1 (target head shared)")  # fmt: skip
 def lm_head_missing(c: Context) -> str | None:
-    if c.ckpt.has_weights and not c.has_tensor("lm_head.weight") and c.reduced_vocab:
+    if (
+        c.ckpt.has_weights
+        and not c.has_tensor("lm_head.weight")
+        and c.reduced_vocab
+        and served_head(c).head == "target"
+    ):
         return (
-            "the drafter has no lm_head and a reduced draft vocabulary: engines share the target's full-vocabulary "
-            "head, which cannot score the draft vocabulary"
+            "the drafter has no lm_head and a reduced draft vocabulary: the engine shares the target's "
+            "full-vocabulary head, whose first draft_vocab_size logits it then maps through d2t: wrong tokens"
         )
     return None
+
+
+@rule(ANY, "draft-head-refused", "*", "", "problem", "engines/sglang/draft.py, engines/vllm/draft.py HEAD_ROWS (rules/draft_weights.py)")  # fmt: skip
+def draft_head_refused(c: Context) -> str | None:
+    choice = served_head(c)
+    if choice.head not in ("fails", "unloaded") or choice.row is None:
+        return None
+    r = choice.row
+    if choice.head == "fails":
+        return f"{c.engine} {c.version} refuses this drafter at load: {r.why} ({r.name}: {r.source})"
+    return f"{c.engine} {c.version} scores this drafter's drafts with garbage: {r.why} ({r.name}: {r.source})"
+
+
+@rule(ANY, "draft-head-replaced", "*", "", "warning", "engines/sglang/draft.py, engines/vllm/draft.py HEAD_ROWS (rules/draft_weights.py)")  # fmt: skip
+def draft_head_replaced(c: Context) -> str | None:
+    choice = served_head(c)
+    if choice.row is None or not c.has_tensor("lm_head.weight") or choice.head not in ("target", "embedding"):
+        return None
+    if choice.head == "embedding" and c.reduced_vocab:
+        return None  # tied with a reduced vocabulary: the engine's own problem row says it
+    r = choice.row
+    what = "the target's lm_head" if choice.head == "target" else "its embedding (tied)"
+    return (
+        f"{c.engine} {c.version} scores the drafts with {what} in place of the drafter's own lm_head: right only "
+        f"if the drafter's is a copy of it (`test --engine` and `doctor` walk what the release feeds: {r.why}; "
+        f"{r.name}: {r.source})"
+    )
 
 
 # ---- RoPE, context, sliding window -------------------------------------------------------------------------

@@ -245,7 +245,6 @@ def expected_shapes(arch: DrafterArch) -> dict[str, tuple[int, ...]]:
     shapes: dict[str, tuple[int, ...]] = {
         "fc.weight": (h, arch.n_aux * arch.target_hidden_size),
         "norm.weight": (h,),
-        "lm_head.weight": (arch.draft_vocab_size, h),
     }
     for i in range(arch.num_layers):
         p = f"layers.{i}."
@@ -276,6 +275,8 @@ def optional_shapes(arch: DrafterArch) -> dict[str, tuple[int, ...]]:
     q, kv = arch.num_heads * hd, arch.num_kv_heads * hd
     shapes: dict[str, tuple[int, ...]] = {
         "embed_tokens.weight": (arch.vocab_size, h),
+        # optional: a release may score the draft with the target's head (rules.draft_weights HEAD_ROWS)
+        "lm_head.weight": (arch.draft_vocab_size, h),
         "d2t": (arch.draft_vocab_size,),
         "t2d": (arch.vocab_size,),
         "fc.bias": (h,),

@@ -100,7 +100,10 @@ def read(cfg: dict, tensors: dict[str, torch.Tensor], where: str, fmt: str = NAM
     if draft_vocab is None:
         lm = canon.get("lm_head.weight")
         draft_vocab = int(lm.shape[0]) if lm is not None else vocab
-        notes.append("no draft_vocab_size: SGLang takes the full-vocab lm_head from the target")
+        notes.append(
+            "draft_vocab_size is null or absent: the draft vocabulary is taken as the whole vocabulary (which lm_head "
+            "each release then scores with, or whether it loads at all: `check`)"
+        )
     else:
         draft_vocab = cfg_int(cfg, "draft_vocab_size", where)
     target_hidden = cfg_int(cfg, "target_hidden_size", where, default=base["hidden_size"])

@@ -27,7 +27,7 @@ from eaglewire.jobs.evaluate import (
     samples_for_test,
 )
 from eaglewire.jobs.lint import lint
-from eaglewire.jobs.pair import drafter_for, served_embedding
+from eaglewire.jobs.pair import REFUSED, drafter_for, served_embedding, served_head
 from eaglewire.jobs.search import SearchResult, search
 from eaglewire.partial import load_partial_target
 from eaglewire.rules import taps as conv
@@ -310,19 +310,26 @@ def _runtime(
     # the drafter as the engine computes it (the embedding the release feeds it: rules/draft_weights.py), and as
     # trained (its own); the taps are judged on the first, the training record and the search on the second
     embedding, fed = served_embedding(ckpt, tgt, rep.engine)
+    head, head_fed = served_head(ckpt, tgt, rep.engine)
     as_trained = drafter_for(ckpt, tgt)
-    model = drafter_for(ckpt, tgt, embedding=embedding) if embedding != "own" else as_trained
+    refused = head in REFUSED  # the release refuses the drafter, or scores garbage: check's problem says which
+    if refused:
+        head = "own"
+        rep.notes.append(f"not tested as served: {head_fed}")
+    same = embedding == "own" and head == "own"
+    model = as_trained if same else drafter_for(ckpt, tgt, embedding=embedding, head=head)
+    replaced = [(w, f) for w, f, h in (("embedding", fed, embedding), ("lm_head", head_fed, head)) if h != "own"]
     samples = samples_for_test(tgt, opts.data, opts.samples, opts.prompt_len + opts.new_tokens)
     data = chain_data(
         tgt, samples, list(range(L + 1)), opts.prompt_len, opts.new_tokens, max(opts.steps, 5) + 1
     )
     say = progress or (lambda *_: None)
     n_aux = model.arch.n_aux
-    if rep.served is not None and len(rep.served) == n_aux:
+    if rep.served is not None and len(rep.served) == n_aux and not refused:
         say("test under the served taps")
         rep.evals["served"] = evaluate(model, data, rep.served, opts.steps, "chain", trees=DEFAULT_TREES[:2])
-        if model is not as_trained:
-            _embedding(rep, as_trained, data, opts, fed, say)
+        if replaced:
+            _replaced(rep, as_trained, data, opts, replaced, say)
     if rep.trained is not None and len(rep.trained) == n_aux and rep.trained != rep.served:
         say("test under the trained taps")
         rep.evals["trained"] = evaluate(
@@ -402,25 +409,32 @@ def _runtime(
         )
 
 
-def _embedding(rep: DoctorReport, as_trained, data, opts: DoctorOptions, fed: str | None, say) -> None:
-    """The release computes the draft with the target's embedding in place of its own: the same served taps with
-    its own embedding, beside; a collapse is a problem (the engine serves it silently)."""
-    say("test under the served taps with the drafter's own embedding")
+def _replaced(rep: DoctorReport, as_trained, data, opts: DoctorOptions, replaced: list, say) -> None:
+    """The release computes the draft with the target's embedding or lm_head in place of its own (`replaced`:
+    (weight, what the release feeds)): the same served taps with the drafter's own weights, beside; a collapse is a
+    problem (the engine serves it silently)."""
+    weights = " and ".join(w for w, _ in replaced)
+    say(f"test under the served taps with the drafter's own {weights}")
     own = evaluate(as_trained, data, rep.served, opts.steps, "chain", trees=DEFAULT_TREES[:2])
-    rep.evals["served-own-embedding"] = own
+    rep.evals[f"served-own-{weights.replace(' and ', '-')}"] = own
     served = rep.evals["served"]
     drop = own.acc[0] - served.acc[0]
     noise = max(opts.drop_threshold, 3 * math.sqrt(0.25 / max(1, served.rows)))
+    fed = "; ".join(f for _, f in replaced)
     said = (f"{rep.engine} computes the draft with {fed}: step-0 acc {served.acc[0]:.3f} (accept length "
-            f"{served.tau[-1]:.2f}) against {own.acc[0]:.3f} ({own.tau[-1]:.2f}) with the drafter's own embedding, "
+            f"{served.tau[-1]:.2f}) against {own.acc[0]:.3f} ({own.tau[-1]:.2f}) with the drafter's own {weights}, "
             f"same taps {rep.served}")  # fmt: skip
     if drop > noise:
-        rep.add_problem("embedding-replaced", said + ": its own embedding is not the target's; serve a release "
-                        "that keeps it (vLLM >= 0.11.1) or train the drafter on a frozen copy of the target's")  # fmt: skip
+        if replaced[-1][0] == "lm_head":
+            fix = ("set draft_vocab_size in config.json to the vocabulary size (SGLang then keeps the drafter's own "
+                   "lm_head)" if rep.engine.startswith("sglang") else "serve vLLM >= 0.11.1, which keeps a distinct "
+                   "lm_head")  # fmt: skip
+            rep.add_problem("head-replaced", said + f": its own {weights} is not the target's; {fix}")
+        else:
+            rep.add_problem("embedding-replaced", said + f": its own {weights} is not the target's; serve a release "
+                            "that keeps it (vLLM >= 0.11.1) or train the drafter on a frozen copy of the target's")  # fmt: skip
     elif -drop > noise:
-        rep.notes.append(
-            said + ": the target's serves it better than its own (which does not match the target's)"
-        )
+        rep.notes.append(said + f": the target's serves it better than its own {weights}")
     else:
         rep.notes.append(said + ": the same, within noise")
 

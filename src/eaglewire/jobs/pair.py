@@ -33,14 +33,27 @@ def drafter_for(
     dtype: torch.dtype | None = None,
     device: torch.device | None = None,
     embedding: str = "own",
+    head: str = "own",
 ) -> Eagle3Drafter:
     """The checkpoint as a drafter for this target, on the target's device, in `dtype` (default: the target's).
     The target's embedding is read when the checkpoint has none (modelopt exports, EAGLE drafters), or where
-    `embedding` is "target": the engine release replaces the drafter's own (rules.draft_weights)."""
+    `embedding` is "target": the engine release replaces the drafter's own (rules.draft_weights). `head` is the
+    lm_head it scores with (`served_head`): its own, the target's (also where the checkpoint has none), or the
+    embedding it computes with (tied)."""
     dtype = dtype or getattr(target, "dtype", torch.float32)
     own = "embed_tokens.weight" in ckpt.tensors and embedding == "own"
     embed = None if own else target.input_embedding()
-    model = Eagle3Drafter.from_checkpoint(ckpt, embed_tokens=embed, dtype=dtype)
+    lm_head = None
+    if head == "own" and "lm_head.weight" not in ckpt.tensors:
+        head = "target"  # like the embedding: a checkpoint without one scores with the target's
+    if head == "target":
+        lm_head = target.lm_head()
+    elif head == "embedding":  # tied: the embedding's first draft_vocab_size rows score the draft vocabulary
+        rows = ckpt.arch.draft_vocab_size if ckpt.arch is not None else None
+        lm_head = (embed if embed is not None else ckpt.tensors["embed_tokens.weight"])[:rows]
+    elif head != "own":
+        raise InputError(f"{ckpt.where()}: no lm_head to score drafts with ({head})")
+    model = Eagle3Drafter.from_checkpoint(ckpt, embed_tokens=embed, dtype=dtype, lm_head=lm_head)
     return model.to(device or target.device).eval()
 
 
@@ -99,9 +112,14 @@ def load_pair(
     ckpt = read_drafter(drafter)
     wiring, basis = feed_wiring(ckpt, tgt, taps, engine, platform, runner)
     embedding, note = served_embedding(ckpt, tgt, engine)
-    if note:
-        basis = f"{basis}; {note}"
-    return Pair(tgt, ckpt, drafter_for(ckpt, tgt, run_dtype, embedding=embedding), wiring, basis)
+    head, head_note = served_head(ckpt, tgt, engine)
+    if head in REFUSED:
+        raise InputError(f"--engine {engine}: {head_note}")
+    for said in (note, head_note):
+        if said:
+            basis = f"{basis}; {said}"
+    model = drafter_for(ckpt, tgt, run_dtype, embedding=embedding, head=head)
+    return Pair(tgt, ckpt, model, wiring, basis)
 
 
 def served_embedding(
@@ -130,6 +148,44 @@ def served_embedding(
         "target",
         f"the target's embedding in place of the drafter's own ({choice.row.name}: {choice.row.source})",
     )
+
+
+REFUSED = ("fails", "unloaded")  # heads no walk can stand for: the release refuses the drafter, or scores garbage
+
+
+def served_head(
+    ckpt: DrafterCheckpoint, target: LoadedTarget | PartialTarget, engine: str | None
+) -> tuple[str, str | None]:
+    """The lm_head the drafter scores with when `engine` serves it (rules.draft_weights.HEADS), and what to say
+    where it is not the checkpoint's own. An own lm_head that is an exact copy of the target's (a release that
+    replaces it changes nothing) is "own"."""
+    if engine is None:
+        return "own", None
+    from eaglewire.engines import table
+    from eaglewire.engines.draft_weights import HEAD_ROWS, draft_head, head_cases
+    from eaglewire.rules.ledger import ledger
+
+    spec = table.parse_spec(engine.split()[0])
+    if spec.framework not in {r.engine for r in HEAD_ROWS}:
+        return "own", None
+    version = str(spec.version) if spec.version else ledger(spec.framework).newest()
+    has_head = "lm_head.weight" in ckpt.tensors
+    draft_vocab = ckpt.arch.draft_vocab_size if ckpt.arch is not None else None
+    cases = head_cases(ckpt.config, has_head, "d2t" in ckpt.tensors, draft_vocab, ckpt.format == "eagle")
+    choice = draft_head(spec.framework, version, cases)
+    row = choice.row
+    if row is None or choice.head == "own":
+        return "own", None
+    cite = f"({row.name}: {row.source})"
+    if choice.head in REFUSED:
+        verb = "refuses this drafter at load" if choice.head == "fails" else "scores its drafts with garbage"
+        return choice.head, f"{spec.framework} {version} {verb}: {row.why} {cite}"
+    if choice.head == "target":
+        if has_head and _same_values(ckpt.tensors["lm_head.weight"], target.lm_head()):
+            return "own", None
+        whose = "in place of the drafter's own" if has_head else "(the drafter has none)"
+        return "target", f"the target's lm_head {whose} {cite}"
+    return "embedding", f"its embedding as the lm_head (tied) {cite}"
 
 
 def _same_values(a: torch.Tensor, b: torch.Tensor, rows: int = 8192) -> bool:

@@ -15,7 +15,7 @@ from packaging.version import Version
 
 from eaglewire.engines.sglang.args import SG_FLAGS, SGLANG
 from eaglewire.rules import scanned
-from eaglewire.rules.draft_weights import DraftEmbedding
+from eaglewire.rules.draft_weights import DraftEmbedding, DraftHead
 from eaglewire.rules.flags import FlagRule, ReadWhen, State, row
 from eaglewire.rules.launch import PROBLEM, WARNING, Change, Edit, FlagFix
 
@@ -212,6 +212,70 @@ EMBEDDING_ROWS: tuple[DraftEmbedding, ...] = (
         "drafter's own embed_tokens weight unless the drafter's target_hidden_size differs from its hidden_size",
         source="sglang 0.4.5 speculative/eagle_worker.py:122-124, models/llama.py:623-631 (set_embed); 0.5.23 "
         "speculative/eagle_worker_v2.py:353-363, models/llama.py:910-918",
+        observed="sglang-0.5.23-cpu-draft-weights.json (tests/sglang_engine/records: SGLang 0.5.23 on the CPU "
+        "served a copy of the zoo drafter with a random embedding; its reading, 2.653, is the walk under the "
+        "target's embedding, not under its own, 1.130)",
+    ),
+)
+
+# the lm_head the EAGLE-3 draft scores with, in the order LlamaForCausalLMEagle3.__init__ decides it (the first row
+# whose case the drafter has wins; a drafter that has none scores with its own lm_head)
+HEAD_ROWS: tuple[DraftHead, ...] = (
+    DraftHead(
+        name="sglang.eagle3-head-tied",
+        engine=SGLANG,
+        versions=">=0.4.5",
+        case="tied",
+        head="embedding",
+        why="tie_word_embeddings makes lm_head the draft's embed_tokens module, whose weight the EAGLE worker then "
+        "replaces with the target's embedding (set_embed): the checkpoint's lm_head is never read",
+        source="sglang 0.4.5 models/llama_eagle3.py:167-168; 0.5.2 :202-203; 0.5.23 :302-303",
+    ),
+    DraftHead(
+        name="sglang.eagle3-head-vocab-absent",
+        engine=SGLANG,
+        versions=">=0.4.5",
+        case="vocab-absent",
+        head="fails",
+        why="AttributeError: 'LlamaConfig' object has no attribute 'draft_vocab_size' (the draft model reads "
+        "config.draft_vocab_size, which only a config.json that names the key has)",
+        source="sglang 0.4.5 models/llama_eagle3.py:171; 0.5.2 :205; 0.5.23 :306",
+        observed="sglang-0.5.23-cpu-draft-weights.json (tests/sglang_engine/records: the server exited at load with "
+        "this AttributeError)",
+    ),
+    DraftHead(
+        name="sglang.eagle3-head-vocab-null-fails",
+        engine=SGLANG,
+        versions=">=0.4.5,<0.5.2",
+        case="vocab-null",
+        head="fails",
+        why="the draft's lm_head is built as ParallelLMHead(None, hidden_size): a TypeError at load",
+        source="sglang 0.4.5 models/llama_eagle3.py:170-175; 0.5.1.post3 :191-196 (no load_lm_head_from_target)",
+    ),
+    DraftHead(
+        name="sglang.eagle3-head-from-target",
+        engine=SGLANG,
+        versions=">=0.5.2",
+        case="vocab-null",
+        head="target",
+        why="load_lm_head_from_target: the draft gets a full-vocabulary head and the EAGLE worker replaces it with "
+        "the target's lm_head (set_embed_and_head), whatever the checkpoint's lm_head holds",
+        source="sglang 0.5.2 models/llama_eagle3.py:201-207, speculative/eagle_worker.py:146-149; 0.5.23 "
+        "models/llama_eagle3.py:302-308, speculative/eagle_worker_v2.py:355-360",
+        observed="sglang-0.5.23-cpu-draft-weights.json (tests/sglang_engine/records: SGLang 0.5.23 on the CPU "
+        "served copies of the zoo drafter with a random lm_head and with none; its reading, 2.073, is the walk "
+        "under the target's lm_head, 2.081, not under its own, 1.016)",
+    ),
+    DraftHead(
+        name="sglang.eagle3-head-unloaded",
+        engine=SGLANG,
+        versions=">=0.4.5",
+        case="head-missing",
+        head="unloaded",
+        why="the draft's lm_head is allocated (torch.empty) and no checkpoint tensor fills it: SGLang's loader does "
+        "not check for unloaded parameters, so the draft scores with uninitialised memory",
+        source="sglang 0.4.5 models/llama_eagle3.py:178-215 (load_weights skips what the checkpoint lacks); 0.5.23 "
+        ":325-378",
     ),
 )
 

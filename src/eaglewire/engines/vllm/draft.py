@@ -17,7 +17,7 @@ from packaging.version import Version
 from eaglewire.engines.vllm.args import VLLM
 from eaglewire.engines.vllm.config import vl_key_edit
 from eaglewire.rules import scanned
-from eaglewire.rules.draft_weights import DraftEmbedding
+from eaglewire.rules.draft_weights import DraftEmbedding, DraftHead
 from eaglewire.rules.flags import FlagRule, ReadWhen, State, row
 from eaglewire.rules.launch import INFO, PROBLEM, Change, FlagFix
 
@@ -366,3 +366,91 @@ RULES += [
          "VLLM_USE_V2_MODEL_RUNNER=0 or a feature it lacks); per key in MRV2_IGNORES (vllm_draft.py)",
          "keys the V2 model runner does not read", _vl_mrv2_ignores, _fix_mrv2),
 ]  # fmt: skip
+
+
+# ---- the lm_head the draft scores with -----------------------------------------------------------------------
+
+# the V1 proposer's and the EAGLE-3 model's choice, in the order they make it (the first row whose case the drafter
+# has wins; a drafter that has none scores with its own lm_head). Model Runner V2 (opt-in at 0.12-0.14, a default
+# for some architectures from 0.22) shares as V1 does from 0.22; its 0.12.0-0.14.1 code shared the target's head
+# unconditionally (gpu/spec_decode/eagle.py:94-98 @0.12.0): not a row, as it needed VLLM_USE_V2_MODEL_RUNNER.
+_NO_VOCAB_FALLBACK = "vllm 0.8.5 model_executor/models/llama_eagle3.py:179, 0.9.2 :188, 0.10.2 :212 (0.11.0 :203-205 falls back to vocab_size)"  # fmt: skip
+HEAD_ROWS: tuple[DraftHead, ...] = (
+    DraftHead(
+        name="vllm.eagle3-head-vocab-absent",
+        engine=VLLM,
+        versions=">=0.8.5,<0.11.0",
+        case="vocab-absent",
+        head="fails",
+        why="AttributeError: the draft's lm_head is sized by config.draft_vocab_size, which a config.json without "
+        "the key lacks (0.11.0 falls back to vocab_size)",
+        source=_NO_VOCAB_FALLBACK,
+    ),
+    DraftHead(
+        name="vllm.eagle3-head-vocab-null",
+        engine=VLLM,
+        versions=">=0.8.5,<0.11.0",
+        case="vocab-null",
+        head="fails",
+        why="TypeError: the draft's lm_head is built as ParallelLMHead(None, hidden_size) (0.11.0 falls back to "
+        "vocab_size)",
+        source=_NO_VOCAB_FALLBACK,
+    ),
+    DraftHead(
+        name="vllm.eagle3-vocab-map-unexpected",
+        engine=VLLM,
+        versions=">=0.30.0",
+        case="d2t+full-vocab",
+        head="fails",
+        why="a draft vocabulary as large as the target's gets no draft_id_to_target_id parameter, and the "
+        "checkpoint's d2t is not dropped: the weight loader finds no parameter for it",
+        source="vllm 0.30.0-0.32.0 model_executor/models/llama_eagle3.py:338-345, 458; models/utils.py:436-450 "
+        "@0.32.0 (AutoWeightsLoader)",
+        observed="vllm-0.32.0-cpu-draft-head.json (tests/real_engine/records: ValueError: There is no module or "
+        "parameter named 'draft_id_to_target_id' in Eagle3LlamaForCausalLM, at load)",
+    ),
+    DraftHead(
+        name="vllm.eagle3-head-unloaded",
+        engine=VLLM,
+        versions=">=0.8.5,<0.11.0",
+        case="head-missing",
+        head="unloaded",
+        why="no lm_head tensor fills the draft's (torch.empty) head and nothing checks: the proposer shares the "
+        "target's lm_head only for EAGLE-1, not EAGLE-3",
+        source="vllm 0.8.5 v1/spec_decode/eagle.py:238-249; 0.9.2 :363-366 and llama_eagle3.py:263 (load_weights "
+        "returns None, so default_loader.py:278 checks nothing); 0.10.2 eagle.py:654-657, llama_eagle3.py:292",
+    ),
+    DraftHead(
+        name="vllm.eagle3-head-from-target-same-shape",
+        engine=VLLM,
+        versions="==0.11.0",
+        case="full-vocab",
+        head="target",
+        why="the proposer deletes the draft's lm_head and uses the target's whenever the two weights have the same "
+        "shape (a draft vocabulary as large as the target's), whatever the drafter's own holds",
+        source="vllm 0.11.0 v1/spec_decode/eagle.py:891-899",
+    ),
+    DraftHead(
+        name="vllm.eagle3-head-unloaded-0.11.0",
+        engine=VLLM,
+        versions="==0.11.0",
+        case="head-missing",
+        head="unloaded",
+        why="the draft has no lm_head and a draft vocabulary smaller than the target's: the shapes differ, so the "
+        "target's is not shared, and nothing fills the draft's",
+        source="vllm 0.11.0 v1/spec_decode/eagle.py:891-899",
+    ),
+    DraftHead(
+        name="vllm.eagle3-head-from-target-when-missing",
+        engine=VLLM,
+        versions=">=0.11.1",
+        case="head-missing",
+        head="target",
+        why="the proposer shares the target's lm_head when the checkpoint has none (\"Detected EAGLE model without "
+        'its own lm_head in the checkpoint"), and keeps a distinct own one',
+        source="vllm 0.11.1 v1/spec_decode/eagle.py:1055-1094, model_executor/models/utils.py:874-875 "
+        "(has_own_lm_head); 0.22.1 v1/spec_decode/llm_base_proposer.py:1342-1391; 0.32.0 :1508-1556",
+        observed="vllm-0.32.0-cpu-draft-head.json (tests/real_engine/records: a drafter without lm_head counts "
+        "exactly the walk under the target's; one with a random own lm_head exactly the walk under its own)",
+    ),
+)
