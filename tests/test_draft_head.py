@@ -64,7 +64,9 @@ def test_the_walk_scores_with_the_head_the_release_feeds(tmp_path):
     head = target.lm_head().float()
     sg = load_pair(zoo.target_dir(), copies["own-head"], engine="sglang==0.5.23")
     vl = load_pair(zoo.target_dir(), copies["own-head"], engine="vllm==0.32.0", platform="cpu")
-    assert torch.equal(sg.drafter.lm_head.weight.float(), head) and "sglang.eagle3-head-from-target" in sg.basis
+    assert (
+        torch.equal(sg.drafter.lm_head.weight.float(), head) and "sglang.eagle3-head-from-target" in sg.basis
+    )
     assert not torch.equal(vl.drafter.lm_head.weight.float(), head)
     lent = load_pair(zoo.target_dir(), copies["no-head"], engine="vllm==0.32.0", platform="cpu")
     assert torch.equal(lent.drafter.lm_head.weight.float(), head) and "(the drafter has none)" in lent.basis
@@ -110,7 +112,9 @@ def flipped(tmp_path):
 def test_doctor_finds_a_replaced_head_that_collapses(tmp_path):
     from eaglewire.jobs.doctor import DoctorOptions, doctor
 
-    opts = DoctorOptions(engine="sglang==0.5.23", data=zoo.held_out_samples, samples=4, steps=3, search="never")
+    opts = DoctorOptions(
+        engine="sglang==0.5.23", data=zoo.held_out_samples, samples=4, steps=3, search="never"
+    )
     rep = doctor(flipped(tmp_path), zoo.target_dir(), opts)
     served, own = rep.evals["served"], rep.evals["served-own-lm_head"]
     assert own.acc[0] > served.acc[0] + 0.3, (served.acc, own.acc)

@@ -312,13 +312,16 @@ def _runtime(
     embedding, fed = served_embedding(ckpt, tgt, rep.engine)
     head, head_fed = served_head(ckpt, tgt, rep.engine)
     as_trained = drafter_for(ckpt, tgt)
-    refused = head in REFUSED  # the release refuses the drafter, or scores garbage: check's problem says which
+    # the release refuses the drafter, or scores garbage: check's problem says which
+    refused = head in REFUSED
     if refused:
         head = "own"
         rep.notes.append(f"not tested as served: {head_fed}")
     same = embedding == "own" and head == "own"
     model = as_trained if same else drafter_for(ckpt, tgt, embedding=embedding, head=head)
-    replaced = [(w, f) for w, f, h in (("embedding", fed, embedding), ("lm_head", head_fed, head)) if h != "own"]
+    replaced = [
+        (w, f) for w, f, h in (("embedding", fed, embedding), ("lm_head", head_fed, head)) if h != "own"
+    ]
     samples = samples_for_test(tgt, opts.data, opts.samples, opts.prompt_len + opts.new_tokens)
     data = chain_data(
         tgt, samples, list(range(L + 1)), opts.prompt_len, opts.new_tokens, max(opts.steps, 5) + 1

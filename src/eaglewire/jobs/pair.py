@@ -150,7 +150,8 @@ def served_embedding(
     )
 
 
-REFUSED = ("fails", "unloaded")  # heads no walk can stand for: the release refuses the drafter, or scores garbage
+# heads no walk can stand for: the release refuses the drafter, or scores garbage
+REFUSED = ("fails", "unloaded")
 
 
 def served_head(
