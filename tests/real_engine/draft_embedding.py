@@ -60,25 +60,41 @@ def walks(drafter: Path, chain_items, engine: str) -> dict:
 
 def run(python: Path, workdir: Path, engine: str) -> dict:
     """Serve both copies; the record."""
-    drafters = write_drafters(workdir / "drafters")
+
+    def predicted(d: Path, items) -> dict:
+        return walks(d, items, engine)
+
+    return serve_copies(
+        python, workdir, engine, write_drafters(workdir / "drafters"), predicted,
+        what="the zoo's default drafter beside the zoo target, with its trained embedding (the target's) and with "
+        "a random one: which embedding the release's draft computes with",
+    )  # fmt: skip
+
+
+def serve_copies(
+    python: Path, workdir: Path, engine: str, drafters: dict[str, Path], predicted, what: str
+) -> dict:
+    """Serve each drafter copy beside the zoo target with K = 3 (and the target alone), and set the engine's
+    counters beside the walk under each hypothesis (`predicted(copy, chain)`: {"walks": {hypothesis: counters},
+    "row_says", "taps", ...}); the record."""
     target = load_target(zoo.target_dir())
     ids = prompts(target.tokenizer)
     cases = [{"name": "plain", "drafter": None, "k": 0, "prompts": ids, "max_tokens": NEW_TOKENS}]
     cases += [{"name": n, "drafter": str(d), "k": K, "prompts": ids, "max_tokens": NEW_TOKENS}
               for n, d in drafters.items()]  # fmt: skip
     release = engine.split("==")[1]
-    got = run_vllm(python, cases, workdir, "draft-embedding", release)
+    got = run_vllm(python, cases, workdir, workdir.name, release)
     items = chain(target, ids, PROMPT_LEN, NEW_TOKENS, steps=K)
     rows = []
     for name, d in drafters.items():
         res = got[name]
-        pred = walks(d, items, engine)
+        pred = predicted(d, items)
         counters = engine_counters(res["metrics"]) if res.get("metrics") else None
         fed = [h for h, w in pred["walks"].items() if counters is not None and same_counters(counters, w)]
         rows.append({"copy": name, "stage": res.get("stage"), "error": res.get("error"),
-                     "engine_counters": counters, "walk_own": pred["walks"]["own"],
-                     "walk_target": pred["walks"]["target"], "engine_equals_walk_under": fed,
-                     "row_says": pred["row_says"], "taps": pred["taps"], "engine_taps": res.get("aux_hidden_state_layers"),
+                     "engine_counters": counters, "walks": pred["walks"], "engine_equals_walk_under": fed,
+                     **{k: v for k, v in pred.items() if k != "walks"},
+                     "engine_taps": res.get("aux_hidden_state_layers"),
                      "lossless": res.get("tokens") == got["plain"].get("tokens"),
                      "drafter_sha256": files_sha256(d)})  # fmt: skip
     prov = got["__provenance__"]
@@ -86,9 +102,7 @@ def run(python: Path, workdir: Path, engine: str) -> dict:
             "prompt_len": PROMPT_LEN, "new_tokens": NEW_TOKENS, "seed": SEED,
             "convention": "counters as vLLM reports them (num_drafts, accepted per draft position); the walk's "
                           "the same, walked as the engine drafts: K tokens after each verify",
-            "what": "the zoo's default drafter beside the zoo target, with its trained embedding (the target's) and "
-                    "with a random one: which embedding the release's draft computes with",
-            "rows": rows,
+            "what": what, "rows": rows,
             "provenance": {"engine": {k: v for k, v in prov.items() if k != "inputs"}, "eaglewire": __version__,
                            "prompts_sha256": sha256_json(ids), "target_sha256": prov["inputs"]["target"]}}  # fmt: skip
 

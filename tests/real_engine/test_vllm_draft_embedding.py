@@ -19,4 +19,4 @@ def test_the_engine_computes_with_the_embedding_its_row_says(vllm_python, vllm_v
         assert row["stage"] is None and row["lossless"], row
         assert row["row_says"] in row["engine_equals_walk_under"], row
     own = next(r for r in rec["rows"] if r["copy"] == "own-embedding")
-    assert own["walk_own"] != own["walk_target"] and len(own["engine_equals_walk_under"]) == 1, own
+    assert own["walks"]["own"] != own["walks"]["target"] and len(own["engine_equals_walk_under"]) == 1, own
