@@ -5,7 +5,8 @@
 SPEC: {"target": DIR, "cases": [{"name", "drafter" (DIR or null: no speculation), "k", "prompts" ([[token ids]]),
 "max_tokens", optionally "temperature", "top_p", "seeds" (requests per prompt, seeded 0..seeds-1), "target" (DIR:
 this case's target instead), "load_format" ("dummy": random weights), "dtype", "trust_remote_code", "isolated" (a process of its own: models
-that build process-wide state, such as MoE's expert-parallel group, each get a clean one)}]}. Per case OUT holds the stage it failed at ("load", "warm-up", "first request") with the engine's
+that build process-wide state, such as MoE's expert-parallel group, each get a clean one), "per_request" (the
+requests one at a time, the counters read after each: `per_request_metrics`, cumulative)}]}. Per case OUT holds the stage it failed at ("load", "warm-up", "first request") with the engine's
 error, or the taps the target captures (its `aux_hidden_state_layers`, read through collective_rpc from the model
 the engine runs), the tokens of each request, the spec-decode counters from `LLM.get_metrics()`, the engine's own
 "SpecDecoding metrics" log lines (its stat logger, flushed after the requests) and the model runner it built. Each
@@ -382,7 +383,13 @@ def _serve(target: str, case: dict, box: dict) -> dict:
             params.append(SamplingParams(temperature=temp, top_p=case.get("top_p", 1.0), max_tokens=case["max_tokens"],
                                          ignore_eos=True, seed=seed if temp > 0 else None))  # fmt: skip
     try:
-        outs = llm.generate(prompts, params, use_tqdm=False)
+        if case.get("per_request"):  # one request at a time: each one's counters, apart from the batch's
+            outs, result["per_request_metrics"] = [], []
+            for prompt, param in zip(prompts, params):
+                outs += llm.generate([prompt], [param], use_tqdm=False)
+                result["per_request_metrics"].append(_metrics(llm))
+        else:
+            outs = llm.generate(prompts, params, use_tqdm=False)
     except BaseException as exc:
         return result | _failed(exc, "first request", box) | {"log": _log(start)}
     result["tokens"] = [list(o.outputs[0].token_ids) for o in outs]
