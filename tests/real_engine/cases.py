@@ -199,6 +199,7 @@ def replay(record: dict, workdir: Path) -> dict:
             rows[f"{name}/K={k}"] = {
                 "served_taps": list(served.indices),
                 **walk_counters(_WALKS[wkey][k - 1]),
+                "per_request": [list(x) for x in _WALKS[wkey][k - 1].per_sample],
             }
     plain = prov.get("plain_tokens_sha256")
     return {
@@ -210,15 +211,31 @@ def replay(record: dict, workdir: Path) -> dict:
 
 
 def agreement(record: dict, replayed: dict) -> list[dict]:
-    """Per greedy row: the engine's counters (raw, or recovered) against the recomputed walk, as integers."""
+    """Per greedy row: the engine's counters (raw, or recovered) against the recomputed walk, as integers: the
+    batch's, or where the row was served again one request at a time (real_engine/serial.py), those, with the
+    batch's within the scheduling noise serial.BATCH_VARIANCE bounds. `how` says which."""
+    from .serial import KEYS, equal, within_batch_variance
+
     out = []
     for row in record["rows"]:
         engine, source = recorded_engine_counters(row)
         got = replayed["rows"][f"{row['case']}/K={row['k']}"]
-        keys = ("num_drafts", "num_accepted_tokens_per_pos")
+        taps = got["served_taps"] == row["engine_taps"]
+        serial = row.get("serial") or {}
+        if equal(engine, got):
+            how = "batched"
+        elif (
+            "counters" in serial
+            and equal(serial["counters"], got)
+            and serial["per_request"] == got["per_request"]
+            and within_batch_variance(engine, got)
+        ):
+            how = "one request at a time"
+        else:
+            how = None
         out.append({
-            "case": row["case"], "k": row["k"], "source": source,
-            "equal": all(engine[key] == got[key] for key in keys) and got["served_taps"] == row["engine_taps"],
-            "engine": {key: engine[key] for key in keys}, "eaglewire": got,
+            "case": row["case"], "k": row["k"], "source": source, "equal": how is not None and taps, "how": how,
+            "engine": {key: engine[key] for key in KEYS},
+            "eaglewire": {key: v for key, v in got.items() if key != "per_request"},
         })  # fmt: skip
     return out

@@ -42,6 +42,7 @@ from .engine import NEW_TOKENS, PROMPT_LEN, files_sha256, prompts, run_vllm
 from .families import FAMILIES, REMOTE_CONFIG, write_target
 from .install import install, installed
 from .recording import accept_record, accept_rows, cpu_verdict, ids_record, model_code
+from .serial import equal, settle
 from .variants import L, variants, write_variant
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -364,6 +365,10 @@ def observe(release: str, workdir: Path, keep_venv: bool = False, out: tuple[Pat
         if spec["speculates"] and spec["plain_runs"] and accept_ran:
             predicted = predict(state["chain"], {n: p for n, p in drafters.items() if n in used}, engine)
             rows = accept_rows(run, predicted, KS)
+            t_serial = time.time()
+            # a case the batch counted otherwise, served again one request at a time (serial.py)
+            if settle(py, release, rows, drafters, state["ids"], workdir / "serial"):
+                seconds["serial"] = round(time.time() - t_serial, 1)
             walked = [s.input_ids[PROMPT_LEN : PROMPT_LEN + NEW_TOKENS].tolist() for s in state["chain"]]
             acc = accept_record(engine, run, rows, state["ids"], KS, PROMPT_LEN, NEW_TOKENS)
             acc["provenance"]["target_sha256"] = files_sha256(
@@ -372,9 +377,9 @@ def observe(release: str, workdir: Path, keep_venv: bool = False, out: tuple[Pat
             acc["provenance"]["observe"] = prov_note
             acc["lossless"] = {"plain_equals_walked": run["plain"]["tokens"] == walked,
                                "speculative_equals_plain": all(r["lossless"] for r in rows)}  # fmt: skip
-            walk_equal = [r["engine_counters"]["num_drafts"] == r["predicted_counters"]["num_drafts"]
-                          and r["engine_counters"]["num_accepted_tokens_per_pos"]
-                          == r["predicted_counters"]["num_accepted_tokens_per_pos"] for r in rows]  # fmt: skip
+            walk_equal = [equal(r["engine_counters"], r["predicted_counters"])
+                          or ("counters" in r.get("serial", {}) and equal(r["serial"]["counters"], r["predicted_counters"]))
+                          for r in rows]  # fmt: skip
             result |= {"accept_rows": len(rows), "walk_equal": sum(walk_equal), **acc["lossless"]}
         else:
             acc = None

@@ -6,7 +6,8 @@ SPEC: {"target": DIR, "cases": [{"name", "drafter" (DIR or null: no speculation)
 "max_tokens", optionally "temperature", "top_p", "seeds" (requests per prompt, seeded 0..seeds-1), "target" (DIR:
 this case's target instead), "load_format" ("dummy": random weights), "dtype", "trust_remote_code", "isolated" (a process of its own: models
 that build process-wide state, such as MoE's expert-parallel group, each get a clean one), "per_request" (the
-requests one at a time, the counters read after each: `per_request_metrics`, cumulative)}]}. Per case OUT holds the stage it failed at ("load", "warm-up", "first request") with the engine's
+requests one at a time, the counters read after each: `per_request_metrics`, cumulative), "engine_args" (more
+`LLM(...)` arguments)}]}. Per case OUT holds the stage it failed at ("load", "warm-up", "first request") with the engine's
 error, or the taps the target captures (its `aux_hidden_state_layers`, read through collective_rpc from the model
 the engine runs), the tokens of each request, the spec-decode counters from `LLM.get_metrics()`, the engine's own
 "SpecDecoding metrics" log lines (its stat logger, flushed after the requests) and the model runner it built. Each
@@ -354,6 +355,7 @@ def _serve(target: str, case: dict, box: dict) -> dict:
     kwargs = dict(model=target, load_format=case.get("load_format", "auto"), dtype=case.get("dtype", "float32"),
                   trust_remote_code=bool(case.get("trust_remote_code")), max_model_len=1024, enforce_eager=True, seed=0,
                   disable_log_stats=False, max_num_seqs=16)  # fmt: skip
+    kwargs |= case.get("engine_args", {})  # more LLM(...) arguments (e.g. max_num_batched_tokens)
     if case.get("drafter"):
         kwargs["speculative_config"] = {"method": "eagle3", "model": case["drafter"],
                                         "num_speculative_tokens": case["k"]}  # fmt: skip
@@ -385,7 +387,7 @@ def _serve(target: str, case: dict, box: dict) -> dict:
     try:
         if case.get("per_request"):  # one request at a time: each one's counters, apart from the batch's
             outs, result["per_request_metrics"] = [], []
-            for prompt, param in zip(prompts, params):
+            for prompt, param in zip(prompts, params, strict=True):
                 outs += llm.generate([prompt], [param], use_tqdm=False)
                 result["per_request_metrics"].append(_metrics(llm))
         else:
