@@ -46,6 +46,7 @@ def serial_runs(python: Path, release: str, cases: dict[str, tuple[Path, int]], 
     request and each request's (drafts, accepted tokens)."""
     spec = [{"name": n, "drafter": str(d), "k": k, "prompts": ids, "max_tokens": NEW_TOKENS, "per_request": True}
             for n, (d, k) in cases.items()]  # fmt: skip
+    workdir.mkdir(parents=True, exist_ok=True)
     got = run_vllm(python, spec, workdir, "serial", release)
     out = {}
     for name in cases:
