@@ -133,9 +133,10 @@ def draft_head_refused(c: Context) -> str | None:
     if choice.head not in ("fails", "unloaded") or choice.row is None:
         return None
     r = choice.row
+    fix = f"; fix: {r.fix}" if r.fix else ""
     if choice.head == "fails":
-        return f"{c.engine} {c.version} refuses this drafter at load: {r.why} ({r.name}: {r.source})"
-    return f"{c.engine} {c.version} scores this drafter's drafts with garbage: {r.why} ({r.name}: {r.source})"
+        return f"{c.engine} {c.version} refuses this drafter at load: {r.why} ({r.name}: {r.source}){fix}"
+    return f"{c.engine} {c.version} scores this drafter's drafts with garbage: {r.why} ({r.name}: {r.source}){fix}"
 
 
 @rule(ANY, "draft-head-replaced", "*", "", "warning", "engines/sglang/draft.py, engines/vllm/draft.py HEAD_ROWS (rules/draft_weights.py)")  # fmt: skip

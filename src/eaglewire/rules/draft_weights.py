@@ -77,6 +77,9 @@ class DraftHead(Row):
     head: str  # one of HEADS
     why: str  # the mechanism, in the engine's terms (for "fails": the engine's error)
     source: str = ""
+    fix: str = (
+        ""  # for a refusal or a garbage head: what to change in the drafter, or which release serves it
+    )
     observed: str | None = None
     platform: str | None = None
 

@@ -239,6 +239,8 @@ HEAD_ROWS: tuple[DraftHead, ...] = (
         head="fails",
         why="AttributeError: 'LlamaConfig' object has no attribute 'draft_vocab_size' (the draft model reads "
         "config.draft_vocab_size, which only a config.json that names the key has)",
+        fix='name the key: "draft_vocab_size": the lm_head\'s rows (the vocabulary size for a '
+        "full-vocabulary head)",
         source="sglang 0.4.5 models/llama_eagle3.py:171; 0.5.2 :205; 0.5.23 :306",
         observed="sglang-0.5.23-cpu-draft-weights.json (tests/sglang_engine/records: the server exited at load with "
         "this AttributeError)",
@@ -250,6 +252,8 @@ HEAD_ROWS: tuple[DraftHead, ...] = (
         case="vocab-null",
         head="fails",
         why="the draft's lm_head is built as ParallelLMHead(None, hidden_size): a TypeError at load",
+        fix="give draft_vocab_size its value (the lm_head's rows), or serve SGLang >= 0.5.2, which lends "
+        "the target's lm_head",
         source="sglang 0.4.5 models/llama_eagle3.py:170-175; 0.5.1.post3 :191-196 (no load_lm_head_from_target)",
     ),
     DraftHead(
@@ -274,6 +278,8 @@ HEAD_ROWS: tuple[DraftHead, ...] = (
         head="unloaded",
         why="the draft's lm_head is allocated (torch.empty) and no checkpoint tensor fills it: SGLang's loader does "
         "not check for unloaded parameters, so the draft scores with uninitialised memory",
+        fix='ship the lm_head the drafter was trained with, or say "draft_vocab_size": null to score with '
+        "the target's (from 0.5.2)",
         source="sglang 0.4.5 models/llama_eagle3.py:178-215 (load_weights skips what the checkpoint lacks); 0.5.23 "
         ":325-378",
     ),

@@ -384,6 +384,7 @@ HEAD_ROWS: tuple[DraftHead, ...] = (
         head="fails",
         why="AttributeError: the draft's lm_head is sized by config.draft_vocab_size, which a config.json without "
         "the key lacks (0.11.0 falls back to vocab_size)",
+        fix='name the key: "draft_vocab_size": the lm_head\'s rows, or serve vLLM >= 0.11.0',
         source=_NO_VOCAB_FALLBACK,
     ),
     DraftHead(
@@ -394,6 +395,7 @@ HEAD_ROWS: tuple[DraftHead, ...] = (
         head="fails",
         why="TypeError: the draft's lm_head is built as ParallelLMHead(None, hidden_size) (0.11.0 falls back to "
         "vocab_size)",
+        fix="give draft_vocab_size its value (the lm_head's rows), or serve vLLM >= 0.11.0",
         source=_NO_VOCAB_FALLBACK,
     ),
     DraftHead(
@@ -404,6 +406,7 @@ HEAD_ROWS: tuple[DraftHead, ...] = (
         head="fails",
         why="a draft vocabulary as large as the target's gets no draft_id_to_target_id parameter, and the "
         "checkpoint's d2t is not dropped: the weight loader finds no parameter for it",
+        fix="drop d2t and t2d from the checkpoint: on a full vocabulary the map is the identity",
         source="vllm 0.30.0-0.32.0 model_executor/models/llama_eagle3.py:338-345, 458; models/utils.py:436-450 "
         "@0.32.0 (AutoWeightsLoader)",
         observed="vllm-0.32.0-cpu-draft-head.json (tests/real_engine/records: ValueError: There is no module or "
@@ -417,6 +420,8 @@ HEAD_ROWS: tuple[DraftHead, ...] = (
         head="unloaded",
         why="no lm_head tensor fills the draft's (torch.empty) head and nothing checks: the proposer shares the "
         "target's lm_head only for EAGLE-1, not EAGLE-3",
+        fix="ship the lm_head the drafter was trained with, or serve vLLM >= 0.11.1, which lends the "
+        "target's",
         source="vllm 0.8.5 v1/spec_decode/eagle.py:238-249; 0.9.2 :363-366 and llama_eagle3.py:263 (load_weights "
         "returns None, so default_loader.py:278 checks nothing); 0.10.2 eagle.py:654-657, llama_eagle3.py:292",
     ),
@@ -438,6 +443,7 @@ HEAD_ROWS: tuple[DraftHead, ...] = (
         head="unloaded",
         why="the draft has no lm_head and a draft vocabulary smaller than the target's: the shapes differ, so the "
         "target's is not shared, and nothing fills the draft's",
+        fix="ship the lm_head the drafter was trained with",
         source="vllm 0.11.0 v1/spec_decode/eagle.py:891-899",
     ),
     DraftHead(
