@@ -6,7 +6,7 @@ target with K = 3 on the tier's prompts, and its engine counters are set beside 
 draft computes with its own embedding, or with the target's in its place (rules/draft_weights.py; the release's
 row says which `test --engine` walks). For the random copy the two walks are far apart, so the engine's counters
 decide which embedding it fed; for the trained copy both are the same walk. The record
-(`tests/real_engine/records/vllm-V-cpu-draft-embedding.json`) is replayed by tests/test_draft_embedding_record.py.
+(`tests/real_engine/records/vllm-V-cpu-draft-embedding.json`) is replayed by tests/test_draft_weights_records.py.
 """
 
 from __future__ import annotations

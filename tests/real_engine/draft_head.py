@@ -12,7 +12,7 @@ dropped), each a shape an engine decides the head from (rules/draft_weights.py C
 The drafter's hidden state was trained against a head copied from the target's rows, so the walk under the
 target's head is far from the walk under the random own one: the engine's counters decide which head it fed.
 Each copy is served beside the zoo target with K = 3 on the tier's prompts. The record
-(`tests/real_engine/records/vllm-V-cpu-draft-head.json`) is replayed by tests/test_draft_head_record.py; the SGLang
+(`tests/real_engine/records/vllm-V-cpu-draft-head.json`) is replayed by tests/test_draft_weights_records.py; the SGLang
 tier serves the same copies (tests/sglang_engine/test_sglang_draft_weights.py).
 """
 
