@@ -1,5 +1,5 @@
 """make test's replay of the SGLang accept tier's committed record (tests/sglang_engine/records/*-accept.json):
-eaglewire's side recomputed here without SGLang (the bf16 pairs fed the taps `check` names for sglang==0.5.23, the
+eaglewire's side recomputed here without SGLang (the bf16 pairs fed the taps `check` names for the record's release, the
 greedy continuation, the walk: tests/sglang_engine/cases.py, what the tier runs) and compared with SGLang's own
 recorded readings (completion_tokens / spec_verify_ct, 1 + correct drafts / spec_verify_ct, verify count). A change
 that breaks the walk, the served taps or the SGLang reading fails here without an engine."""
@@ -24,7 +24,7 @@ pytestmark = pytest.mark.skipif(not zoo.is_built(), reason="needs the bundled zo
 @pytest.fixture(scope="module", params=RECORDS, ids=[p.name for p in RECORDS])
 def replayed(request) -> tuple[dict, dict, dict]:
     record = json.loads(request.param.read_text())
-    ps = pairs(record["dtype"])
+    ps = pairs(record["dtype"], record["engine"])
     tok = ps["default"].target.tokenizer
     ids = (
         decode_prompts(record["prompt_token_ids"])

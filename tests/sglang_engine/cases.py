@@ -21,9 +21,9 @@ DRAFTERS = ("default", "custom-taps")
 TOL = 0.02
 
 
-def pairs(dtype: str = DTYPE) -> dict:
-    """Target and each drafter, fed the taps eaglewire says SGLang 0.5.23 serves on the CPU."""
-    return {n: load_pair(zoo.target_dir(), zoo.drafter_dir(n), None, ENGINE, dtype, "cpu") for n in DRAFTERS}
+def pairs(dtype: str = DTYPE, engine: str = ENGINE) -> dict:
+    """Target and each drafter, fed the taps eaglewire says the SGLang release serves on the CPU."""
+    return {n: load_pair(zoo.target_dir(), zoo.drafter_dir(n), None, engine, dtype, "cpu") for n in DRAFTERS}
 
 
 def own_chain(target, ids: list[list[int]]) -> list:

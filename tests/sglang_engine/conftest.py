@@ -17,7 +17,9 @@ from real_engine.conftest import engine_python
 
 pytestmark = pytest.mark.sglang_engine
 
-SGLANG_VERSION = "0.5.23"  # what ../shared/sglang-cpu/install.sh installs
+# what ../shared/sglang-cpu/install.sh installs; another release through the same kernels (a venv built the same
+# way with that wheel): EAGLEWIRE_SGLANG_VERSION
+SGLANG_VERSION = os.environ.get("EAGLEWIRE_SGLANG_VERSION", "0.5.23")
 ENGINE = f"sglang=={SGLANG_VERSION}"
 
 

@@ -177,11 +177,11 @@ def test_write_table(sglang, predicted, pairs, ids):
               "max_new_tokens); predicted: the walk's (drafts d, accepted a) per request as sum(min(N, 1+d+a)) / "
               "sum(d); walk_accept_length: eaglewire's own 1 + a/d",
               "prediction": "evaluate(..., 'chain') in bfloat16 on transformers' bf16 greedy continuation, taps as "
-              "check names them for sglang==0.5.23; predicted_on_sglang_plain_output: the same walk on SGLang's "
+              f"check names them for {ENGINE}; predicted_on_sglang_plain_output: the same walk on SGLang's "
               "own greedy output without speculation",
               "plain_start_s": sglang["plain"].get("start_s"), "run_s": {k: round(v) for k, v in TIMINGS.items() if k.startswith("accept")},
               "ks": list(KS), "tolerance": TOL_WHY, "float32": RESULTS.get("float32"),
-              "provenance": {"engine": {"sglang": "0.5.23", "harness": "../shared/sglang-cpu",
+              "provenance": {"engine": {"sglang": ENGINE.split("==")[1], "harness": "../shared/sglang-cpu",
                                         "server_info": {f"{n}/K={k}": sglang[f"{n}/K={k}"].get("server_info")
                                                         for n in DRAFTERS for k in KS}},
                              "eaglewire": {"version": __version__, "torch": torch.__version__},

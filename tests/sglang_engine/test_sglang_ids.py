@@ -23,7 +23,7 @@ from eaglewire import zoo
 from eaglewire.engines.observed import record_variant
 from eaglewire.jobs.check import check
 
-from .conftest import ENGINE
+from .conftest import ENGINE, SGLANG_VERSION
 from .engine import TIMINGS, captured_taps, run_sglang
 from .variants import L, variants, write_variant
 
@@ -112,10 +112,10 @@ def test_engine_and_eaglewire_agree_on_every_variant(engine, built):
     starts = [r["engine"]["start_s"] for r in rows if r["engine"]["start_s"]]
     kernels = sorted({engine[v.name].get("kernels", "as shipped") for v in variants()})
     record = {"engine": ENGINE, "platform": "cpu", "runner": None, "target_layers": L, "level": "engine",
-              "what": f"{len(rows)} id variants served by SGLang 0.5.23 on the CPU (test harness); taps read from "
+              "what": f"{len(rows)} id variants served by SGLang {SGLANG_VERSION} on the CPU (test harness); taps read from "
               "the running target", "kernels": kernels,
               "stages_compared": False,  # SGLang's rows name no failure stage: the replay checks fails/serves
-              "harness": "eaglewire's SGLang CPU test harness (SGLang 0.5.23 wheel, CPU kernels built from source, intel_amx attention, bfloat16; tests only)",
+              "harness": f"eaglewire's SGLang CPU test harness (SGLang {SGLANG_VERSION} wheel, CPU kernels built from source, intel_amx attention, bfloat16; tests only)",
               "server": "chain: --speculative-num-steps 3 --speculative-eagle-topk 1 --speculative-num-draft-tokens 4",
               "median_start_s": sorted(starts)[len(starts) // 2] if starts else None, "servers_side_by_side": PARALLEL,
               "run_s": {k: round(v) for k, v in TIMINGS.items() if k.startswith("ids")},
