@@ -59,6 +59,15 @@ def head_cases(
     return cases
 
 
+def checkpoint_cases(ckpt) -> set[str]:
+    """`head_cases` of a drafter checkpoint (a `formats.DrafterCheckpoint`); one read without weights (config
+    only) is taken to carry its lm_head."""
+    arch = ckpt.arch
+    draft_vocab = arch.draft_vocab_size if arch is not None else ckpt.config.get("draft_vocab_size")
+    has_head = "lm_head.weight" in ckpt.tensors or not ckpt.has_weights
+    return head_cases(ckpt.config, has_head, "d2t" in ckpt.tensors, draft_vocab, ckpt.format == "eagle")
+
+
 def draft_head(engine: str, version: str, cases: set[str]) -> HeadChoice:
     """What `engine` at `version` scores a drafter's drafts with, given its shapes (`head_cases`): the first row of
     the engine's table, in order, whose case holds; the drafter's own lm_head where none does."""

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from packaging.version import Version
 
-from eaglewire.engines.draft_weights import draft_head, head_cases
+from eaglewire.engines.draft_weights import checkpoint_cases, draft_head
 from eaglewire.engines.sglang import structure as sglang
 from eaglewire.engines.trtllm import structure as trtllm
 from eaglewire.engines.vllm import structure as vllm
@@ -105,11 +105,7 @@ def aux_disabled(c: Context) -> str | None:
 
 def served_head(c: Context) -> HeadChoice:
     """The lm_head the engine release scores this drafter's drafts with (engines/draft_weights.py)."""
-    arch = c.ckpt.arch
-    draft_vocab = arch.draft_vocab_size if arch is not None else c.cfg.get("draft_vocab_size")
-    cases = head_cases(c.cfg, c.has_tensor("lm_head.weight") or not c.ckpt.has_weights, c.has_tensor("d2t"),
-                       draft_vocab, c.ckpt.format == "eagle")  # fmt: skip
-    return draft_head(c.engine, str(c.version), cases)
+    return draft_head(c.engine, str(c.version), checkpoint_cases(c.ckpt))
 
 
 @rule(ANY, "lm-head-missing", "*", "", "problem", "sglang llama_eagle3.py:206-218 @0.5.5; vllm eagle.py:1010 @0.11.1 (target head shared)")  # fmt: skip

@@ -163,7 +163,7 @@ def served_head(
     if engine is None:
         return "own", None
     from eaglewire.engines import table
-    from eaglewire.engines.draft_weights import HEAD_ROWS, draft_head, head_cases
+    from eaglewire.engines.draft_weights import HEAD_ROWS, checkpoint_cases, draft_head
     from eaglewire.rules.ledger import ledger
 
     spec = table.parse_spec(engine.split()[0])
@@ -171,9 +171,7 @@ def served_head(
         return "own", None
     version = str(spec.version) if spec.version else ledger(spec.framework).newest()
     has_head = "lm_head.weight" in ckpt.tensors
-    draft_vocab = ckpt.arch.draft_vocab_size if ckpt.arch is not None else None
-    cases = head_cases(ckpt.config, has_head, "d2t" in ckpt.tensors, draft_vocab, ckpt.format == "eagle")
-    choice = draft_head(spec.framework, version, cases)
+    choice = draft_head(spec.framework, version, checkpoint_cases(ckpt))
     row = choice.row
     if row is None or choice.head == "own":
         return "own", None
