@@ -126,13 +126,7 @@ def lm_head_missing(c: Context) -> str | None:
 @rule(ANY, "draft-head-refused", "*", "", "problem", "engines/sglang/draft.py, engines/vllm/draft.py HEAD_ROWS (rules/draft_weights.py)")  # fmt: skip
 def draft_head_refused(c: Context) -> str | None:
     choice = served_head(c)
-    if choice.head not in ("fails", "unloaded") or choice.row is None:
-        return None
-    r = choice.row
-    fix = f"; fix: {r.fix}" if r.fix else ""
-    if choice.head == "fails":
-        return f"{c.engine} {c.version} refuses this drafter at load: {r.why} ({r.name}: {r.source}){fix}"
-    return f"{c.engine} {c.version} scores this drafter's drafts with garbage: {r.why} ({r.name}: {r.source}){fix}"
+    return choice.refusal(f"{c.engine} {c.version}") if choice.refused else None
 
 
 @rule(ANY, "draft-head-replaced", "*", "", "warning", "engines/sglang/draft.py, engines/vllm/draft.py HEAD_ROWS (rules/draft_weights.py)")  # fmt: skip

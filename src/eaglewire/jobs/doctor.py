@@ -27,10 +27,11 @@ from eaglewire.jobs.evaluate import (
     samples_for_test,
 )
 from eaglewire.jobs.lint import lint
-from eaglewire.jobs.pair import REFUSED, drafter_for, served_embedding, served_head
+from eaglewire.jobs.pair import drafter_for, served_embedding, served_head
 from eaglewire.jobs.search import SearchResult, search
 from eaglewire.partial import load_partial_target
 from eaglewire.rules import taps as conv
+from eaglewire.rules.draft_weights import REFUSED
 from eaglewire.rules.launch import LintReport
 from eaglewire.rules.taps import ConfigFix
 from eaglewire.taps import Wiring, default_wiring

@@ -14,6 +14,7 @@ from eaglewire.errors import InputError
 from eaglewire.formats import DrafterCheckpoint, read_drafter
 from eaglewire.formats.trained import trained_taps
 from eaglewire.partial import PartialTarget, load_partial_target
+from eaglewire.rules.draft_weights import REFUSED
 from eaglewire.taps import Wiring
 from eaglewire.targets import LoadedTarget, load_target, resolve_dtype
 
@@ -113,7 +114,7 @@ def load_pair(
     wiring, basis = feed_wiring(ckpt, tgt, taps, engine, platform, runner)
     embedding, note = served_embedding(ckpt, tgt, engine)
     head, head_note = served_head(ckpt, tgt, engine)
-    if head in REFUSED:
+    if head in REFUSED:  # the release refuses the drafter, or scores garbage: no walk stands for it
         raise InputError(f"--engine {engine}: {head_note}")
     for said in (note, head_note):
         if said:
@@ -150,10 +151,6 @@ def served_embedding(
     )
 
 
-# heads no walk can stand for: the release refuses the drafter, or scores garbage
-REFUSED = ("fails", "unloaded")
-
-
 def served_head(
     ckpt: DrafterCheckpoint, target: LoadedTarget | PartialTarget, engine: str | None
 ) -> tuple[str, str | None]:
@@ -176,9 +173,8 @@ def served_head(
     if row is None or choice.head == "own":
         return "own", None
     cite = f"({row.name}: {row.source})"
-    if choice.head in REFUSED:
-        verb = "refuses this drafter at load" if choice.head == "fails" else "scores its drafts with garbage"
-        return choice.head, f"{spec.framework} {version} {verb}: {row.why} {cite}"
+    if choice.refused:
+        return choice.head, choice.refusal(f"{spec.framework} {version}")
     if choice.head == "target":
         if has_head and _same_values(ckpt.tensors["lm_head.weight"], target.lm_head()):
             return "own", None

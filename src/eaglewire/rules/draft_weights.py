@@ -66,6 +66,7 @@ CASES = ("tied", "vocab-absent", "vocab-null", "head-missing", "full-vocab", "d2
 # what the draft scores with: its own lm_head, the target's, its (served) embedding matrix tied as the head, a
 # head no checkpoint tensor filled (garbage drafts), or nothing: the release refuses the drafter at load
 HEADS = ("own", "target", "embedding", "unloaded", "fails")
+REFUSED = ("fails", "unloaded")  # heads no walk can stand for
 
 
 @dataclass(frozen=True)
@@ -77,9 +78,8 @@ class DraftHead(Row):
     head: str  # one of HEADS
     why: str  # the mechanism, in the engine's terms (for "fails": the engine's error)
     source: str = ""
-    fix: str = (
-        ""  # for a refusal or a garbage head: what to change in the drafter, or which release serves it
-    )
+    # for a refusal or a garbage head: what to change in the drafter, or which release serves it
+    fix: str = ""
     observed: str | None = None
     platform: str | None = None
 
@@ -94,3 +94,19 @@ class HeadChoice:
 
     head: str  # one of HEADS
     row: DraftHead | None  # None: no row covers this drafter at the release (its own lm_head, as loaded)
+
+    @property
+    def refused(self) -> bool:
+        return self.head in REFUSED
+
+    def refusal(self, release: str) -> str:
+        """What `release` (e.g. "sglang 0.5.23") does to a drafter it refuses or scores with garbage, its source
+        and the fix."""
+        r = self.row
+        verb = (
+            "refuses this drafter at load"
+            if self.head == "fails"
+            else "scores this drafter's drafts with garbage"
+        )
+        fix = f"; fix: {r.fix}" if r.fix else ""
+        return f"{release} {verb}: {r.why} ({r.name}: {r.source}){fix}"
