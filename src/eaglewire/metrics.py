@@ -104,6 +104,23 @@ def repetition(ids: list[int], n: int = 4) -> float:
 # ---- the engine's walk ----------------------------------------------------------------------------------------
 
 
+@dataclass(frozen=True)
+class ContextGate:
+    """An engine that stops running the drafter once a sequence outgrows the draft's context and verifies
+    placeholder drafts in its place: they are counted as drafts and (almost) never accepted, so acceptance
+    collapses to 1.0 while every verify still carries k tokens. vLLM's V1 model runner (`_input_fits_in_drafter`):
+    the batch's longest sequence length + k against the draft model's max_model_len, zeros drafted instead."""
+
+    limit: int  # the draft's context (vLLM: the draft model's max_model_len)
+    # the token drafted in the drafter's place; None: nothing is drafted (a plain decode step, not counted)
+    placeholder: int | None = 0
+    batch: bool = True  # the batch's longest sequence decides for every request in it
+
+    def closed(self, seq_len: int, k: int) -> bool:
+        """No drafter after a verify (or prefill) forward over `seq_len` tokens."""
+        return seq_len + k > self.limit
+
+
 @dataclass
 class WalkCounts:
     """What an engine's spec-decode counters would read after walking K-token drafts (vLLM's names)."""
@@ -160,21 +177,58 @@ def walk_span(loss_mask: torch.Tensor) -> tuple[int, int] | None:
     return (first, last) if first <= last else None
 
 
-def walk(draft: list[list[int]], path: list[int], span: tuple[int, int], k: int) -> WalkCounts:
+def walk(
+    draft: list[list[int]], path: list[int], span: tuple[int, int], k: int, gate: ContextGate | None = None
+) -> WalkCounts:
     """The engine's walk over one request. `draft[j][r]` is the drafter's step-j token at row r (a guess for
     `path[r + j]`, the committed token at position r + j + 2): row r drafts after token r + 1 was committed.
     Starting after the prefill's token P, each verify drafts k tokens, accepts the longest prefix the target agrees
-    with, commits it plus the bonus token, until the token E is committed."""
+    with, commits it plus the bonus token, until the token E is committed. With a `gate`, a verify whose request
+    has outgrown the draft's context carries the gate's placeholder drafts instead (`ContextGate`)."""
+    return _walk(span, k, _accepted(draft, path, k), gate)
 
-    def accepted(r: int) -> int | None:
+
+def walk_batch(
+    requests: list[tuple[list[list[int]], list[int], tuple[int, int]]],
+    k: int,
+    gate: ContextGate | None = None,
+) -> WalkCounts:
+    """The same walk over requests served together in one batch from their first step, in lockstep (one verify
+    each per engine step, a finished request leaving the batch): what the engine counts where the gate reads the
+    batch's longest sequence (vLLM: one long request stops drafting for every request beside it). Without a
+    gate it equals the sum of the requests' own walks."""
+    out = WalkCounts(k)
+    states = []
+    for draft, path, span in requests:
+        states.append({"accepted": _accepted(draft, path, k), "last": span[0], "seq": span[0], "end": span[1],
+                       "counts": WalkCounts(k)})  # fmt: skip
+    running = [s for s in states if s["last"] < s["end"]]
+    while running:
+        longest = max(s["seq"] for s in running)
+        for s in running:
+            closed = gate is not None and gate.closed(longest if gate.batch else s["seq"], k)
+            if not _verify(s, k, s["accepted"], gate if closed else None):
+                s["end"] = s["last"]  # the continuation ends here
+        running = [s for s in running if s["last"] < s["end"]]
+    for s in states:
+        s["counts"].per_sample.append((s["counts"].drafts, s["counts"].accepted))
+        out = out + s["counts"]
+    return out
+
+
+def _accepted(draft: list[list[int]], path: list[int], k: int):
+    def accepted(r: int, gated: ContextGate | None = None) -> int | None:
         if r >= len(draft[0]):
             return None  # the continuation ends here: nothing left to draft against
         a = 0
-        while a < k and r < len(draft[a]) and r + a < len(path) and draft[a][r] == path[r + a]:
+        while a < k and r < len(draft[a]) and r + a < len(path):
+            guess = gated.placeholder if gated is not None else draft[a][r]
+            if guess != path[r + a]:
+                break
             a += 1
         return a
 
-    return _walk(span, k, accepted)
+    return accepted
 
 
 def walk_lengths(accept_length: list[int], span: tuple[int, int], depth: int) -> WalkCounts:
@@ -183,18 +237,34 @@ def walk_lengths(accept_length: list[int], span: tuple[int, int], depth: int) ->
     return _walk(span, depth, lambda r: int(accept_length[r]) - 1 if r < len(accept_length) else None)
 
 
-def _walk(span: tuple[int, int], k: int, accepted) -> WalkCounts:
+def _walk(span: tuple[int, int], k: int, accepted, gate: ContextGate | None = None) -> WalkCounts:
     """Draft at row last - 1 (after the last committed token), commit the accepted tokens and the bonus, repeat."""
-    first, end = span
-    out = WalkCounts(k)
-    last = first  # position of the last committed token
-    while last < end:
-        a = accepted(last - 1)
-        if a is None:
+    state = {"last": span[0], "seq": span[0], "counts": WalkCounts(k)}
+    while state["last"] < span[1]:
+        closed = gate is not None and gate.closed(state["seq"], k)
+        if not _verify(state, k, accepted, gate if closed else None):
             break
-        out.drafts += 1
-        for i in range(a):
-            out.accepted_per_pos[i] += 1
-        last += a + 1
+    out = state["counts"]
     out.per_sample.append((out.drafts, out.accepted))
     return out
+
+
+def _verify(state: dict, k: int, accepted, gate: ContextGate | None) -> bool:
+    """One engine step after the last committed token: a verify of k drafts (the drafter's, or a closed gate's
+    placeholders), or a plain decode where a closed gate drafts nothing; False where the continuation has ended.
+    `seq` becomes that forward's sequence length (every token before the last committed one, it, and the drafts):
+    what the engine compares with the draft's context before the next draft."""
+    if gate is not None and gate.placeholder is None:
+        state["seq"] = state["last"] + 1
+        state["last"] += 1
+        return True
+    a = accepted(state["last"] - 1, gate) if gate is not None else accepted(state["last"] - 1)
+    if a is None:
+        return False
+    c = state["counts"]
+    c.drafts += 1
+    for i in range(a):
+        c.accepted_per_pos[i] += 1
+    state["seq"] = state["last"] + 1 + k
+    state["last"] += a + 1
+    return True
