@@ -1,5 +1,6 @@
-"""Every engine's draft-weight rows (rules/draft_weights.py), gathered from their homes, and the matchers: what a
-release feeds a drafter as its token embedding, and the lm_head it scores drafts with."""
+"""Every engine's draft-weight rows (rules/draft_weights.py) and draft-context rows (rules/draft_context.py),
+gathered from their homes, and the matchers: what a release feeds a drafter as its token embedding, the lm_head it
+scores drafts with, and how long a sequence it drafts for."""
 
 from __future__ import annotations
 
@@ -7,13 +8,16 @@ from packaging.version import Version
 
 from eaglewire.engines.sglang.draft import EMBEDDING_ROWS as SG
 from eaglewire.engines.sglang.draft import HEAD_ROWS as SG_HEAD
+from eaglewire.engines.vllm.draft import CONTEXT_ROWS as VL_CONTEXT
 from eaglewire.engines.vllm.draft import EMBEDDING_ROWS as VL
 from eaglewire.engines.vllm.draft import HEAD_ROWS as VL_HEAD
+from eaglewire.rules.draft_context import ContextChoice, ContextRow, choose
 from eaglewire.rules.draft_weights import DraftEmbedding, DraftHead, EmbeddingChoice, HeadChoice
 from eaglewire.rules.row import Spec, match
 
 ROWS: tuple[DraftEmbedding, ...] = SG + VL
 HEAD_ROWS: tuple[DraftHead, ...] = SG_HEAD + VL_HEAD
+CONTEXT_ROWS: tuple[ContextRow, ...] = VL_CONTEXT
 
 
 def draft_embedding(
@@ -75,3 +79,10 @@ def draft_head(engine: str, version: str, cases: set[str]) -> HeadChoice:
         if set(row.case.split("+")) <= cases:
             return HeadChoice(row.head, row)
     return HeadChoice("own", None)
+
+
+def draft_context(
+    engine: str, version: str, runner: str | None, drafter_config: dict, served_length: int | None
+) -> ContextChoice:
+    """`rules.draft_context.choose` over every engine's context rows."""
+    return choose(CONTEXT_ROWS, engine, version, runner, drafter_config, served_length)

@@ -200,7 +200,6 @@ _ORDER: tuple[StructureRule, ...] = (
     vllm.embedding_replaced,
     rope_differs,
     vllm.draft_context,
-    vllm.draft_context_length,
     sglang.draft_context,
     sglang.sliding_window_ignored,
     vllm.sliding_window_ignored,

@@ -127,14 +127,6 @@ def norm_output_meaning(c: Context, engine: str, honoured: bool) -> str | None:
     return NORM_OUTPUT_MEANING.format(engine=engine)
 
 
-def short_context(c: Context, what: str) -> str | None:
-    dcfg = (c.cfg.get("transformer_layer_config") or {}) if c.speculators else c.cfg
-    draft, target = dcfg.get("max_position_embeddings"), c.target.config.get("max_position_embeddings")
-    if isinstance(draft, int) and isinstance(target, int) and draft < target:
-        return f"drafter max_position_embeddings {draft} < the target's {target}: {what}"
-    return None
-
-
 def sliding(c: Context) -> bool:
     dcfg = (c.cfg.get("transformer_layer_config") or {}) if c.speculators else c.cfg
     types = dcfg.get("layer_types")

@@ -175,7 +175,7 @@ ROTARY_RAISED = Version("0.5.3")
 CTX_RECORDS = (
     "model-code: engines/sglang/data/draft-settings/sglang-V.json, cases 'eagle3/drafter context 2048*'"
 )
-_CTX_SRC = (
+CTX_SOURCE = (
     "sglang 0.4.5-0.5.14 speculative/eagle_worker.py (`server_args.context_length = target_worker.model_runner."
     "model_config.context_len` before the draft worker); 0.5.15+ `context_length=target_worker...context_len` "
     "(0.5.23 speculative/eagle_worker_v2.py:229, managers/tp_worker.py:468-482); the check in configs/"
@@ -183,18 +183,18 @@ _CTX_SRC = (
 )
 RULES += [
     rule("sglang.draft_context_length", ">=0.4.5,<0.5.1", PROBLEM,
-         f"{_CTX_SRC}; 0.4.5-0.4.10 SGLANG_ALLOW_OVERWRITE_LONGER_CONTEXT_LEN defaults to True",
+         f"{CTX_SOURCE}; 0.4.5-0.4.10 SGLANG_ALLOW_OVERWRITE_LONGER_CONTEXT_LEN defaults to True",
          "the draft's context length is the target's: refused (env set false)", _sg_draft_context(True, True),
          _fix_draft_context, fails=True, stage="load", observed=CTX_RECORDS),
     rule("sglang.draft_context_length", ">=0.5.1", PROBLEM,
-         f"{_CTX_SRC}; from 0.5.1 SGLANG_ALLOW_OVERWRITE_LONGER_CONTEXT_LEN defaults to False",
+         f"{CTX_SOURCE}; from 0.5.1 SGLANG_ALLOW_OVERWRITE_LONGER_CONTEXT_LEN defaults to False",
          "the draft's context length is the target's: refused", _sg_draft_context(True, False),
          _fix_draft_context, fails=True, stage="load", observed=CTX_RECORDS),
-    rule("sglang.draft_context_length_raised", ">=0.4.5,<0.5.1", WARNING, _CTX_SRC,
+    rule("sglang.draft_context_length_raised", ">=0.4.5,<0.5.1", WARNING, CTX_SOURCE,
          "the draft's context length is raised to the target's", _sg_draft_context(False, True),
          observed=CTX_RECORDS),
     rule("sglang.draft_context_length_raised", ">=0.5.1", WARNING,
-         f"{_CTX_SRC}; from 0.5.3 the draft's max_position_embeddings is raised too (0.5.23 model_config.py:"
+         f"{CTX_SOURCE}; from 0.5.3 the draft's max_position_embeddings is raised too (0.5.23 model_config.py:"
          "1308-1312)", "the draft's context length is raised to the target's", _sg_draft_context(False, False),
          observed=CTX_RECORDS),
 ]  # fmt: skip

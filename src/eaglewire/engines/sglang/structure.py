@@ -7,13 +7,18 @@ from __future__ import annotations
 
 from packaging.version import Version
 
-from eaglewire.engines.sglang.draft import EMBEDDING_ROWS
+from eaglewire.engines.sglang.draft import (
+    CTX_RECORDS,
+    CTX_SOURCE,
+    EMBEDDING_ROWS,
+    ROTARY_RAISED,
+    context_length,
+)
 from eaglewire.rules.structure import (
     Context,
     StructureRule,
     norm_output_meaning,
     rule,
-    short_context,
     sliding,
     unhonoured,
 )
@@ -145,11 +150,24 @@ def own_embedding_missing(c: Context) -> str | None:
 # ---- RoPE, context, sliding window -------------------------------------------------------------------------
 
 
-@rule(RULES, "draft-context", "sglang", "", "warning", "sglang llama.py:322-352 @0.5.23 (draft max_position_embeddings sizes its rotary)")  # fmt: skip
+# SGLang serves the draft at the target's context length: from 0.5.1 (SGLANG_ALLOW_OVERWRITE_LONGER_CONTEXT_LEN off by
+# default) a drafter declaring less is refused at load; before, the length is raised while the draft's rotary table
+# keeps the drafter's rows (raised with it only from 0.5.3, where the env var allows it at all).
+@rule(RULES, "draft-context", "sglang", "", "problem", f"{CTX_SOURCE}; {CTX_RECORDS}")  # fmt: skip
 def draft_context(c: Context) -> str | None:
-    return short_context(
-        c, "SGLang sizes the draft rotary by it: positions beyond are outside the draft's cache"
-    )
+    target, draft = context_length(c.target.config), context_length(c.cfg)
+    if target is None or draft is None or draft >= target:
+        return None
+    fix = (f"fix: set max_position_embeddings to {target} in the drafter's config.json (the target's), or serve "
+           f"with --context-length {draft}")  # fmt: skip
+    if c.version >= Version("0.5.1"):
+        return (f"the drafter's context length {draft} is below the target's {target}, at which SGLang builds the "
+                f"draft: ValueError \"Target model's context_length ({target}) is greater than the derived "
+                f"context_length ({draft})\" when the draft loads (SGLANG_ALLOW_OVERWRITE_LONGER_CONTEXT_LEN is "
+                f"off by default from 0.5.1); {fix}")  # fmt: skip
+    return (f"SGLang raises the draft's context length to the target's {target}, while its rotary table keeps the "
+            f"{draft} rows the drafter declares (max_position_embeddings is raised with it only from {ROTARY_RAISED}): "
+            f"positions past {draft} index outside the table (garbage drafts, or a device-side assert); {fix}")  # fmt: skip
 
 
 @rule(RULES, "sliding-window-ignored", "sglang", "", "warning", "sglang llama_eagle3.py:286-299 @0.5.23 (draft sliding_window/layer_types never read)")  # fmt: skip

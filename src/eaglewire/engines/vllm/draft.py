@@ -17,9 +17,10 @@ from packaging.version import Version
 from eaglewire.engines.vllm.args import VLLM
 from eaglewire.engines.vllm.config import vl_key_edit
 from eaglewire.rules import scanned
+from eaglewire.rules.draft_context import PAST_WORDS, ContextRow, choose, model_length
 from eaglewire.rules.draft_weights import DraftEmbedding, DraftHead
 from eaglewire.rules.flags import FlagRule, ReadWhen, State, row
-from eaglewire.rules.launch import INFO, PROBLEM, Change, FlagFix
+from eaglewire.rules.launch import INFO, PROBLEM, WARNING, Change, Edit, FlagFix
 
 rule = functools.partial(row, VLLM)
 RULES: list[FlagRule] = []
@@ -428,7 +429,7 @@ HEAD_ROWS: tuple[DraftHead, ...] = (
     DraftHead(
         name="vllm.eagle3-head-from-target-same-shape",
         engine=VLLM,
-        versions="==0.11.0",
+        versions=">=0.11.0,<0.11.1",
         case="full-vocab",
         head="target",
         why="the proposer deletes the draft's lm_head and uses the target's whenever the two weights have the same "
@@ -438,7 +439,7 @@ HEAD_ROWS: tuple[DraftHead, ...] = (
     DraftHead(
         name="vllm.eagle3-head-unloaded-0.11.0",
         engine=VLLM,
-        versions="==0.11.0",
+        versions=">=0.11.0,<0.11.1",
         case="head-missing",
         head="unloaded",
         why="the draft has no lm_head and a draft vocabulary smaller than the target's: the shapes differ, so the "
@@ -460,3 +461,150 @@ HEAD_ROWS: tuple[DraftHead, ...] = (
         "exactly the walk under the target's; one with a random own lm_head exactly the walk under its own)",
     ),
 )
+
+
+# ---- the draft's context ---------------------------------------------------------------------------------------
+
+# The V1 model runner runs the drafter only while the batch's longest sequence (the verify forward's, drafts
+# included) + K fits the draft model's max_model_len (min of the drafter's derived length and the target's:
+# config/speculative.py _maybe_override_draft_max_model_len, every release); vllm#24662 added the check (0.11.0),
+# what it verifies instead changed three times. Model Runner V2 never compares with the draft's length: it clamps
+# positions at the target's, and the draft's rotary table (sized by the drafter's max_position_embeddings before
+# 0.27.0, raised to the target's max_model_len from it: #48894) decides. Read in every wheel 0.8.5-0.32.0.
+_GATE = (
+    "gpu_model_runner.py `input_fits_in_drafter`: max_seq_len + num_spec_tokens <= the draft's max_model_len"
+)
+_TABLE = "the draft's rotary table has max_position_embeddings rows and nothing stops the drafter past them"
+CONTEXT_OBSERVED = (
+    "vllm-0.32.0-cpu-draft-context.json, vllm-0.26.0-cpu-draft-context.json (tests/real_engine/records: drafters "
+    "of context 2048, 320 and 128 beside 8 batched requests from position 256: at both releases the engine's "
+    "counters equal the batch walk with zero drafts past the gate, 755 drafts [106, 89, 66] at 320, 1,016 drafts "
+    "none accepted at 128)"
+)
+CONTEXT_ROWS: tuple[ContextRow, ...] = (
+    ContextRow("vllm.draft-context-unchecked", VLLM, ">=0.8.5,<0.11.0", "garbage", False,
+               f"no check against the draft's length (the proposer clamps positions at the target's max_model_len "
+               f"only): {_TABLE} (garbage drafts, or a device-side assert when compiled)",
+               source="vllm 0.8.5 v1/spec_decode/eagle.py:127-153, 0.10.2 :279-305; llama.py get_rope("
+               "max_position=max_position_embeddings); vllm#24662, #48894", runner="v1"),
+    ContextRow("vllm.draft-context-stale", VLLM, ">=0.11.0,<0.11.1", "stale", True,
+               f"{_GATE} (batch max of seq_lens); past it the drafter is skipped and the scheduler, which never "
+               "clears a request's spec_token_ids in this release, reschedules the last drafts every step",
+               source="vllm 0.11.0 v1/worker/gpu_model_runner.py:2386-2398, v1/core/sched/scheduler.py:303-311, "
+               "1073-1091", runner="v1"),
+    ContextRow("vllm.draft-context-no-drafts", VLLM, ">=0.11.1,<0.14.0", "nothing", True,
+               f"{_GATE}; past it the drafter is skipped and the scheduler clears the request's drafts: plain "
+               "decoding for every request of the batch (with --async-scheduling the scheduler books K drafts, "
+               "none accepted)",
+               source="vllm 0.11.1 v1/worker/gpu_model_runner.py:2941-2955, v1/core/sched/scheduler.py:362-364; "
+               "0.13.0 gpu_model_runner.py:3234-3248", runner="v1"),
+    ContextRow("vllm.draft-context-zeros-async", VLLM, ">=0.14.0,<0.20.0", "zeros", True,
+               f"{_GATE}; past it zero drafts are verified, on the asynchronous scheduling these releases default "
+               "to for EAGLE (with --no-async-scheduling: no drafts, plain decoding)",
+               source="vllm 0.14.0 v1/worker/gpu_model_runner.py:3436-3471, config/vllm.py:588-628 (async "
+               "scheduling on by default for EAGLE); 0.19.1 gpu_model_runner.py:4206-4238", runner="v1"),
+    ContextRow("vllm.draft-context-zeros", VLLM, ">=0.20.0", "zeros", True,
+               f"{_GATE}; past it zero drafts are verified (\"Zero out draft tokens so the scheduler doesn't "
+               "schedule stale drafts\"), with or without asynchronous scheduling",
+               source="vllm 0.20.0 v1/worker/gpu_model_runner.py:4224-4227, 4284-4293; 0.32.0 :670-677, "
+               "4288-4302 (_input_fits_in_drafter), 4454-4465", observed=CONTEXT_OBSERVED, runner="v1"),
+    ContextRow("vllm.draft-context-mrv2-table", VLLM, ">=0.12.0,<0.27.0", "garbage", False,
+               f"Model Runner V2 never compares with the draft's length: {_TABLE}",
+               source="vllm 0.12.0 v1/worker/gpu/spec_decode/eagle.py:42, 456-462 (positions clamped at the "
+               "target's max_model_len)", runner="mrv2"),
+    ContextRow("vllm.draft-context-mrv2", VLLM, ">=0.27.0", "drafts", False,
+               "Model Runner V2 never compares with the draft's length, and the draft's rotary table is raised to "
+               "the target's max_model_len: the drafter drafts on past the context it declares",
+               source="vllm 0.27.0 config/speculative.py:924-931, 1165-1195; 0.32.0 :1393-1400, 1676-1710; "
+               "gpu/spec_decode/target_dependent_ar/speculator.py:200-202", runner="mrv2"),
+)  # fmt: skip
+
+
+def _length(text) -> int | None:
+    """--max-model-len as vLLM parses it (human_readable_int: 1k = 1000, 1K = 1024); None for -1/auto (derived)."""
+    s = str(text).strip()
+    scale = {"k": 1000, "m": 1000**2, "g": 1000**3, "K": 1024, "M": 1024**2, "G": 1024**3}
+    try:
+        if s and s[-1] in scale:
+            return int(float(s[:-1]) * scale[s[-1]])
+        n = int(s)
+    except ValueError:
+        return None
+    return n if n > 0 else None
+
+
+def _runners(st: State) -> tuple[str, ...]:
+    """The model runners the launch may run on: the env's choice, else V1 alone before Model Runner V2 became a
+    default (0.22.0, for some targets on CUDA), else both (V1 on a CPU, V2 the CUDA default)."""
+    env = st.cmd.env.get("VLLM_USE_V2_MODEL_RUNNER")
+    if env is not None:
+        return ("mrv2",) if st.env_true("VLLM_USE_V2_MODEL_RUNNER", False) else ("v1",)
+    return ("v1",) if st.version < Version("0.22.0") else ("v1", "mrv2")
+
+
+def _draft_lengths(st: State) -> tuple[dict, int | None, int | None]:
+    """Per runner the launch may run on, what it does with the draft's context (rules.draft_context.choose); the
+    speculative config's max_model_len (None: not given) and the served length (--max-model-len, else the
+    target's)."""
+    given = st.spec_intended.get("max_model_len")
+    served = _length(st.cmd.get("--max-model-len")) if st.cmd.get("--max-model-len") else None
+    served = served or model_length(st.target_config or {})
+    drafter = {"max_position_embeddings": int(given)} if given is not None else dict(st.drafter or {})
+    return (
+        {r: choose(CONTEXT_ROWS, VLLM, str(st.version), r, drafter, served) for r in _runners(st)},
+        given,
+        served,
+    )
+
+
+def _vl_draft_context(every_runner: bool) -> Callable[[FlagRule, State], None]:
+    """The draft's length (the speculative config's max_model_len, else the drafter's own context) below the length
+    served (--max-model-len, else the target's): where the runner stops drafting past it (CONTEXT_ROWS).
+    `every_runner`: the launch collapses on every runner it may run on (else on some: a warning naming them)."""
+
+    def apply(rule: FlagRule, st: State) -> None:
+        if not _eagle_proposer(st):
+            return
+        choices, given, served = _draft_lengths(st)
+        stops = [r for r, c in choices.items() if c.collapses]
+        if not stops or (len(stops) == len(choices)) != every_runner:
+            return
+        c = choices[stops[0]]
+        row = c.row
+        assert row is not None
+        where = "" if every_runner else (f" on the {' and '.join(s.upper() for s in stops)} runner (a CPU runs V1; "
+                                         "on CUDA Model Runner V2 drafts on past it)")  # fmt: skip
+        said = (
+            "the speculative config's max_model_len"
+            if given is not None
+            else f"the drafter's context ({st.drafter_source})"
+        )
+        flag = "--speculative-config.max_model_len" if given is not None else "--max-model-len"
+        st.emit(rule, flag, given if given is not None else st.cmd.get("--max-model-len"),
+                given if given is not None else served,
+                f"the draft runs at max_model_len {c.draft_length} ({said}), below the {served} served{where}: once "
+                f"a sequence of a batch passes {c.draft_length} - K tokens, {PAST_WORDS[row.past]}"
+                f"{', for the whole batch' if row.batch else ''} ({row.name}; {row.observed or row.source})")  # fmt: skip
+
+    return apply
+
+
+def _fix_draft_context(st: State, change: Change) -> FlagFix:
+    choices, given, _served = _draft_lengths(st)
+    if given is not None:
+        edit = vl_key_edit("max_model_len", remove=True)
+        return FlagFix(change.rule, (edit,), f"{edit.render()}: the draft then runs at the served length")
+    n = min(c.draft_length for c in choices.values() if c.draft_length is not None)
+    edit = Edit("--max-model-len", str(n))
+    return FlagFix(change.rule, (edit,), f"{edit.render()}: serve no longer than the drafter drafts",
+                   alternative="or set the drafter's max_position_embeddings to the served length")  # fmt: skip
+
+
+RULES += [
+    rule("vllm.draft_context_gate", ">=0.8.5", PROBLEM,
+         "engines/vllm/draft.py CONTEXT_ROWS (each row cites its source; vllm#24662, #48894)",
+         "the drafter stops past the draft's context", _vl_draft_context(True), _fix_draft_context),
+    rule("vllm.draft_context_gate_v1", ">=0.22.0", WARNING,
+         "engines/vllm/draft.py CONTEXT_ROWS (each row cites its source; vllm#24662, #48894)",
+         "the V1 runner stops past the draft's context", _vl_draft_context(False)),
+]  # fmt: skip

@@ -8,13 +8,13 @@ from __future__ import annotations
 from packaging.specifiers import SpecifierSet
 from packaging.version import Version
 
-from eaglewire.engines.vllm.draft import EMBEDDING_ROWS
+from eaglewire.engines.vllm.draft import CONTEXT_ROWS, EMBEDDING_ROWS
+from eaglewire.rules.draft_context import choose, model_length
 from eaglewire.rules.structure import (
     Context,
     StructureRule,
     norm_output_meaning,
     rule,
-    short_context,
     sliding,
     unhonoured,
 )
@@ -111,37 +111,35 @@ def embedding_replaced(c: Context) -> str | None:
 # ---- RoPE, context, sliding window -------------------------------------------------------------------------
 
 
-# observed: tests/real_engine/records/vllm-0.32.0-cpu-draft-context.json (the zoo drafter, only its
-# max_position_embeddings changed, 8 prompts x 128 greedy tokens from position 256). A warning, not a problem:
-# requests that stay below the drafter's context are served as trained (yuhuili/EAGLE3-LLaMA3.1-Instruct-8B,
-# max_position_embeddings 2048, measures 3.53 on MT-bench in vLLM: tests/test_published.py), and check does not
-# know the requests; the message names the position past which acceptance collapses.
-DRAFT_CONTEXT_OBSERVED = "vllm 0.32.0 CPU: accept length 2.669 -> 1.346 at 320, 1.000 at 128"
-DRAFT_CONTEXT_FIX = "set the drafter's max_position_embeddings to the target's, or serve with --max-model-len at most the drafter's"
-DRAFT_CONTEXT = {
-    "<0.27.0": "vLLM < 0.27 sizes the draft's rotary table by it, and the proposer feeds it positions up to the "
-    "target's max_model_len: past it the draft reads outside its table (garbage drafts, or a device-side assert "
-    "when compiled)",
-    ">=0.27.0": "vLLM raises the draft's rotary table to the target's context from 0.27, but the draft model keeps "
-    "the drafter's value as its max_model_len, and acceptance still collapses for every position past it "
-    f"({DRAFT_CONTEXT_OBSERVED}; greedy output unchanged; which code reads that length is not established, and a "
-    "GPU was not observed)",
+# A drafter whose context is shorter than the served length stops drafting (or drafts garbage) past it, per release
+# and runner (engines/vllm/draft.py CONTEXT_ROWS); a problem: every request of a batch served beside one long
+# request loses its drafts, and check cannot know the requests (the served length is the target's, vLLM's default).
+PAST_SAYS = {
+    "zeros": "vLLM stops running the drafter for the whole batch and verifies K zero tokens in its place: accept "
+    "length 1.0 for every request batched with it, while each verify still carries K tokens",
+    "nothing": "vLLM stops drafting for the whole batch: plain decoding, the speed-up gone for every request "
+    "batched with it",
+    "stale": "vLLM stops running the drafter for the whole batch and verifies the last drafts again at every step: "
+    "accept length about 1.0 for every request batched with it",
+    "garbage": "the drafter keeps drafting with a rotary table of max_position_embeddings rows: positions past it "
+    "read outside the table (garbage drafts, accept length about 1.0, or a device-side assert when compiled)",
 }
 
 
-def _draft_context(versions: str):
-    return lambda c: short_context(c, f"{DRAFT_CONTEXT[versions]}; {DRAFT_CONTEXT_FIX}")
-
-
-draft_context = rule(RULES, "draft-context", "vllm", "<0.27.0", "warning",
-     "vllm llama.py:243-266 @0.24.0 (get_rope(max_position=the draft's max_position_embeddings)), "
-     "rotary_embedding/base.py:97 (cos_sin_cache rows); vllm#48894 (device-side assert past it when compiled, "
-     "unchecked gather in eager)")(_draft_context("<0.27.0"))  # fmt: skip
-draft_context_length = rule(RULES, "draft-context-length", "vllm", ">=0.27.0", "warning",
-     "vllm config/speculative.py:1393-1400, 1677-1710 @0.32.0 (the rotary raised to the target's max_model_len, "
-     "#48894) beside :1686-1692 (the draft's max_model_len stays min(drafter's, target's)); observed: "
-     "tests/real_engine/records/vllm-0.32.0-cpu-draft-context.json; engines/vllm/data/draft-settings/vllm-V.json "
-     "case 'eagle3/drafter context 2048' (every release)")(_draft_context(">=0.27.0"))  # fmt: skip
+@rule(RULES, "draft-context", "vllm", "", "problem", "engines/vllm/draft.py CONTEXT_ROWS (each row cites its source; vllm#24662, #48894)")  # fmt: skip
+def draft_context(c: Context) -> str | None:
+    served = model_length(c.target.config)
+    ch = choose(CONTEXT_ROWS, "vllm", str(c.version), c.row.runner, c.cfg, served)
+    if not ch.collapses:
+        return None
+    row, n = ch.row, ch.draft_length
+    where = "observed: " + row.observed if row.observed else row.source
+    return (
+        f"the draft model's max_model_len is {n} (the drafter's own context, below the {served} the target is "
+        f"served at by default): once a sequence of a batch passes {n} - K tokens, {PAST_SAYS[row.past]} "
+        f"[{row.name}: {where}]; fix: set max_position_embeddings to {served} in the drafter's config.json "
+        f"(the target's), or serve with --max-model-len {n}"
+    )
 
 
 @rule(RULES, "sliding-window-ignored", "vllm", "", "warning", "vllm attention.py:266-271 @0.33.0; qwen3_eagle3.py:46-61 @0.26.0; speculators PR #684")  # fmt: skip
