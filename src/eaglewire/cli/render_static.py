@@ -85,7 +85,13 @@ def render_check(rep, out: Console) -> None:
                 )
             )
     verdict = {
-        "problem": ("PROBLEM: the engine will not feed this drafter what it was trained on", "bold red"),
+        "problem": (
+            "PROBLEM: the engine will not feed this drafter what it was trained on"
+            if any(v.status in ("mismatch", "fails") for v in rep.verdicts)
+            else "PROBLEM: the engine feeds the trained taps, but serves the drafter otherwise than it was trained "
+            "(see 'problem' above)",
+            "bold red",
+        ),
         "unverified": (
             "UNVERIFIED: the evidence does not decide the verdict (see 'unknown' above for what settles it)",
             "bold yellow",

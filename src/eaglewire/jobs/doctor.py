@@ -27,7 +27,7 @@ from eaglewire.jobs.evaluate import (
     samples_for_test,
 )
 from eaglewire.jobs.lint import lint
-from eaglewire.jobs.pair import drafter_for, served_embedding, served_head
+from eaglewire.jobs.pair import drafter_for, served_context, served_embedding, served_head
 from eaglewire.jobs.search import SearchResult, search
 from eaglewire.partial import load_partial_target
 from eaglewire.rules import taps as conv
@@ -318,6 +318,10 @@ def _runtime(
     if refused:
         head = "own"
         rep.notes.append(f"not tested as served: {head_fed}")
+    # where the release stops drafting past the drafter's context: both walks are the engine's
+    gate, gate_note = served_context(ckpt, tgt, rep.engine, opts.platform, opts.runner)
+    if gate_note:
+        rep.notes.append(f"walked as served: {gate_note}")
     same = embedding == "own" and head == "own"
     model = as_trained if same else drafter_for(ckpt, tgt, embedding=embedding, head=head)
     replaced = [
@@ -331,13 +335,17 @@ def _runtime(
     n_aux = model.arch.n_aux
     if rep.served is not None and len(rep.served) == n_aux and not refused:
         say("test under the served taps")
-        rep.evals["served"] = evaluate(model, data, rep.served, opts.steps, "chain", trees=DEFAULT_TREES[:2])
+        rep.evals["served"] = evaluate(
+            model, data, rep.served, opts.steps, "chain", trees=DEFAULT_TREES[:2], gate=gate
+        )
         if replaced:
             _replaced(rep, as_trained, data, opts, replaced, say)
+        if gate is not None:
+            _gated(rep, model, data, opts, gate, say)
     if rep.trained is not None and len(rep.trained) == n_aux and rep.trained != rep.served:
         say("test under the trained taps")
         rep.evals["trained"] = evaluate(
-            model, data, rep.trained, opts.steps, "chain", trees=DEFAULT_TREES[:2]
+            model, data, rep.trained, opts.steps, "chain", trees=DEFAULT_TREES[:2], gate=gate
         )
     # evidence that the served taps are wrong: the trained taps test better on the same data, or the served taps
     # test (teacher-forced, as training logs it) far below the accuracy recorded at training time
@@ -441,6 +449,18 @@ def _replaced(rep: DoctorReport, as_trained, data, opts: DoctorOptions, replaced
         rep.notes.append(said + f": the target's serves it better than its own {weights}")
     else:
         rep.notes.append(said + ": the same, within noise")
+
+
+def _gated(rep: DoctorReport, model, data, opts: DoctorOptions, gate, say) -> None:
+    """The release stops drafting past the drafter's context (check's draft-context problem says why and the fix):
+    the same walk without the gate, beside, is what the fix serves."""
+    say("test under the served taps with the drafter's context raised to the served length")
+    full = evaluate(model, data, rep.served, opts.steps, "chain", trees=DEFAULT_TREES[:2])
+    rep.evals["served-full-context"] = full
+    served = rep.evals["served"]
+    rep.notes.append(f"{rep.engine} stops the drafter past {gate.limit} tokens: accept length {served.tau[-1]:.2f} on "
+                     f"these prompts, against {full.tau[-1]:.2f} with the drafter's context raised to the served "
+                     f"length (the fix)")  # fmt: skip
 
 
 def _set_fix(rep: DoctorReport, row_key: str, taps: Wiring | None, ckpt: DrafterCheckpoint) -> None:

@@ -30,6 +30,7 @@ from eaglewire.jobs.search import SearchResult, search
 from eaglewire.jobs.tree import TreeBuilder, greedy_accept
 from eaglewire.metrics import (
     TAU_CONVENTION,
+    ContextGate,
     StepCounts,
     WalkCounts,
     count_steps,
@@ -227,10 +228,12 @@ def evaluate(
     head: TargetHead | None = None,
     trees: tuple[TreeSetting, ...] = (),
     aux_override=None,
+    gate: ContextGate | None = None,
 ) -> Evaluation:
     """Per-step acceptance of `model` fed `wiring` on `samples` (see module docstring for the two modes).
     `aux_override(i, sample) -> [T, n*H]` replaces the concatenated taps (the wiring search uses it). Samples and
-    head move to the drafter's device one sample at a time."""
+    head move to the drafter's device one sample at a time. `gate`: the engine stops drafting past the draft's
+    context (metrics.ContextGate), walked one request at a time."""
     model.eval()
     device = model.fc.weight.device
     head = head.to(device) if head is not None else None
@@ -239,6 +242,7 @@ def evaluate(
     counts = StepCounts.zeros(steps)
     ce_sum, ce_n = 0.0, 0
     walks = [WalkCounts(k) for k in range(1, steps + 1)] if mode == "chain" else []
+    plain = list(walks)  # the walks without the gate (where there is one)
     tree_walks = {str(t): WalkCounts(t.steps) for t in trees}
     for i, s in enumerate(samples):
         T = s.input_ids.numel()
@@ -263,15 +267,18 @@ def evaluate(
             # the committed path: the continuation's own tokens (the greedy ones, or a sampled continuation)
             path = s.input_ids[2:T]
             rows = [d.tolist() for d in drafted]
-            walks = [w + walk(rows[: w.k], path.tolist(), span, w.k) for w in walks]
+            walks = [w + walk(rows[: w.k], path.tolist(), span, w.k, gate) for w in walks]
+            if gate is not None:  # SGLang's chains are walked as SGLang drafts: no gate
+                plain = [w + walk(rows[: w.k], path.tolist(), span, w.k) for w in plain]
             for t in trees:
                 if _is_chain(t, steps):
                     continue  # SGLang's chain (topk 1) is the chain walked above: taken from it below
                 acc_len, _ = simulate_tree(model, aux, s.input_ids[1:T], path, mask, t)
                 tree_walks[str(t)] = tree_walks[str(t)] + walk_lengths(acc_len.tolist(), span, t.steps)
+    chains = plain if gate is not None else walks
     for t in trees:
-        if _is_chain(t, steps) and walks:
-            tree_walks[str(t)] = walks[t.steps - 1]
+        if _is_chain(t, steps) and chains:
+            tree_walks[str(t)] = chains[t.steps - 1]
     return Evaluation(
         wiring=str(wiring),
         mode=mode,
@@ -448,7 +455,7 @@ def standalone_test(
         items = chain_data(
             tgt, base, list(range(L + 1)), opts.prompt_len, opts.new_tokens, extra, opts.sampling
         )
-        evals["chain"] = evaluate(model, items, wiring, opts.steps, "chain", trees=opts.trees)
+        evals["chain"] = evaluate(model, items, wiring, opts.steps, "chain", trees=opts.trees, gate=pair.gate)
         if opts.teacher:
             evals["teacher"] = evaluate(
                 model, captured(tgt, base, wiring.indices), wiring, opts.steps, "teacher"
@@ -456,7 +463,7 @@ def standalone_test(
     found = search(model, items, L, [wiring, default_wiring(L)], head=head) if opts.search else None
     if found is not None and opts.dump is None and found.best.wiring != wiring:
         # the accept length the engine would measure if it fed the search's best wiring
-        evals["search-best"] = evaluate(model, items, found.best.wiring, opts.steps, "chain")
+        evals["search-best"] = evaluate(model, items, found.best.wiring, opts.steps, "chain", gate=pair.gate)
     reads = getattr(tgt, "tensors_read", None)
     return StandaloneReport(
         str(drafter), wiring, pair.basis, L, evals, recorded, found, dump, reads, opts.sampling

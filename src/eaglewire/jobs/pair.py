@@ -13,6 +13,7 @@ from eaglewire.drafter import Eagle3Drafter
 from eaglewire.errors import InputError
 from eaglewire.formats import DrafterCheckpoint, read_drafter
 from eaglewire.formats.trained import trained_taps
+from eaglewire.metrics import ContextGate
 from eaglewire.partial import PartialTarget, load_partial_target
 from eaglewire.rules.draft_weights import REFUSED
 from eaglewire.taps import Wiring
@@ -26,6 +27,9 @@ class Pair:
     drafter: Eagle3Drafter
     wiring: Wiring  # the taps fed to the drafter's fc
     basis: str  # where that wiring comes from ("--taps", "served by sglang==0.5.23", the training record...)
+    gate: ContextGate | None = (
+        None  # where the release stops drafting past the draft's context (served_context)
+    )
 
 
 def drafter_for(
@@ -116,11 +120,12 @@ def load_pair(
     head, head_note = served_head(ckpt, tgt, engine)
     if head in REFUSED:  # the release refuses the drafter, or scores garbage: no walk stands for it
         raise InputError(f"--engine {engine}: {head_note}")
-    for said in (note, head_note):
+    gate, gate_note = served_context(ckpt, tgt, engine, platform, runner)
+    for said in (note, head_note, gate_note):
         if said:
             basis = f"{basis}; {said}"
     model = drafter_for(ckpt, tgt, run_dtype, embedding=embedding, head=head)
-    return Pair(tgt, ckpt, model, wiring, basis)
+    return Pair(tgt, ckpt, model, wiring, basis, gate)
 
 
 def served_embedding(
@@ -181,6 +186,41 @@ def served_head(
         whose = "in place of the drafter's own" if has_head else "(the drafter has none)"
         return "target", f"the target's lm_head {whose} {cite}"
     return "embedding", f"its embedding as the lm_head (tied) {cite}"
+
+
+def served_context(
+    ckpt: DrafterCheckpoint,
+    target: LoadedTarget | PartialTarget,
+    engine: str | None,
+    platform: str | None = None,
+    runner: str | None = None,
+) -> tuple[ContextGate | None, str | None]:
+    """Where `engine` (on `platform`, with `runner`: the row `check` picks) stops drafting once a sequence
+    outgrows the drafter's context (rules.draft_context), served at the target's own length; and what to say."""
+    if engine is None:
+        return None, None
+    from eaglewire.engines import runners, table
+    from eaglewire.engines.draft_weights import CONTEXT_ROWS, draft_context
+    from eaglewire.rules.draft_context import PAST_WORDS, model_length
+    from eaglewire.rules.ledger import ledger
+
+    text, *named = engine.split()  # "vllm==0.32.0 v1": a verdict's label names its runner
+    spec = table.parse_spec(text)
+    if spec.framework not in {r.engine for r in CONTEXT_ROWS}:
+        return None, None
+    info = target.info
+    choice = runners.serving_row(spec, info.family, platform, runner or (named[0] if named else None),
+                                 architecture=info.architecture, model_type=info.model_type)  # fmt: skip
+    version = str(spec.version) if spec.version else ledger(spec.framework).newest()
+    served = model_length(info.config)
+    found = draft_context(spec.framework, version, choice.match.row.runner, ckpt.config, served)
+    gate = found.gate()
+    if gate is None or found.row is None:
+        return None, None
+    return gate, (
+        f"past the draft's context {gate.limit}: {PAST_WORDS[found.row.past]}"
+        f"{', for the whole batch' if gate.batch else ''} ({found.row.name})"
+    )
 
 
 def _same_values(a: torch.Tensor, b: torch.Tensor, rows: int = 8192) -> bool:

@@ -29,7 +29,7 @@ from eaglewire.errors import InputError
 from eaglewire.formats import read_drafter
 from eaglewire.jobs.check import CheckReport, EngineVerdict, check
 from eaglewire.jobs.evaluate import Evaluation, TreeSetting, chain_data, evaluate
-from eaglewire.jobs.pair import drafter_for
+from eaglewire.jobs.pair import drafter_for, served_context
 from eaglewire.partial import load_partial_target
 from eaglewire.server.workload import Prompt
 from eaglewire.taps import Wiring
@@ -239,6 +239,10 @@ def predict(
         return pred
     tgt = load_target(Path(target), dtype=resolve_dtype(target, "float32"), device=device)
     model = drafter_for(ckpt, tgt)
+    # the release's runner stops drafting past the drafter's context (each request walked on its own)
+    gate, gate_note = served_context(ckpt, tgt, str(spec), platform, pred.runner)
+    if gate_note:
+        pred.notes.append(f"walked as served: {gate_note}")
     samples = _samples(prompts)
     prompt_len = max(s.input_ids.numel() for s in samples)
     say(f"the target's greedy continuations of {len(samples)} prompts ({new_tokens} tokens each)")
@@ -250,7 +254,7 @@ def predict(
             )
             continue
         say(f"engine walk under {' and '.join(labels)} taps {w}")
-        ev = evaluate(model, items, w, steps, "chain", trees=(tree,) if tree else ())
+        ev = evaluate(model, items, w, steps, "chain", trees=(tree,) if tree else (), gate=gate)
         teacher = evaluate(model, items, w, 1, "teacher")
         pred.curves[key] = Curve(
             " and ".join(labels), w, list(ev.tau), _per_position(ev, k),
