@@ -154,23 +154,29 @@ def test_the_draft_tensor_parallel_size_is_what_lint_says(models, kind):
     assert seen
 
 
-def test_the_draft_context_rows_split_where_the_releases_raise_the_draft_rotary():
-    """A drafter whose max_position_embeddings (2048) is below the launch's 4096: every release keeps it as the
-    draft's max_model_len; from 0.27.0 (and only there) the release raises the draft config's
-    max_position_embeddings, which sizes its rotary table, to the target's. check's two vLLM rows split there
-    (engines/vllm/structure.py draft-context, draft-context-length)."""
-    from eaglewire.engines.vllm.structure import RULES
+def test_the_draft_length_and_rotary_are_what_the_context_rows_say(models):
+    """A drafter whose max_position_embeddings (2048) is below the launch's 4096: every release builds the draft
+    at the length the context rows derive (rules/draft_context.py: min of the drafter's and the served length), the
+    length V1's gate compares with; from 0.27.0 (and only there) the release raises the draft config's
+    max_position_embeddings, which sizes its rotary table, to the target's: where Model Runner V2, which has no
+    gate, stops drafting garbage past the drafter's context (engines/vllm/draft.py CONTEXT_ROWS)."""
+    from eaglewire.engines.vllm.draft import CONTEXT_ROWS
+    from eaglewire.rules.draft_context import choose
 
-    split = {r.code: r.versions for r in RULES if r.code in ("draft-context", "draft-context-length")}
-    assert split == {"draft-context": "<0.27.0", "draft-context-length": ">=0.27.0"}
+    drafter = json.loads((models / "eagle3-short" / "config.json").read_text())
     seen = 0
     for release, case in _cases("eagle3/drafter context 2048"):
         draft = (case["config"] or {}).get("draft")
         if draft is None or draft.get("max_position_embeddings") is None:
             continue
-        assert draft["max_model_len"] == 2048, (release, draft)
-        raised = draft["max_position_embeddings"] >= case["engine_args"]["max_model_len"]
+        served = case["engine_args"]["max_model_len"]
+        v1 = choose(CONTEXT_ROWS, "vllm", release, "v1", drafter, served)
+        assert draft["max_model_len"] == v1.draft_length == 2048 and v1.collapses, (release, draft)
+        raised = draft["max_position_embeddings"] >= served
         assert raised == (Version(release) >= Version("0.27.0")), (release, draft)
+        mrv2 = choose(CONTEXT_ROWS, "vllm", release, "mrv2", drafter, served)
+        if Version(release) >= Version("0.12.0"):
+            assert mrv2.collapses == (not raised), (release, mrv2.row)
         seen += 1
     assert seen >= len(RECORDS) - 10
 

@@ -265,9 +265,10 @@ Columns:
 - **draft dtype**: with `--dtype float16` / with a float16 drafter checkpoint beside a bfloat16 target.
 - **draft context**: the draft's `max_model_len` with a drafter whose `max_position_embeddings` is 2048 (and the
   `max_position_embeddings` the release leaves in the draft's config, which sizes its rotary table; `-`: not
-  recorded) / with `max_model_len: 1024` in the speculative config, beside `--max-model-len 4096`. A draft
-  context below the served one collapses acceptance (check's `draft-context` rows; observed at vLLM 0.32.0,
-  tests/real_engine/records/vllm-0.32.0-cpu-draft-context.json).
+  recorded) / with `max_model_len: 1024` in the speculative config, beside `--max-model-len 4096`. The V1 runner
+  stops the drafter for the whole batch once its longest sequence + K passes that length (engines/vllm/draft.py
+  `CONTEXT_ROWS`; check's `draft-context` row; observed at vLLM 0.32.0 and 0.26.0,
+  tests/real_engine/records/vllm-V-cpu-draft-context.json).
 - **V0 (not probed)**: the launch runs on the V0 engine (0.8.5 runs EAGLE on V0 unless `VLLM_USE_V1=1`), whose
   spec-decode worker builds the draft; the probe runs the V1 proposer's build only.
 

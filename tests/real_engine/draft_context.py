@@ -2,8 +2,10 @@
 
 The zoo's default drafter in copies that differ only in `max_position_embeddings` (the target's 2048, then 320 and
 128, below the 256 + 128 positions of the tier's prompts), each served beside the zoo target with K = 3 on 8
-held-out prompts x 128 greedy tokens; accept length (1 + accepted / drafts, vLLM's counters) and losslessness per
-copy, beside `check`'s findings for that copy at the release. The record
+held-out prompts x 128 greedy tokens, batched; accept length (1 + accepted / drafts, vLLM's counters) and
+losslessness per copy, beside `check`'s findings for that copy at the release. The prediction (`walks`) is the
+walk of the 8 requests in one batch under the release's context gate (rules/draft_context.py): V1 stops the
+drafter for the whole batch once its longest sequence + K passes the draft's max_model_len. The record
 (`tests/real_engine/records/vllm-V-cpu-draft-context.json`) is replayed by tests/test_draft_context_record.py.
 """
 
@@ -21,7 +23,8 @@ from .engine import NEW_TOKENS, PROMPT_LEN, files_sha256, prompts, run_vllm, sha
 
 CONTEXTS = (2048, 320, 128)  # the target's, one inside the served positions, one below every prompt
 PROMPT_COUNT, K = 8, 3
-CODES = ("draft-context", "draft-context-length")
+CODES = ("draft-context",)
+SERVED_MAX_MODEL_LEN = 1024  # the tier's engines (engine.py run_vllm)
 
 
 def write_drafters(root: Path) -> dict[int, Path]:
@@ -40,6 +43,40 @@ def findings(drafter: Path, engine: str) -> list[dict]:
     """check's findings about the drafter's context at the release (CPU)."""
     (verdict,) = check(drafter, zoo.target_dir(), [engine], platform="cpu").verdicts
     return [{"severity": f.severity, "code": f.code} for f in verdict.findings if f.code in CODES]
+
+
+def walks(drafter: Path, items, engine: str) -> dict:
+    """The batch walk the release's V1 runner would count for a copy (its context gate applied), and what the
+    gate is: the prediction the engine's counters are held to."""
+    from eaglewire.engines.draft_weights import draft_context
+    from eaglewire.jobs.pair import load_pair
+    from eaglewire.metrics import walk_batch
+
+    pair = load_pair(zoo.target_dir(), drafter, None, engine, "float32", "cpu", platform="cpu")
+    cfg = json.loads((drafter / "config.json").read_text())
+    choice = draft_context("vllm", engine.split("==")[1], "v1", cfg, SERVED_MAX_MODEL_LEN)
+    requests = drafted(pair, items)
+    gated = walk_batch(requests, K, choice.gate())
+    return {"row": choice.row.name if choice.row else None, "gate": choice.gate(),
+            "counters": {"num_drafts": gated.drafts, "num_accepted_tokens_per_pos": gated.accepted_per_pos}}  # fmt: skip
+
+
+def drafted(pair, items) -> list:
+    """Per request: the drafter's K-step chain drafts at every row, the committed path and the walk's span."""
+    import torch
+
+    from eaglewire.metrics import walk_span
+
+    m, out = pair.drafter, []
+    with torch.no_grad():
+        for s in items:
+            T = s.input_ids.numel()
+            aux = s.aux(pair.wiring)[: T - 1][None].to(m.fc.weight.dtype)
+            un = m.unroll(aux, s.input_ids[1:T][None], K, feed="own")
+            rows = [m.to_target(lg[0, : max(0, T - 2 - k)].float().argmax(-1)).tolist()
+                    for k, lg in enumerate(un.logits)]  # fmt: skip
+            out.append((rows, s.input_ids[2:T].tolist(), walk_span(s.loss_mask)))
+    return out
 
 
 def run(python: Path, workdir: Path, engine: str) -> dict:
@@ -67,7 +104,7 @@ def run(python: Path, workdir: Path, engine: str) -> dict:
     return {"engine": engine, "platform": prov["platform"]["device_type"], "k": K, "prompts": PROMPT_COUNT,
             "prompt_len": PROMPT_LEN, "new_tokens": NEW_TOKENS, "target_max_position_embeddings":
             json.loads((zoo.target_dir() / "config.json").read_text())["max_position_embeddings"],
-            "served_max_model_len": 1024,
+            "served_max_model_len": SERVED_MAX_MODEL_LEN,
             "convention": "accept length includes the bonus token; vLLM 1 + accepted/drafts",
             "what": "the zoo's default drafter, only max_position_embeddings changed, beside the zoo target",
             "rows": rows,
