@@ -7,6 +7,7 @@ from __future__ import annotations
 from real_engine.engine import as_samples
 
 from eaglewire import zoo
+from eaglewire.errors import InputError
 from eaglewire.jobs.evaluate import chain_data, evaluate
 from eaglewire.jobs.pair import load_pair
 
@@ -22,8 +23,27 @@ TOL = 0.02
 
 
 def pairs(dtype: str = DTYPE, engine: str = ENGINE) -> dict:
-    """Target and each drafter, fed the taps eaglewire says the SGLang release serves on the CPU."""
-    return {n: load_pair(zoo.target_dir(), zoo.drafter_dir(n), None, engine, dtype, "cpu") for n in DRAFTERS}
+    """Target and each drafter the SGLang release serves, fed the taps eaglewire says it serves on the CPU; a
+    drafter the release cannot serve (0.5.21 and older refuse a request for h0: `refused`) is left out."""
+    out = {}
+    for n in DRAFTERS:
+        try:
+            out[n] = load_pair(zoo.target_dir(), zoo.drafter_dir(n), None, engine, dtype, "cpu")
+        except InputError:
+            continue
+    return out
+
+
+def refused(engine: str = ENGINE) -> dict[str, str]:
+    """The drafters the release cannot serve, each with eaglewire's one-line reason (the ids tier serves them and
+    holds the engine's failure to it)."""
+    out = {}
+    for n in DRAFTERS:
+        try:
+            load_pair(zoo.target_dir(), zoo.drafter_dir(n), None, engine, DTYPE, "cpu", partial=True)
+        except InputError as e:
+            out[n] = str(e)
+    return out
 
 
 def own_chain(target, ids: list[list[int]]) -> list:

@@ -282,11 +282,11 @@ def recompute(accept: dict) -> dict:
     """The walk of each row, recomputed here (what tests/test_sglang_replay.py runs)."""
     from real_engine.engine import decode_prompts
 
-    from .cases import DRAFTERS, own_chain, pairs, walks
+    from .cases import own_chain, pairs, walks
 
     ps = pairs(accept["dtype"])
     items = own_chain(ps["default"].target, decode_prompts(accept["prompt_token_ids"]))
-    return readings(accept, {n: walks(ps[n], items) for n in DRAFTERS})
+    return readings(accept, {n: walks(ps[n], items) for n in ps})
 
 
 def readings(accept: dict, walked: dict) -> dict:

@@ -32,7 +32,7 @@ from eaglewire import __version__, zoo
 from eaglewire.data import Sample
 from eaglewire.jobs.evaluate import captured
 
-from .cases import DRAFTERS, EXTRA, KS, disagreements, own_chain, pairs, sglang_reading, walks
+from .cases import EXTRA, KS, disagreements, own_chain, pairs, refused, sglang_reading, walks
 from .conftest import ENGINE
 from .engine import DTYPE, NEW_TOKENS, PROMPT_LEN, PROMPTS, TIMINGS, accept, captured_taps, run_sglang
 
@@ -57,13 +57,13 @@ def ids(pairs) -> list[list[int]]:
 
 
 @pytest.fixture(scope="module")
-def sglang(sglang_python, ids, tmp_path_factory) -> dict[str, dict]:
+def sglang(sglang_python, ids, pairs, tmp_path_factory) -> dict[str, dict]:
     cases = [{"name": "plain", "drafter": None, "prompts": ids, "max_tokens": NEW_TOKENS + EXTRA},
              {"name": "plain-n", "drafter": None, "prompts": ids, "max_tokens": NEW_TOKENS}]  # fmt: skip
     cases += [
         {"name": f"{n}/K={k}", "drafter": str(zoo.drafter_dir(n)), "steps": k, "topk": 1, "draft_tokens": k + 1,
          "prompts": ids, "max_tokens": NEW_TOKENS}
-        for n in DRAFTERS for k in KS
+        for n in pairs for k in KS
     ]  # fmt: skip
     cases.append({"name": FP32, "drafter": str(zoo.drafter_dir("default")), "steps": 3, "topk": 1, "draft_tokens": 4,
                   "prompts": ids[:1], "max_tokens": 8, "dtype": "float32", "timeout": 240})  # fmt: skip
@@ -104,11 +104,11 @@ def test_engine_captures_the_served_taps(sglang, pairs):
 
 
 @pytest.mark.parametrize("k", KS)
-def test_walk_predicts_sglang(sglang, predicted, k):
+def test_walk_predicts_sglang(sglang, predicted, pairs, k):
     """Both of SGLang's readings against the walk's, within 2%: completion_tokens / verify_ct (what SGLang reports)
     and 1 + correct drafts / verify_ct (the walk's own accept length); and the verify count."""
     wrong = []
-    for n in DRAFTERS:
+    for n in pairs:
         wrong += disagreements(n, k, accept(sglang[f"{n}/K={k}"]), predicted[n]["transformers"][k - 1])
     assert not wrong, wrong
 
@@ -117,11 +117,11 @@ def _first_divergence(a: list[int], b: list[int]) -> int | None:
     return next((i for i, (x, y) in enumerate(zip(a, b, strict=False)) if x != y), None)
 
 
-def test_greedy_is_lossless(sglang):
+def test_greedy_is_lossless(sglang, pairs):
     """SGLang with speculation == SGLang without, same settings; bf16 rounding may flip a near-tie (docstring)."""
     plain = [o["output_ids"] for o in sglang["plain-n"]["outputs"]]
     diverged = {}
-    for n in DRAFTERS:
+    for n in pairs:
         for k in KS:
             got = [o["output_ids"] for o in sglang[f"{n}/K={k}"]["outputs"]]
             d = [_first_divergence(a, b) for a, b in zip(got, plain, strict=True)]
@@ -144,7 +144,7 @@ def test_float32_on_the_cpu(sglang):
 
 def test_write_table(sglang, predicted, pairs, ids):
     rows = []
-    for n in DRAFTERS:
+    for n in pairs:
         for k in KS:
             res = sglang[f"{n}/K={k}"]
             m = accept(res)
@@ -180,15 +180,15 @@ def test_write_table(sglang, predicted, pairs, ids):
               f"check names them for {ENGINE}; predicted_on_sglang_plain_output: the same walk on SGLang's "
               "own greedy output without speculation",
               "plain_start_s": sglang["plain"].get("start_s"), "run_s": {k: round(v) for k, v in TIMINGS.items() if k.startswith("accept")},
-              "ks": list(KS), "tolerance": TOL_WHY, "float32": RESULTS.get("float32"),
+              "ks": list(KS), "tolerance": TOL_WHY, "float32": RESULTS.get("float32"), "not_served": refused(ENGINE),
               "provenance": {"engine": {"sglang": ENGINE.split("==")[1], "harness": "../shared/sglang-cpu",
                                         "server_info": {f"{n}/K={k}": sglang[f"{n}/K={k}"].get("server_info")
-                                                        for n in DRAFTERS for k in KS}},
+                                                        for n in pairs for k in KS}},
                              "eaglewire": {"version": __version__, "torch": torch.__version__},
                              "target_sha256": files_sha256(zoo.target_dir()),
-                             "drafter_sha256": {n: files_sha256(zoo.drafter_dir(n)) for n in DRAFTERS},
+                             "drafter_sha256": {n: files_sha256(zoo.drafter_dir(n)) for n in pairs},
                              "prompts_sha256": sha256_json(ids),
                              "plain_tokens_sha256": sha256_json([o["output_ids"] for o in sglang["plain-n"]["outputs"]])},
               "prompt_token_ids": encode_prompts(ids), "rows": rows}  # fmt: skip
     (out / "sglang-accept.json").write_text(json.dumps(record, indent=1))
-    assert len(rows) == len(DRAFTERS) * len(KS)
+    assert len(rows) == len(pairs) * len(KS) and "default" in pairs
