@@ -31,8 +31,8 @@ def acceptance_plot(
         ax.set_ylim(*ylim)
     ax.set_xticks(range(x0, x0 + max((len(v) for v in curves.values()), default=1)))
     ax.grid(alpha=0.3)
-    ax.set_title(title)
-    ax.legend(loc="lower right")
+    ax.set_title(title, fontsize=10)
+    ax.legend(loc="best", fontsize=8)
     fig.tight_layout()
     fig.savefig(path)
     plt.close(fig)
@@ -148,6 +148,14 @@ def html_page(path: Path, title: str, sections: list[tuple[str, str]], images: l
     return path
 
 
+def _taps_fix(rep) -> str:
+    if rep.fix is not None:
+        return f"after the fix: {rep.fixed_taps}"
+    if rep.served is not None and rep.trained is not None and rep.served == rep.trained:
+        return "the served taps are the trained ones: no taps fix"
+    return "no taps fix (the verdict says why)"
+
+
 def doctor_report(rep, out: Path) -> list[Path]:
     """PNGs (per-step acceptance of trained vs served taps, the search heatmap) and an HTML page."""
     out.mkdir(parents=True, exist_ok=True)
@@ -155,7 +163,7 @@ def doctor_report(rep, out: Path) -> list[Path]:
     chains = {name: ev for name, ev in rep.evals.items() if ev.mode == "chain" and ev.walks}
     if chains:
         curves = {f"{name} taps {ev.wiring}": ev.per_position for name, ev in chains.items()}
-        title = "Acceptance per draft position, as an engine counts it (accepted at i / drafts)"
+        title = "Acceptance per draft position as an engine counts it (accepted at i / drafts)"
         written.append(
             acceptance_plot(
                 out / "acceptance.png", curves, title, "accepted at position i / drafts", "draft position i"
@@ -209,7 +217,8 @@ def doctor_report(rep, out: Path) -> list[Path]:
         ),
         (
             "Taps",
-            f"served: {rep.served}\ntrained: {rep.trained or 'unknown'} ({rep.trained_basis})\nafter the fix: {rep.fixed_taps}",
+            f"served: {rep.served}\ntrained: {rep.trained or 'unknown'} ({rep.trained_basis})\n"
+            + _taps_fix(rep),
         ),
     ]
     if rep.fix is not None:

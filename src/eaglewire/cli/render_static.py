@@ -87,7 +87,7 @@ def render_check(rep, out: Console) -> None:
     verdict = {
         "problem": (
             "PROBLEM: the engine will not feed this drafter what it was trained on"
-            if any(v.status in ("mismatch", "fails") for v in rep.verdicts)
+            if any(v.status == "mismatch" or v.served.failure is not None for v in rep.verdicts)
             else "PROBLEM: the engine feeds the trained taps, but serves the drafter otherwise than it was trained "
             "(see 'problem' above)",
             "bold red",
