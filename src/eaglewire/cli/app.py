@@ -224,7 +224,8 @@ def main(argv: list[str] | None = None) -> int:
         if any(isinstance(e, k.ClickException) for k in kinds):
             e.show()
             return EXIT_BAD_INPUT
-        if any(isinstance(e, k.Abort) for k in kinds):
+        # typer's vendored copy has no Abort (typer._click.exceptions): only the modules that define one
+        if any(isinstance(e, k.Abort) for k in kinds if hasattr(k, "Abort")):
             return 130
         raise
     return rc if isinstance(rc, int) else EXIT_OK
