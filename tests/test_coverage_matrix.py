@@ -129,7 +129,9 @@ def test_a_read_release_is_read_and_an_unread_one_none(cov):
     assert cov.cell("sglang", "0.5.23", "deepseek_v3", "cpu").level == "read"
     # releases the ledger does not list as read, between read ones: none, though check applies the rows around
     assert cov.cell("sglang", "0.4.5.post1", "llama", "cuda").level == "none"
-    assert cov.cell("vllm", "0.9.0.1", "llama", "cpu").level == "none"
+    assert cov.cell("vllm", "0.9.0.1", "mistral", "cpu").level == "none"
+    # ... unless the release's own code ran for it: V0's draft build, on a CPU V0's only engine before 0.9.1
+    assert cov.cell("vllm", "0.9.0.1", "llama", "cpu").level == "model-code"
     # a family no row covers at that release: none (SGLang's qwen3 rows start at 0.4.6)
     assert cov.cell("sglang", "0.4.5", "qwen3", "cuda").level == "none"
     assert cov.cell("sglang", "0.4.6", "qwen3", "cuda").level == "read"

@@ -17,8 +17,11 @@ from engines.draft_settings import ARTEFACTS, FIRST, OUT, QUANT, write_models
 from engines.model_code import releases
 from packaging.version import Version
 
+from eaglewire.engines.runners import serving_row
 from eaglewire.engines.serving import serving_failure
+from eaglewire.engines.table import parse_spec
 from eaglewire.jobs.lint import lint
+from eaglewire.rules.taps import resolve
 
 RECORDS = sorted(OUT.glob("vllm-*.json"))
 SERVING_ROW = "vllm.eagle3-head-takes-target-quantization"
@@ -35,12 +38,15 @@ def _record(path: Path) -> dict:
 
 
 def _built(case: dict) -> dict | None:
-    """The draft's decoder projection as the release built it, or None where the case makes no claim."""
+    """The draft's decoder projection as the release built it, or None where the case makes no settings claim
+    (an error of the CPU venv; an EAGLE-3 head the V0 engine cannot load: test_an_eagle3_head_on_v0_...)."""
     error = case["error"]
     if error is not None:
         assert any(a in error["message"] for a in ARTEFACTS) or error["type"] == "ValueError", error
         return None
     built = case["built"] or {}
+    if not (built.get("head_load") or {"loaded": True})["loaded"]:
+        return None
     return built.get("decoder_projection")
 
 
@@ -62,7 +68,8 @@ def _argv(models: Path, case: dict) -> list[str]:
     spec = dict(args.pop("speculative_config"))
     if "model" in spec:
         spec["model"] = str(models / spec["model"])
-    argv = ["vllm", "serve", str(models / args.pop("model")), "--speculative-config", json.dumps(spec)]
+    env = [f"{k}={v}" for k, v in (case.get("env") or {}).items()]
+    argv = [*env, "vllm", "serve", str(models / args.pop("model")), "--speculative-config", json.dumps(spec)]
     flags = {"quantization": "--quantization", "tensor_parallel_size": "-tp", "dtype": "--dtype",
              "max_model_len": "--max-model-len"}  # fmt: skip
     for key, flag in flags.items():
@@ -83,12 +90,32 @@ def test_a_record_is_the_release_it_names_and_builds_drafts(path):
     rec = _record(path)
     assert rec["engine"] == f"vllm=={_release(path)}" == f"vllm=={rec['provenance']['vllm']}"
     built = [c for c in rec["cases"] if _built(c) is not None]
-    v0 = [c for c in rec["cases"] if (c["built"] or {}).get("not_run")]
-    # 0.8.5 runs EAGLE on V0 unless VLLM_USE_V1=1 (engine/arg_utils.py:1487-1489 @0.8.5: "Eagle is under
-    # development"): its default launches build no V1 draft, and the probe runs V1's build only
-    assert built or (Version(_release(path)) < Version("0.9.0") and len(v0) + 1 >= len(rec["cases"])), (
-        f"{path.name}: no case built a draft"
-    )
+    assert built, f"{path.name}: no case built a draft"
+
+
+def test_an_eagle3_head_on_v0_is_refused_where_check_and_lint_say(models):
+    """Before 0.10.0 the release chooses V0 or V1 per launch (the record's `v1`, the release's own oracle asked as
+    on a CUDA GPU), and its V0 build refuses the EAGLE-3 head's fc at load: exactly where lint's
+    vllm.eagle3_on_v0 fires and where check's row for a plain CUDA launch is the V0 row (which fails)."""
+    seen = {"v0": 0, "v1": 0}
+    for release, case in _cases("eagle3"):
+        config = case["config"]
+        if config is None or Version(release) >= Version("0.10.0"):
+            continue
+        on_v0 = config["v1"] is False
+        head = (case["built"] or {}).get("head_load")
+        assert (head is not None and not head["loaded"]) == on_v0, (release, case["name"], head)
+        if on_v0:
+            assert "Attempted to load weight" in head["error"]["message"], head
+        report = lint(_argv(models, case), engine_version=release)
+        fired = "vllm.eagle3_on_v0" in {c.rule for c in report.changes}
+        assert fired == on_v0, (release, case["name"], fired)
+        if not case.get("env") and case["name"] == "eagle3":
+            choice = serving_row(parse_spec(f"vllm=={release}"), "llama", "cuda")
+            assert (choice.runner == "v0") == on_v0, (release, choice.why)
+            assert resolve(choice.match.row, {}, 4).failure is not None or not on_v0
+        seen["v0" if on_v0 else "v1"] += 1
+    assert seen["v0"] and seen["v1"], seen
 
 
 def test_an_eagle3_head_beside_a_quantized_target_is_what_the_serving_row_says(models):

@@ -27,7 +27,8 @@ def test_lint_at_a_release_read_for_flags_says_so():
 
 def test_lint_between_read_releases_names_the_nearest_read_ones():
     read = [Version(v) for v in ledger("vllm").read("flags")]
-    between = next(r for r in ledger("vllm").releases if read[0] < Version(r.version) < read[-1]
+    # from 0.10.0: before it this launch meets vllm.eagle3_on_v0, a rule the releases' model code showed running
+    between = next(r for r in ledger("vllm").releases if max(read[0], Version("0.10.0")) < Version(r.version) < read[-1]
                    and Version(r.version) not in read)  # fmt: skip
     rep = lint(LAUNCH, engine="vllm", engine_version=between.version)
     below = max(v for v in read if v < Version(between.version))

@@ -692,8 +692,10 @@ SCENARIOS: dict[str, tuple] = {
     "vl-not-read-tree": (vllm({**SPEC, "speculative_token_tree": "[(0,), (1,)]"}), {"engine_version": "0.9.0"},
                          "vllm.key_not_read", PROBLEM),
     "vl-mrv2": (vllm({**SPEC, "disable_padded_drafter_batch": True}), {}, "vllm.mrv2_ignores_key", PROBLEM),
+    "vl-eagle3-v0": (vllm(SPEC), {"engine_version": "0.8.5"}, "vllm.eagle3_on_v0", PROBLEM),
+    "vl-eagle3-v0-env": (["VLLM_USE_V1=0", *vllm(SPEC)], {"engine_version": "0.9.2"}, "vllm.eagle3_on_v0", PROBLEM),
 }  # fmt: skip
-NOT_MECHANICAL = {"sg-draft-missing", "vl-model-missing", "sg-unknown-algorithm", "vl-mtp-unsupported",
+NOT_MECHANICAL = {"vl-eagle3-v0", "vl-eagle3-v0-env", "sg-draft-missing", "vl-model-missing", "sg-unknown-algorithm", "vl-mtp-unsupported",
                   "sg-draft-quant-old", "vl-eagle3-target-quant"}  # fmt: skip
 
 

@@ -37,7 +37,8 @@ ANSWERED = ["vllm.platforms.current_platform = CpuPlatform()", "supported_quanti
             "tensor parallel group: one rank (stand-in)", "the registry inspects model classes in this process",
             "V0 or V1: EngineArgs._is_v1_supported_oracle (releases before 0.10) asked as on a CUDA GPU of capability "
     ">= 8.0",
-    "GPTQ/AWQ are not taken over by the CPU build's IPEX kernels (IPEXConfig.override_quantization_method)"]  # fmt: skip
+    "GPTQ/AWQ are not taken over by the CPU build's IPEX kernels (IPEXConfig.override_quantization_method)",
+    "V0 draft build: vLLM's compiled ops (torch.ops._C) are handles the build binds but never calls"]  # fmt: skip
 
 
 class _Stop(Exception):
@@ -73,9 +74,9 @@ def _tp_stand_in() -> None:
             setattr(ps, name, one)
 
 
-def _spy(built: list[dict]):
+def _spy(built: list[dict], stop: bool = True):
     """Wrap LinearBase.__init__: record each linear's prefix, the quantization config passed, the TP size of the
-    config it is built under; stop at the draft's first decoder projection."""
+    config it is built under; stop at the draft's first decoder projection (unless `stop` is False)."""
     from vllm.config import get_current_vllm_config
     from vllm.model_executor.layers.linear import LinearBase
 
@@ -91,7 +92,7 @@ def _spy(built: list[dict]):
             tp = None
         built.append({"prefix": prefix, "layer": type(self).__name__, "quant_config": _quant(bound.get("quant_config")),
                       "built_under_tensor_parallel_size": tp})  # fmt: skip
-        if prefix.rsplit(".", 1)[-1] in STOP:
+        if stop and prefix.rsplit(".", 1)[-1] in STOP:
             raise _Stop
         return original(self, *args, **kwargs)
 
@@ -157,6 +158,78 @@ def _build(config: Any) -> dict:
     return out
 
 
+def _initialize():
+    try:  # 0.9.0+
+        from vllm.model_executor.model_loader.utils import initialize_model
+    except ImportError:  # 0.8.5
+        from vllm.model_executor.model_loader.loader import _initialize_model as initialize_model
+    return initialize_model
+
+
+class _CompiledOps:
+    """vLLM's compiled ops (`torch.ops._C`), which layers bind when built (0.8.5's SiluAndMul): the release's own
+    library does not load beside this torch, and the build calls none of them, so each is a handle that raises if
+    called."""
+
+    def __getattr__(self, name: str):
+        if name.startswith("__"):
+            raise AttributeError(name)
+
+        def op(*args, **kwargs):
+            raise NotImplementedError(f"torch.ops._C.{name}: a compiled op, bound but not run by the probe")
+
+        return op
+
+
+def _build_v0(config: Any, head_weights: dict | None) -> dict:
+    """The draft as the V0 engine's spec-decode worker builds it (spec_decode_worker.create_spec_worker: the engine
+    config with the draft's model config, its quantization config and parallel config), the whole model (it is
+    small), then the EAGLE-3 head's fc weight (`head_weights`: name -> shape, zeros) handed to the model's own
+    load_weights, as its loader would: the release's answer to an EAGLE-3 checkpoint, or its error."""
+    import copy
+
+    import torch
+    from vllm.config import VllmConfig, set_current_vllm_config
+
+    spec = config.speculative_config
+    draft = copy.deepcopy(config)
+    draft.model_config = spec.draft_model_config
+    draft.quant_config = VllmConfig._get_quantization_config(draft.model_config, config.load_config)
+    draft.parallel_config = spec.draft_parallel_config
+    out: dict[str, Any] = {"entry": "V0 spec_decode_worker.create_spec_worker: initialize_model(draft config)",
+                           "linears": [], "error": None}  # fmt: skip
+    built: list[dict] = []
+    restore = _spy(built, stop=False)
+    ops = torch.ops.__dict__.get("_C")
+    torch.ops._C = _CompiledOps()
+    try:
+        with set_current_vllm_config(draft), torch.device("cpu"):
+            model = _initialize()(vllm_config=draft)
+    except Exception as exc:
+        out["error"] = _error(exc)
+        return out
+    finally:
+        restore()
+        if ops is None:
+            torch.ops.__dict__.pop("_C", None)
+        else:
+            torch.ops._C = ops
+    out["linears"] = built
+    out["model_class"] = type(model).__name__
+    fc = getattr(model, "fc", None)
+    out["fc"] = None if fc is None else {"in_features": fc.in_features, "out_features": fc.out_features}
+    out["decoder_projection"] = next((x for x in built if x["prefix"].rsplit(".", 1)[-1] in STOP), None)
+    if head_weights:
+        weights = [(name, torch.zeros(shape, dtype=model.fc.weight.dtype if fc is not None else torch.float32))
+                   for name, shape in head_weights.items()]  # fmt: skip
+        try:
+            model.load_weights(iter(weights))
+            out["head_load"] = {"loaded": True, "error": None}
+        except Exception as exc:
+            out["head_load"] = {"loaded": False, "error": _error(exc)}
+    return out
+
+
 GPU_ANSWERS = {"is_cuda": lambda: True, "is_cpu": lambda: False, "supports_v1": lambda *a, **k: True,
                "has_device_capability": lambda *a, **k: True, "device_name": "cuda"}  # fmt: skip
 
@@ -196,9 +269,9 @@ def _vllm_case(case: dict) -> dict:
     from vllm.engine.arg_utils import EngineArgs
 
     out: dict[str, Any] = {"name": case["name"], "config": None, "built": None, "error": None}
-    os.environ.pop(
-        "VLLM_USE_V1", None
-    )  # releases before 0.10 set it while building a config: each case decides
+    # releases before 0.10 set VLLM_USE_V1 while building a config: each case decides (its `env`, as launched)
+    os.environ.pop("VLLM_USE_V1", None)
+    os.environ.update(case.get("env") or {})
     try:
         config = EngineArgs(**case["engine_args"]).create_engine_config()
     except Exception as exc:
@@ -220,8 +293,7 @@ def _vllm_case(case: dict) -> dict:
         "tensor_parallel_size": spec.draft_parallel_config.tensor_parallel_size
     }
     if out["config"]["v1"] is False:  # V0's spec-decode worker builds this draft with a config of its own
-        out["built"] = {"entry": None, "not_run": "the V0 engine builds this draft (its spec-decode worker); the "
-                        "probe runs the V1 proposer's build only"}  # fmt: skip
+        out["built"] = _build_v0(config, case.get("head_weights"))
     else:
         out["built"] = _build(config)
     return out

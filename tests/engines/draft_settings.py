@@ -51,7 +51,10 @@ _DSV3 = {"architectures": ["DeepseekV3ForCausalLM"], "model_type": "deepseek_v3"
          "qk_nope_head_dim": 32, "qk_rope_head_dim": 16, "v_head_dim": 32, "vocab_size": 1024,
          "max_position_embeddings": 16384, "rms_norm_eps": 1e-6, "n_group": 2, "topk_group": 1,
          "routed_scaling_factor": 2.5, "norm_topk_prob": True, "scoring_func": "sigmoid", "topk_method": "noaux_tc",
-         "num_nextn_predict_layers": 1, "rope_theta": 10000.0, "torch_dtype": "bfloat16"}  # fmt: skip
+         "num_nextn_predict_layers": 1, "rope_theta": 10000.0, "torch_dtype": "bfloat16",
+         # DeepSeek-V3's own (config.json): releases whose attention forces deepseek_yarn read its factor
+         "rope_scaling": {"type": "yarn", "factor": 40, "original_max_position_embeddings": 4096, "beta_fast": 32,
+                          "beta_slow": 1, "mscale": 1.0, "mscale_all_dim": 1.0}}  # fmt: skip
 # a target checkpoint's quantization_config, as each producer writes it (config.json); modelopt also writes
 # hf_quant_config.json, which older releases read
 QUANT: dict[str, dict] = {
@@ -146,7 +149,17 @@ def cases(root: Path, release: str) -> list[dict]:
         ("mtp/-tp 2, draft_tensor_parallel_size 1",
          nextn("deepseek_v3", {"draft_tensor_parallel_size": 1}, tensor_parallel_size=2)),
     ]  # fmt: skip
-    return [{"name": name, "engine_args": args} for name, args in out]
+    envs: dict[str, dict] = {}
+    if Version(release) < Version("0.10.0"):  # the engine (V0 or V1) is chosen per launch, VLLM_USE_V1 first
+        for value in ("1", "0"):
+            name = f"eagle3/VLLM_USE_V1={value}"
+            out.append((name, eagle3("llama")))
+            envs[name] = {"VLLM_USE_V1": value}
+    # the EAGLE-3 head's fc (3 target states in, one hidden out): the weight a V0 build is handed (draft_probe)
+    fc = [_EAGLE3["hidden_size"], 3 * _EAGLE3["target_hidden_size"]]
+    return [{"name": name, "engine_args": args}
+            | ({"head_weights": {"fc.weight": fc}} if name.startswith("eagle3") else {})
+            | ({"env": envs[name]} if name in envs else {}) for name, args in out]  # fmt: skip
 
 
 def probe(python: str, cases_: list[dict], engine: str = "vllm", script: Path = PROBE) -> dict:
@@ -177,7 +190,15 @@ def record(python: str, release: str) -> dict:
         if "model" in spec:
             spec["model"] = Path(spec["model"]).name
         result["engine_args"] = args | ({"speculative_config": spec} if spec else {})
+        if case.get("env"):
+            result["env"] = case["env"]
+    # the V0 engine's build of an EAGLE-3 head ran (and its loader refused the fc): the v0 row's claim for the
+    # families V0 serves EAGLE-3 for (Llama; the config check refuses every other before 0.10.1), on CUDA and on a
+    # CPU (both reach spec_decode_worker.create_spec_worker)
+    v0 = any(c["name"].startswith("eagle3") and "head_load" in (c["built"] or {}) for c in results)
+    covers = [{"platform": p, "runner": "v0", "families": ["llama"]} for p in ("cuda", "cpu")] if v0 else []
     return {"engine": f"vllm=={release}", "platform": "cuda", "level": "model-code",
+            **({"covers": covers} if covers else {}),
             "what": "the release's own engine config (EngineArgs.create_engine_config) and its proposer's draft "
                     "build, up to the draft's first decoder projection (no weights)",
             "answered": got["answered"], "models": {"targets": "tests/engines/draft_settings.py write_models",
@@ -198,8 +219,8 @@ def _layer(case: dict | None) -> str:
             return "not decided here (a CUDA-only check)"
         return f"refused: `{words[:70]}`"
     built = case["built"] or {}
-    if built.get("not_run"):
-        return "V0 (not probed)"
+    if not (built.get("head_load") or {"loaded": True})["loaded"]:
+        return "V0: head refused at load"
     layer = built.get("decoder_projection")
     if layer is None:
         return f"no build: `{(built.get('error') or {}).get('message', '')[:60]}`"
@@ -269,8 +290,12 @@ Columns:
   stops the drafter for the whole batch once its longest sequence + K passes that length (engines/vllm/draft.py
   `CONTEXT_ROWS`; check's `draft-context` row; observed at vLLM 0.32.0 and 0.26.0,
   tests/real_engine/records/vllm-V-cpu-draft-context.json).
-- **V0 (not probed)**: the launch runs on the V0 engine (0.8.5 runs EAGLE on V0 unless `VLLM_USE_V1=1`), whose
-  spec-decode worker builds the draft; the probe runs the V1 proposer's build only.
+- **V0: head refused at load**: the launch runs on the V0 engine (0.8.5 runs EAGLE on V0 unless
+  `VLLM_USE_V1=1`; 0.9.x with `VLLM_USE_V1=0`), whose spec-decode worker builds the draft as EAGLE-1's
+  `EAGLEModel` (fc of 2 x hidden): the probe builds it and hands it the EAGLE-3 head's fc, which its loader refuses
+  (`Attempted to load weight (torch.Size([256, 768])) into parameter (torch.Size([256, 512]))`; check's
+  `vllm-llama-v0` row, lint's `vllm.eagle3_on_v0`). MTP layers are built by V0 before 0.9.0 and their columns
+  are V0's build.
 
 | release | EAGLE-3 head beside a quantized checkpoint | EAGLE-3 head, `--quantization fp8` | MTP layers, `--quantization fp8` | TP built under | draft dtype | draft context |
 |---|---|---|---|---|---|---|

@@ -36,7 +36,8 @@ PLATFORM = typer.Option(
 RUNNER = typer.Option(
     None,
     "--runner",
-    help="vLLM model runner: v1 or mrv2 (settles the runner whatever the platform; VLLM_USE_V2_MODEL_RUNNER=0 is v1).",
+    help="vLLM model runner: v1 or mrv2, or v0 for the old engine before 0.10.0 (settles the runner whatever the "
+    "platform; VLLM_USE_V2_MODEL_RUNNER=0 is v1, VLLM_USE_V1=0 is v0).",
 )
 STRICT = typer.Option(
     False, "--strict", help="Count every assumption as unverified (exit 3) instead of deciding under it."

@@ -14,6 +14,10 @@ that pick between them, each with its source:
   Llama/Mistral 0.23, DeepSeek-V2 0.24, dense models 0.25, every model 0.29), unless VLLM_USE_V2_MODEL_RUNNER
   is set or the launch uses a feature MRV2 lacks, which falls back to V1 (config/vllm.py:731-767 @0.33.0).
 
+- Before 0.10.0 vLLM also has its V0 engine, whose spec-decode worker cannot load an EAGLE-3 head
+  (engines/vllm/taps.py V0_REFUSES). EAGLE runs on it by default before 0.9.0 unless VLLM_USE_V1=1, and on a
+  CPU before 0.9.1 whatever the launch; 0.9.x runs EAGLE on V1 unless VLLM_USE_V1=0.
+
 A platform not given is assumed to be CUDA (where EAGLE-3 is served); the caller is told so, and told what the
 other runner would feed, so a verdict that depends on it says which runner it assumed.
 """
@@ -22,14 +26,19 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from packaging.version import Version
+
 from eaglewire.engines.table import NEWEST, rows_for
+from eaglewire.engines.vllm.taps import V0_CPU_UNTIL, V0_EAGLE_DEFAULT_UNTIL
 from eaglewire.errors import InputError
 from eaglewire.rules.taps import EngineSpec, RowMatch
 
 PLATFORMS = ("cuda", "cpu")
-RUNNERS = ("v1", "mrv2")
+RUNNERS = ("v0", "v1", "mrv2")
 CPU_SOURCE = "vllm config/vllm.py:724-728 @0.32.0, :751-755 @0.33.0 (MRV2 requires Triton)"
 CUDA_SOURCE = "vllm config/vllm.py:731-767 @0.33.0 (VLLM_USE_V2_MODEL_RUNNER, features MRV2 lacks)"
+V0_SOURCE = ("vllm engine/arg_utils.py:1487-1489, 1661-1673 @0.8.5 ('Eagle is experimental on VLLM_USE_V1=1. "
+             "Falling back to V0 Engine.'); platforms/cpu.py:262-266 @0.9.1 (CPU supports V1 from 0.9.1)")  # fmt: skip
 
 
 @dataclass(frozen=True)
@@ -60,7 +69,9 @@ def check_choice(platform: str | None, runner: str | None) -> None:
     if platform is not None and platform not in PLATFORMS:
         raise InputError(f"--platform {platform!r}: use one of {', '.join(PLATFORMS)}")
     if runner is not None and runner not in RUNNERS:
-        raise InputError(f"--runner {runner!r}: use one of {', '.join(RUNNERS)} (vLLM's model runners)")
+        raise InputError(
+            f"--runner {runner!r}: use one of {', '.join(RUNNERS)} (vLLM's engines and model runners)"
+        )
     if platform == "cpu" and runner == "mrv2":
         raise InputError("--platform cpu --runner mrv2: vLLM refuses MRV2 without Triton (on CPU it runs V1)")
 
@@ -95,6 +106,15 @@ def select_rows(
                 f"--runner {runner}: {name} has no {runner} runner for a {family} target ({have})"
             )
         return [*plain, RowChoice(by_runner[runner], f"{runner.upper()} (--runner {runner})", None)]
+    version = Version(str(spec.version)) if spec.version else None
+    v0 = by_runner.get("v0")
+    if platform == "cpu" and v0 is not None and version is not None and version < Version(V0_CPU_UNTIL):
+        return [*plain, RowChoice(v0, f"V0, the only engine {name} runs on CPU [{V0_SOURCE}]", None)]
+    if v0 is not None and version is not None and version < Version(V0_EAGLE_DEFAULT_UNTIL):
+        v1 = by_runner.get("v1")
+        others = (Alternative(v1, "on CUDA with VLLM_USE_V1=1"),) if v1 is not None else ()
+        why = f"V0, where {name} runs EAGLE unless VLLM_USE_V1=1 [{V0_SOURCE}]"
+        return [*plain, RowChoice(v0, why, None, others)]
     if platform == "cpu":
         v1 = by_runner.get("v1")
         if v1 is None:
@@ -106,7 +126,9 @@ def select_rows(
     for m in by_runner.values():
         if m is default:
             continue
-        if m.row.runner == "v1":
+        if m.row.runner == "v0":
+            when = "with VLLM_USE_V1=0"
+        elif m.row.runner == "v1":
             env = "VLLM_USE_V2_MODEL_RUNNER=0 or a launch feature MRV2 lacks"
             when = (
                 f"on CUDA with {env}" if platform == "cuda" else f"on CPU (always V1), or on CUDA with {env}"

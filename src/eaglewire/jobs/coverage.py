@@ -145,6 +145,7 @@ class _Seen:
     # a model-code record (its decoder loop run with stand-in layers), not an engine run's
     stand_ins: bool = False
     speculates: bool = True  # an engine record: the engine got past its refusals to speculation
+    draft_build: bool = False  # a draft-settings record: the release's own draft build and loader, executed
 
 
 def _observations(engine: str) -> list[_Seen]:
@@ -174,8 +175,10 @@ def _observations(engine: str) -> list[_Seen]:
             fams = model_code_families(rec)
         else:
             fams = record_families(rec)
+        draft_build = record.startswith("draft-settings/")
         out.append(_Seen(str(Version(version)), platform, level, where, fams, runner, rec["platform"],
-                         "covers" in rec, rec.get("speculates", True) is not False))  # fmt: skip
+                         "covers" in rec and not draft_build, rec.get("speculates", True) is not False,
+                         draft_build))  # fmt: skip
     return out
 
 
@@ -201,9 +204,21 @@ def _runs_on(engine: str, version: str, family: str, platform: str, runner: str)
     return bool(choice) and choice[0].runner == runner
 
 
-def _runner(release: Release, platform: str) -> str | None:
-    """The one model runner the release runs on `platform` per its ledger (None: more than one, or no runners)."""
-    runner = release.default_runner.get(platform)
+@cache
+def _plain_runner(engine: str, version: str, family: str, platform: str) -> str | None:
+    """The runner a plain launch of the family uses (select_rows), where the table has runner rows for it."""
+    try:
+        choice = select_rows(parse_spec(f"{engine}=={version}"), family, platform, None)
+    except InputError:
+        return None
+    return choice[0].runner if choice else None
+
+
+def _runner(release: Release, platform: str, engine: str = "", family: str = "") -> str | None:
+    """The one model runner the release runs on `platform`: the one a plain launch of the family picks, else the
+    ledger's (None: more than one, or no runners)."""
+    runner = _plain_runner(engine, release.version, family, platform) if engine and family else None
+    runner = runner or release.default_runner.get(platform)
     return runner if runner in RUNNERS else None
 
 
@@ -221,7 +236,9 @@ def _read_rows(engine: str, release: Release, family: str, platform: str) -> tup
     """The serving rows for the family's model file, holding on the platform, read at this very release."""
     version = Version(release.version)
     read_here = "taps" in release.read
-    rows = _serving_rows(engine, MODEL_FILES[engine][family], platform, _runner(release, platform))
+    rows = _serving_rows(
+        engine, MODEL_FILES[engine][family], platform, _runner(release, platform, engine, family)
+    )
     return tuple(
         r.key
         for r, versions in rows
@@ -408,9 +425,12 @@ def evidence(engine: str, version: str, family: str, platform: str | None, read:
              and family in s.families and _runs_on(engine, version, family, where, s.runner)), None,
         )  # fmt: skip
         if hit is not None:
-            runner = f"the {hit.runner.upper()} runner's " if hit.runner else ""
+            kind = "engine" if hit.runner == "v0" else "runner"  # V0 is vLLM's old engine, not a model runner
+            runner = f"the {hit.runner.upper()} {kind}'s " if hit.runner else ""
             if level == "engine":
                 what = "engine run"
+            elif hit.draft_build:  # the release's draft build, its loader handed an EAGLE-3 head
+                what = f"model code, executed ({runner}draft build and weight loader)"
             elif hit.stand_ins:  # the release's capture request and decoder loop, with stand-in layers
                 what = f"model code, executed ({runner}capture request and decoder loop, stand-in layers)"
             elif hit.ran_on != where:

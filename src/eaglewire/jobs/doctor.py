@@ -58,7 +58,7 @@ class DoctorOptions:
     dtype: str = "float32"
     server: str | None = None  # a live server (URL) serving this drafter: its measurement joins the report
     platform: str | None = None  # cuda | cpu: picks vLLM's model runner (conventions.select_rows)
-    runner: str | None = None  # v1 | mrv2: settles it directly
+    runner: str | None = None  # v0 | v1 | mrv2: settles it directly
     strict: bool = False  # every assumption of the static check counts as unverified
 
 

@@ -8,7 +8,7 @@ inherits it (`rules.taps.Convention`, `rules.flags.FlagRule`, `rules.flags.ReadW
 
 - `engine`: the framework the row is about ("sglang", "vllm", "trtllm", a trainer, or "*" for every engine);
 - `versions`: a PEP 440 specifier set of the releases it covers ("" = every release);
-- `platform` / `runner`: the platform ("cpu", "cuda") and model runner ("v1", "mrv2") it holds on (None = any);
+- `platform` / `runner`: the platform ("cpu", "cuda") and model runner ("v0": vLLM's old engine, "v1", "mrv2") it holds on (None = any);
 - `source`: where the fact was read or seen (file:line at a release, a PR, a record);
 - `observed`: the record of a running engine or of the release's model code that showed it (None = read only).
 

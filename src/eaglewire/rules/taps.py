@@ -113,7 +113,7 @@ class Convention(Row):
     h0_crash: str | None  # what happens when h0 is requested but unreachable; None = silently never captured
     sorted_unique: bool = True  # captured states are deduplicated and concatenated in ascending layer order
     exactly: int | None = None  # the framework accepts exactly this many ids (SpecForge: 3)
-    runner: str | None = None  # vLLM: "v1" or "mrv2"
+    runner: str | None = None  # vLLM: "v0", "v1" or "mrv2"
     default_runner: bool = True  # the runner a plain launch uses
     fc_width_keys: tuple[str, ...] = (
         "num_aux_hidden_states",
@@ -124,7 +124,8 @@ class Convention(Row):
     notes: tuple[str, ...] = ()
     unsupported: str | None = None  # Rule.UNSUPPORTED rows: what the engine does (refuses, crashes, ...)
     # UNSUPPORTED rows, where the refusal happens: "config" (the engine's config check, before any model code runs);
-    # "capture" (the class takes the ids, so its registry lists an EAGLE-3 interface, but its forward captures none)
+    # "capture" (the class takes the ids, so its registry lists an EAGLE-3 interface, but its forward captures none);
+    # "load" (the draft model is built but the checkpoint does not load into it)
     refused_at: str | None = None
     hl_crash: str | None = (
         None  # what happens when a tap above the highest reachable one is asked (None: dropped)

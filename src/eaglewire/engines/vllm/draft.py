@@ -16,6 +16,7 @@ from packaging.version import Version
 
 from eaglewire.engines.vllm.args import VLLM
 from eaglewire.engines.vllm.config import vl_key_edit
+from eaglewire.engines.vllm.taps import V0_EAGLE_DEFAULT_UNTIL, V0_REFUSES, V0_SOURCE, V0_UNTIL
 from eaglewire.rules import scanned
 from eaglewire.rules.draft_context import PAST_WORDS, ContextRow, choose, model_length
 from eaglewire.rules.draft_weights import DraftEmbedding, DraftHead
@@ -43,8 +44,16 @@ def _eagle_proposer(st: State) -> bool:
 
 
 def _v0(st: State) -> bool:
-    """The V0 engine (before 0.10.0, with VLLM_USE_V1=0): it has its own speculative worker."""
-    return st.version < Version("0.10.0") and not st.env_true("VLLM_USE_V1", True)
+    """The V0 engine runs the launch (it has its own speculative worker; gone in 0.10.0): with VLLM_USE_V1=0, and
+    before 0.9.0 for EAGLE unless VLLM_USE_V1=1 and for MTP always (engines/vllm/taps.py V0_EAGLE_DEFAULT_UNTIL; on
+    a CPU before 0.9.1 whatever the launch, which lint cannot see)."""
+    if st.version >= Version(V0_UNTIL):
+        return False
+    if not st.env_true("VLLM_USE_V1", True) or (_mtp(st) and st.version < Version(V0_EAGLE_DEFAULT_UNTIL)):
+        return True  # V1 runs deepseek_mtp from 0.9.0 (MTP_IN_V1)
+    # 0.8.5 keeps ngram off V1 the same way ("ngram is supported on V1, but off by default": arg_utils.py:1485)
+    experimental = st.version < Version(V0_EAGLE_DEFAULT_UNTIL) and _method(st) in (*EAGLE_METHODS, "ngram")
+    return experimental and not st.env_true("VLLM_USE_V1", False)
 
 
 def _remove_key(st: State, change: Change) -> FlagFix:
@@ -208,6 +217,40 @@ RULES += [
 ]  # fmt: skip
 
 
+# ---- the V0 engine: no EAGLE-3 head loads ----------------------------------------------------------------------
+
+
+def _vl_eagle3_on_v0(rule: FlagRule, st: State) -> None:
+    if _method(st) != "eagle3" or not _v0(st):
+        return
+    why = ("VLLM_USE_V1=0 puts it on V0" if not st.env_true("VLLM_USE_V1", True)
+           else f"vLLM {st.version} runs EAGLE on V0 unless VLLM_USE_V1=1 ('Eagle is experimental on VLLM_USE_V1=1. "
+           "Falling back to V0 Engine.')")  # fmt: skip
+    st.emit(
+        rule,
+        "VLLM_USE_V1",
+        st.cmd.env.get("VLLM_USE_V1"),
+        "0",
+        f"{why}: {V0_REFUSES}; the server does not start",
+    )
+
+
+def _fix_eagle3_on_v0(st: State, change: Change) -> FlagFix:
+    if st.version < Version(V0_EAGLE_DEFAULT_UNTIL):
+        how = "launch with VLLM_USE_V1=1 (on CUDA; on a CPU vLLM has V1 from 0.9.1)"
+    else:
+        how = "leave VLLM_USE_V1 unset (or 1): vLLM then runs EAGLE-3 on V1"
+    return FlagFix(change.rule, (), how, mechanical=False)
+
+
+RULES += [
+    rule("vllm.eagle3_on_v0", f">=0.8.5,<{V0_UNTIL}", PROBLEM, V0_SOURCE,
+         "the V0 engine cannot load an EAGLE-3 head", _vl_eagle3_on_v0, _fix_eagle3_on_v0, fails=True,
+         stage="load", observed="model-code: engines/vllm/data/draft-settings/vllm-V.json, cases 'eagle3' (0.8.5) "
+         "and 'eagle3/VLLM_USE_V1=0' (head_load)"),
+]  # fmt: skip
+
+
 # ---- the draft's token embedding -----------------------------------------------------------------------------
 
 EMBEDDING_ROWS: tuple[DraftEmbedding, ...] = (
@@ -281,9 +324,11 @@ KEY_READERS: tuple[ReadWhen, ...] = (
              "with rejection_sample_method 'fly'",
              "vllm 0.33.0 v1/sample/rejection_sampler.py:80-91 (`if self.use_fly:`)"),
     *(ReadWhen(VLLM, key, ">=0.8.5,<0.10.0", lambda st: _v0(st) or _method(st) not in ("eagle", "eagle3", "ngram"),
-               "by the V0 engine's speculative worker (VLLM_USE_V1=0); EAGLE and ngram run on V1 by default",
+               "by the V0 engine's speculative worker (VLLM_USE_V1=0; before 0.9.0 EAGLE and ngram run there unless "
+               "VLLM_USE_V1=1); from 0.9.0 EAGLE and ngram run on V1 by default",
                "vllm 0.8.5-0.9.2 spec_decode/spec_decode_worker.py:79-106 (V0 only: no V1 module reads it); "
-               "engine/arg_utils.py _is_v1_supported_oracle keeps eagle/eagle3/ngram on V1")
+               "engine/arg_utils.py _is_v1_supported_oracle (1485-1489 @0.8.5: eagle/ngram fall back to V0 without "
+               "VLLM_USE_V1=1; 1333 @0.9.0.1: kept on V1)")
       for key in V0_KEYS),
     *(ReadWhen(VLLM, key, ">=0.10.0", lambda st: False, "never: no code reads it (the V0 engine is gone)",
                "vllm 0.10.0-0.16.0: declared in SpeculativeConfig, read nowhere else (engine_args/vllm.json)")

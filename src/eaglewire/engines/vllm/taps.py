@@ -231,6 +231,30 @@ NEVER = (("glm4_moe", "vLLM (through 0.33.0) has no EAGLE-3 for Glm4MoeForCausal
           "v1/worker/gpu/spec_decode/eagle/eagle3_utils.py:28-29 @0.33.0 (engine oracle, tests/engines)",
           ("0.33.0",)))  # fmt: skip
 
+# The V0 engine. Before 0.9.0 vLLM runs EAGLE and EAGLE-3 on V0 unless VLLM_USE_V1=1 ("Eagle is experimental on
+# VLLM_USE_V1=1. Falling back to V0 Engine.": engine/arg_utils.py:1487-1489, 1661-1673 @0.8.5); 0.9.0-0.9.2 run
+# them on V1 unless VLLM_USE_V1=0 (arg_utils.py:1333 @0.9.0.1); on a CPU before 0.9.1 the platform has no V1
+# (CpuPlatform.supports_v1 from cpu.py:262-266 @0.9.1; interface.py:386-390 @0.8.5 says False); 0.10.0 removed V0's
+# spec decode. V0's spec-decode worker builds the draft as EAGLE-1's EAGLEModel (transformers_utils/configs/
+# eagle.py:44-47 @0.8.5, :47-48 @0.9.2), whose fc takes 2 x hidden: an EAGLE-3 head does not load.
+V0_UNTIL = "0.10.0"
+V0_EAGLE_DEFAULT_UNTIL = "0.9.0"  # CUDA: V0 unless VLLM_USE_V1=1 before it, V1 unless VLLM_USE_V1=0 from it
+V0_CPU_UNTIL = "0.9.1"  # CPU: V0 whatever the launch before it
+V0_REFUSES = (
+    "the V0 engine builds the draft as EAGLE-1's EAGLEModel, whose fc takes 2 x hidden (the token embedding and "
+    "one target state): an EAGLE-3 head's fc (3 x hidden) does not load (AssertionError: Attempted to load weight "
+    "(torch.Size([H, 3H])) into parameter (torch.Size([H, 2H])))"
+)
+V0_FIX = (
+    "no config.json value: the V0 engine loads no EAGLE-3 head; run the launch on V1 (VLLM_USE_V1=1 before 0.9.0, on "
+    "CUDA: a CPU has V1 from 0.9.1; from 0.9.0, leave VLLM_USE_V1 unset), which serves it as its V1 line says"
+)
+V0_SOURCE = (
+    "vllm 0.8.5-0.9.2 spec_decode/spec_decode_worker.py create_spec_worker; model_executor/models/eagle.py:81-83 "
+    "@0.8.5 (fc = nn.Linear(hidden_size * 2, hidden_size)); model code, executed: engines/vllm/data/draft-settings/"
+    "vllm-V.json, cases 'eagle3' (0.8.5) and 'eagle3/VLLM_USE_V1=0' (head_load)"
+)
+
 # Where each runner reads the ids, by version: (since, sources); None = ids never read (the model default).
 V1_IDS = (
     (
@@ -352,6 +376,28 @@ def _generated() -> tuple[Convention, ...]:
                 source=f"vllm {src}",
             )
         )
+    out.append(
+        Convention(
+            key="vllm-llama-v0",
+            framework="vllm",
+            role="serve",
+            versions=_spec("0.8.5", V0_UNTIL),
+            checked=_checked("0.8.5", V0_UNTIL),
+            models=("llama",),  # every other family is refused at config before 0.10.1 (GROUPS)
+            runner="v0",
+            default_runner=False,  # the default depends on version and platform: engines/runners.py
+            id_sources=(),
+            rule=Rule.UNSUPPORTED,
+            default="",
+            default_rule=Rule.UNSUPPORTED,
+            lowest_tap=0,
+            highest_tap="L",
+            h0_crash=None,
+            unsupported=V0_REFUSES,
+            refused_at="load",
+            source=V0_SOURCE,
+        )
+    )
     return tuple(out)
 
 
