@@ -86,7 +86,9 @@ def feed_wiring(
                                   architecture=info.architecture, model_type=info.model_type)  # fmt: skip
         served = conv.resolve(choice.match.row, ckpt.config, L)
         if served.taps is None:
-            raise InputError(f"--engine {engine}: {served.failure}")
+            other = "".join(f"; {a.when} vLLM runs {a.match.row.runner.upper()}: pass --runner {a.match.row.runner}"
+                            for a in choice.alternatives if a.match.row.rule is not conv.Rule.UNSUPPORTED)  # fmt: skip
+            raise InputError(f"--engine {engine}: {served.failure}{other}")
         runner_note = f", {choice.why}" if choice.runner else ""
         assumed = f"; {choice.assumed}" if choice.assumed else ""
         return served.taps, f"served by {engine}{runner_note}{assumed}"
