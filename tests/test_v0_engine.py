@@ -19,6 +19,8 @@ from eaglewire.engines.runners import serving_row
 from eaglewire.engines.table import parse_spec
 from eaglewire.errors import InputError
 from eaglewire.jobs.check import check
+from eaglewire.rules.taps import config_value_for
+from eaglewire.taps import Wiring
 
 
 @pytest.mark.parametrize(
@@ -66,3 +68,10 @@ def test_the_cli_exits_1_and_test_names_the_runner_that_serves_it():
     assert got.returncode == 2
     (line,) = got.stderr.strip().splitlines()[-1:]
     assert "EAGLEModel" in line and "pass --runner v1" in line and "Traceback" not in got.stderr
+
+
+def test_the_v0_rows_fix_is_the_launch_for_check_and_doctor_alike():
+    """Both check and doctor take the fix from the row (`config_value_for`): a launch on V1, not a value."""
+    row = serving_row(parse_spec("vllm==0.8.5"), "llama", None).match.row
+    fix = config_value_for(row, Wiring.parse("h2,h4,h5"), 8)
+    assert not fix.expressible and "VLLM_USE_V1=1" in fix.reason

@@ -19,7 +19,6 @@ from pathlib import Path
 from eaglewire.engines import registries, runners, table
 from eaglewire.engines.runners import check_choice
 from eaglewire.engines.serving import serving_failure
-from eaglewire.engines.vllm.taps import V0_FIX
 from eaglewire.errors import InputError
 from eaglewire.formats import DrafterCheckpoint, read_drafter, write_drafter
 from eaglewire.formats.checkpoint import PROVENANCE_KEY
@@ -539,8 +538,8 @@ def _fix(row: conv.Convention, reading: _Reading, trained: TrainedTaps, L: int) 
         return None
     if served.failure is None and served.taps is not None and served.taps.same_set(w):
         return None  # the taps are right: what fails is elsewhere (the findings say what)
-    if row.rule is conv.Rule.UNSUPPORTED and row.runner == "v0":  # the fix is the launch's engine
-        return conv.ConfigFix(row, w, None, None, reason=V0_FIX)
+    if row.rule is conv.Rule.UNSUPPORTED and row.refused_fix:  # the fix is a launch, not a value
+        return conv.ConfigFix(row, w, None, None, reason=row.refused_fix)
     if row.rule is conv.Rule.UNSUPPORTED:  # no value helps: the fix is a release (the verdict says why)
         first = table.first_serving(row)
         later = (f"{row.framework} {first} is the first release whose capture serves it" if first

@@ -127,6 +127,9 @@ class Convention(Row):
     # "capture" (the class takes the ids, so its registry lists an EAGLE-3 interface, but its forward captures none);
     # "load" (the draft model is built but the checkpoint does not load into it)
     refused_at: str | None = None
+    refused_fix: str | None = (
+        None  # UNSUPPORTED rows: what serves it instead, where a launch does (not a config value)
+    )
     hl_crash: str | None = (
         None  # what happens when a tap above the highest reachable one is asked (None: dropped)
     )
@@ -372,7 +375,9 @@ def config_value_for(row: Convention, taps: Wiring, num_layers: int) -> ConfigFi
     """The id list that makes `row` capture exactly `taps` (ascending), or the reason none exists."""
     want = tuple(sorted(taps.indices))
     if row.rule is Rule.UNSUPPORTED:
-        return ConfigFix(row, taps, None, None, reason=_unsupported(row, num_layers).failure)
+        return ConfigFix(
+            row, taps, None, None, reason=row.refused_fix or _unsupported(row, num_layers).failure
+        )
     if not row.id_sources and row.rule is not Rule.FIXED:
         return ConfigFix(row, taps, None, None, reason=f"{row.framework} reads no ids from a config")
     if row.rule is Rule.FIXED:

@@ -162,17 +162,27 @@ def _vl_mtp_quantization(how: str) -> Callable[[FlagRule, State], None]:
     return apply
 
 
+def _fix_mtp_quant(st: State, c: Change) -> FlagFix:
+    return FlagFix(c.rule, (vl_key_edit("quantization", st.cmd.get("--quantization")),),
+                   "quantize the MTP layers like the target")  # fmt: skip
+
+
 MTP_QUANT_RECORDS = (
     "model code, executed: engines/vllm/data/draft-settings/vllm-V.json, case 'mtp/--quantization fp8'"
 )
 RULES += [
-    rule("vllm.mtp_quantization", ">=0.8.5,<0.10.0", PROBLEM,
-         "vllm 0.8.5-0.9.2 spec_decode/spec_decode_worker.py create_spec_worker (the V0 draft worker's quant_config "
-         "from the draft ModelConfig, quantization=self.quantization: None); V0 builds MTP before 0.9.0 "
-         "(engine/arg_utils.py:1430-1433 @0.8.5), later only with VLLM_USE_V1=0 (read, not executed)",
-         "the target's --quantization is not applied to MTP layers (V0)", _vl_mtp_quantization("v0"),
-         lambda st, c: FlagFix(c.rule, (vl_key_edit("quantization", st.cmd.get("--quantization")),),
-                               "quantize the MTP layers like the target")),
+    rule("vllm.mtp_quantization", ">=0.8.5,<0.9.0", PROBLEM,
+         "vllm 0.8.5 spec_decode/spec_decode_worker.py create_spec_worker (the V0 draft worker's quant_config from the "
+         "draft ModelConfig, quantization=self.quantization: None); V0 builds MTP before 0.9.0 (engine/arg_utils.py:"
+         f"1430-1433 @0.8.5); {MTP_QUANT_RECORDS} (V0's build: the decoder layer's projection without a quantization "
+         "config)",
+         "the target's --quantization is not applied to MTP layers (V0)", _vl_mtp_quantization("v0"), _fix_mtp_quant,
+         observed="model-code: engines/vllm/data/draft-settings/vllm-0.8.5.json, vllm-0.8.5.post1.json, "
+         "vllm-0.8.5.post2.json, case 'mtp/--quantization fp8' (V0's build)"),
+    rule("vllm.mtp_quantization", ">=0.9.0,<0.10.0", PROBLEM,
+         "vllm 0.9.0-0.9.2 spec_decode/spec_decode_worker.py create_spec_worker, as at 0.8.5 where it was executed; "
+         "V0 builds MTP from 0.9.0 only with VLLM_USE_V1=0 (read, not executed with MTP)",
+         "the target's --quantization is not applied to MTP layers (V0)", _vl_mtp_quantization("v0"), _fix_mtp_quant),
     rule("vllm.mtp_quantization", ">=0.9.0,<0.10.2", INFO,
          "vllm 0.9.0-0.10.1.1 v1/spec_decode/eagle.py load_model (get_model(vllm_config=self.vllm_config, "
          f"model_config=draft_model_config): the layers take vllm_config.quant_config, the target's); {MTP_QUANT_RECORDS} "

@@ -395,6 +395,7 @@ def _generated() -> tuple[Convention, ...]:
             h0_crash=None,
             unsupported=V0_REFUSES,
             refused_at="load",
+            refused_fix=V0_FIX,
             source=V0_SOURCE,
         )
     )
