@@ -5,7 +5,7 @@ PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.eaglewire-installed
 export OMP_NUM_THREADS ?= 2
 
-.PHONY: demo test test-all test-engines test-real-engine test-sglang observe model-code draft-settings bench lint docs zoo zoo-models env clean
+.PHONY: demo test test-all test-engines test-real-engine test-sglang observe model-code draft-settings draft-weights bench lint docs zoo zoo-models env clean
 
 $(STAMP): pyproject.toml constraints.txt
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -138,6 +138,11 @@ draft-settings: $(STAMP) $(foreach e,$(DRAFT_SETTINGS_ENGINES),$(MC)-$(e)/.insta
 	for e in $(DRAFT_SETTINGS_ENGINES); do \
 	  (cd tests && ../$(PY) -m engines.draft_settings$$([ $$e = sglang ] && echo _sglang) \
 	    --python ../$(MC)-$$e/bin/python $(DRAFT_SETTINGS)) || exit 1; done
+
+# Which embedding and lm_head each vLLM release's own EAGLE proposer gives the draft (tests/engines/draft_weights.py),
+# one record per release from 0.9.1, in the vLLM model-code venv (about 45 s a release); resumable.
+draft-weights: $(STAMP) $(MC)-vllm/.installed
+	cd tests && ../$(PY) -m engines.draft_weights --python ../$(MC)-vllm/bin/python $(DRAFT_WEIGHTS)
 
 bench: $(STAMP)
 	$(PY) -m eaglewire.cli bench-all --out bench-results

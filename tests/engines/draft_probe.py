@@ -174,11 +174,22 @@ class _CompiledOps:
     def __getattr__(self, name: str):
         if name.startswith("__"):
             raise AttributeError(name)
+        return _CompiledOp(name)
 
-        def op(*args, **kwargs):
-            raise NotImplementedError(f"torch.ops._C.{name}: a compiled op, bound but not run by the probe")
 
-        return op
+class _CompiledOp:
+    """One compiled op's handle: its overloads (`.default`, as modules bind them at import) are itself."""
+
+    def __init__(self, name: str) -> None:
+        self.name = name
+
+    def __getattr__(self, overload: str):
+        if overload.startswith("__"):
+            raise AttributeError(overload)
+        return self
+
+    def __call__(self, *args, **kwargs):
+        raise NotImplementedError(f"torch.ops._C.{self.name}: a compiled op, bound but not run by the probe")
 
 
 def _build_v0(config: Any, head_weights: dict | None) -> dict:

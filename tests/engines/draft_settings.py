@@ -333,8 +333,9 @@ def generate(engine: str, record_fn, out_default: Path, first: str, description:
         rec["provenance"]["install_seconds"] = round(time.time() - t0 - rec["provenance"]["seconds"], 1)
         out.mkdir(parents=True, exist_ok=True)
         path.write_text(json.dumps(rec, indent=1) + "\n")
-        errors = sum(1 for c in rec["cases"] if errors_fn(c))
-        print(f"{engine} {release}: {len(rec['cases'])} cases, {errors} with an error, {time.time() - t0:.0f} s",
+        cases = rec["cases"] if "cases" in rec else list(rec["results"].values())
+        errors = sum(1 for c in cases if errors_fn(c))
+        print(f"{engine} {release}: {len(cases)} cases, {errors} with an error, {time.time() - t0:.0f} s",
               flush=True)  # fmt: skip
     sys.exit(0)
 
