@@ -261,6 +261,12 @@ RULES += [
 ]  # fmt: skip
 
 
+# every release's own EagleProposer.load_model, run on the real-engine tier's drafter copies (tests/engines/draft_weights.py)
+WEIGHTS_EXECUTED = (
+    "; model code, executed at every release 0.9.1.post2-0.33.0: engines/vllm/data/draft-weights/vllm-V.json"
+)
+
+
 # ---- the draft's token embedding -----------------------------------------------------------------------------
 
 EMBEDDING_ROWS: tuple[DraftEmbedding, ...] = (
@@ -279,7 +285,8 @@ EMBEDDING_ROWS: tuple[DraftEmbedding, ...] = (
         embedding="target",
         why="the proposer replaces the drafter's embed_tokens with the target's whenever their shapes match "
         '("Assuming the EAGLE head shares the same vocab embedding with the target model")',
-        source="vllm 0.9.2 v1/spec_decode/eagle.py:343-353, 0.10.2 :636-645, 0.11.0 :854-873 (shape check only)",
+        source="vllm 0.9.2 v1/spec_decode/eagle.py:343-353, 0.10.2 :636-645, 0.11.0 :854-873 (shape check only)"
+        + WEIGHTS_EXECUTED,
     ),
     DraftEmbedding(
         name="vllm.eagle-embedding-own-when-distinct",
@@ -289,7 +296,8 @@ EMBEDDING_ROWS: tuple[DraftEmbedding, ...] = (
         why="the proposer shares the target's embed_tokens only when the drafter has none or an identical copy "
         '("Detected EAGLE model with distinct embed_tokens weights. Keeping separate embedding weights")',
         source="vllm 0.11.1 v1/spec_decode/eagle.py:1010-1036, 0.12.0 :1043-1072; 0.32.0 v1/spec_decode/"
-        "llm_base_proposer.py:1416-1501 (_maybe_share_embeddings, also keeps its own where the widths differ)",
+        "llm_base_proposer.py:1416-1501 (_maybe_share_embeddings, also keeps its own where the widths differ)"
+        + WEIGHTS_EXECUTED,
         observed="vllm-0.32.0-cpu-draft-embedding.json (tests/real_engine/records: a drafter with a random "
         "embedding; the engine's counters are the walk under its own, not the target's)",
     ),
@@ -441,7 +449,7 @@ HEAD_ROWS: tuple[DraftHead, ...] = (
         why="AttributeError: the draft's lm_head is sized by config.draft_vocab_size, which a config.json without "
         "the key lacks (0.11.0 falls back to vocab_size)",
         fix='name the key: "draft_vocab_size": the lm_head\'s rows, or serve vLLM >= 0.11.0',
-        source=_NO_VOCAB_FALLBACK,
+        source=_NO_VOCAB_FALLBACK + WEIGHTS_EXECUTED,
     ),
     DraftHead(
         name="vllm.eagle3-head-vocab-null",
@@ -452,7 +460,7 @@ HEAD_ROWS: tuple[DraftHead, ...] = (
         why="TypeError: the draft's lm_head is built as ParallelLMHead(None, hidden_size) (0.11.0 falls back to "
         "vocab_size)",
         fix="give draft_vocab_size its value (the lm_head's rows), or serve vLLM >= 0.11.0",
-        source=_NO_VOCAB_FALLBACK,
+        source=_NO_VOCAB_FALLBACK + WEIGHTS_EXECUTED,
     ),
     DraftHead(
         name="vllm.eagle3-vocab-map-unexpected",
@@ -464,7 +472,7 @@ HEAD_ROWS: tuple[DraftHead, ...] = (
         "checkpoint's d2t is not dropped: the weight loader finds no parameter for it",
         fix="drop d2t and t2d from the checkpoint: on a full vocabulary the map is the identity",
         source="vllm 0.30.0-0.32.0 model_executor/models/llama_eagle3.py:338-345, 458; models/utils.py:436-450 "
-        "@0.32.0 (AutoWeightsLoader)",
+        "@0.32.0 (AutoWeightsLoader)" + WEIGHTS_EXECUTED,
         observed="vllm-0.32.0-cpu-draft-head.json (tests/real_engine/records: ValueError: There is no module or "
         "parameter named 'draft_id_to_target_id' in Eagle3LlamaForCausalLM, at load)",
     ),
@@ -489,7 +497,7 @@ HEAD_ROWS: tuple[DraftHead, ...] = (
         head="target",
         why="the proposer deletes the draft's lm_head and uses the target's whenever the two weights have the same "
         "shape (a draft vocabulary as large as the target's), whatever the drafter's own holds",
-        source="vllm 0.11.0 v1/spec_decode/eagle.py:891-899",
+        source="vllm 0.11.0 v1/spec_decode/eagle.py:891-899" + WEIGHTS_EXECUTED,
     ),
     DraftHead(
         name="vllm.eagle3-head-unloaded-0.11.0",
@@ -511,7 +519,8 @@ HEAD_ROWS: tuple[DraftHead, ...] = (
         why="the proposer shares the target's lm_head when the checkpoint has none (\"Detected EAGLE model without "
         'its own lm_head in the checkpoint"), and keeps a distinct own one',
         source="vllm 0.11.1 v1/spec_decode/eagle.py:1055-1094, model_executor/models/utils.py:874-875 "
-        "(has_own_lm_head); 0.22.1 v1/spec_decode/llm_base_proposer.py:1342-1391; 0.32.0 :1508-1556",
+        "(has_own_lm_head); 0.22.1 v1/spec_decode/llm_base_proposer.py:1342-1391; 0.32.0 :1508-1556"
+        + WEIGHTS_EXECUTED,
         observed="vllm-0.32.0-cpu-draft-head.json (tests/real_engine/records: a drafter without lm_head counts "
         "exactly the walk under the target's; one with a random own lm_head exactly the walk under its own)",
     ),
