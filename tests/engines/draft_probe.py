@@ -327,22 +327,29 @@ def main(request_path: str, result_path: str) -> int:
     platforms.current_platform.get_device_capability = lambda *a, **k: None
     _tp_stand_in()
     _oracle_as_on_a_gpu()
+    inspect_in_process()
+    write_result(result_path, ANSWERED, [_vllm_case(case) for case in request["cases"]])
+    return 0
+
+
+def inspect_in_process() -> None:
+    """The registry inspects a model class in a fresh interpreter, which has none of setup()'s shims: the same
+    inspection, in this process."""
     from vllm.model_executor.models import registry
 
-    if hasattr(
-        registry, "_run_in_subprocess"
-    ):  # the registry inspects a model class in a fresh interpreter, which
-        # has none of setup()'s shims: the same inspection, in this process
+    if hasattr(registry, "_run_in_subprocess"):
         registry._run_in_subprocess = lambda fn: fn()
+
+
+def write_result(result_path: str, answered: list[str], results: Any) -> None:
+    """The probe's result file, written whole or not at all."""
     import vllm
 
-    results = [_vllm_case(case) for case in request["cases"]]
     with open(result_path + ".tmp", "w") as f:
         json.dump(
-            {"engine": "vllm", "version": vllm.__version__, "answered": ANSWERED, "results": results}, f
+            {"engine": "vllm", "version": vllm.__version__, "answered": answered, "results": results}, f
         )
     os.replace(result_path + ".tmp", result_path)
-    return 0
 
 
 if __name__ == "__main__":

@@ -17,6 +17,7 @@ beside this torch are handles that are bound but never called (draft_probe._Comp
 
 from __future__ import annotations
 
+import importlib
 import inspect
 import json
 import os
@@ -24,7 +25,7 @@ import sys
 from typing import Any
 
 from capture_probe import engine_error, setup
-from draft_probe import _CompiledOps, _oracle_as_on_a_gpu, _tp_stand_in
+from draft_probe import _CompiledOps, _oracle_as_on_a_gpu, _tp_stand_in, inspect_in_process, write_result
 
 ANSWERED = ["vllm.platforms.current_platform = CpuPlatform(), VLLM_USE_V1=1, dtype bfloat16",
             "tensor parallel group: one rank (stand-in)",
@@ -53,8 +54,6 @@ def _noop_accelerator() -> None:
 def _no_pinned_memory() -> None:
     """Host buffers without pinned memory, as on a CPU: 0.2x-0.3x compute `PIN_MEMORY` once at import (with the
     platform of the moment) and bind it by name and as a default; a CPU has no allocator for it."""
-    import importlib
-
     for name in ("vllm.utils.torch_utils", "vllm.utils"):
         try:
             importlib.import_module(name)
@@ -132,21 +131,12 @@ def main(request_path: str, result_path: str) -> int:
     import torch
 
     try:  # the release's compiled library, where it loads beside this torch; else stand-in handles
-        import vllm._C
+        importlib.import_module("vllm._C")
     except Exception:
         torch.ops._C = _CompiledOps()
-    from vllm.model_executor.models import registry
-
-    if hasattr(registry, "_run_in_subprocess"):  # a fresh interpreter has none of setup()'s shims: in process
-        registry._run_in_subprocess = lambda fn: fn()
-    import vllm
-
+    inspect_in_process()
     results = {name: _case(request["target"], path) for name, path in request["drafters"].items()}
-    with open(result_path + ".tmp", "w") as f:
-        json.dump(
-            {"engine": "vllm", "version": vllm.__version__, "answered": ANSWERED, "results": results}, f
-        )
-    os.replace(result_path + ".tmp", result_path)
+    write_result(result_path, ANSWERED, results)
     return 0
 
 
