@@ -290,16 +290,23 @@ def _checked(lo: str, hi: str) -> tuple[str, ...]:
     return tuple(v for v in READ if Version(lo) <= Version(v) < Version(hi))
 
 
+def _refusal(key: str, versions: str, checked: tuple[str, ...], models: tuple[str, ...], runner: str,
+             default_runner: bool, why: str, **extra) -> Convention:  # fmt: skip
+    """A row under which the release serves no EAGLE-3 drafter for these models (Rule.UNSUPPORTED): `why` says
+    what it does instead."""
+    return Convention(key=key, framework="vllm", role="serve", versions=versions, checked=checked, models=models,
+                      runner=runner, default_runner=default_runner, id_sources=(), rule=Rule.UNSUPPORTED, default="",
+                      default_rule=Rule.UNSUPPORTED, lowest_tap=0, highest_tap="L", h0_crash=None, unsupported=why,
+                      **extra)  # fmt: skip
+
+
 def _generated() -> tuple[Convention, ...]:
     out: list[Convention] = []
     for g in GROUPS:
         if Version(g.usable_from) > Version("0.8.5"):
-            out.append(Convention(
-            key=f"vllm-{g.name}-<{g.usable_from}", framework="vllm", role="serve", versions=_spec("0.8.5", g.usable_from),
-            checked=_checked("0.8.5", g.usable_from), models=g.models, runner="v1", default_runner=True,
-            id_sources=(), rule=Rule.UNSUPPORTED, default="", default_rule=Rule.UNSUPPORTED, lowest_tap=0,
-            highest_tap="L", h0_crash=None, unsupported=g.refused, refused_at=g.refused_at,
-            source=f"vllm {GATE}; class scan per wheel"))  # fmt: skip
+            out.append(_refusal(f"vllm-{g.name}-<{g.usable_from}", _spec("0.8.5", g.usable_from),
+                                _checked("0.8.5", g.usable_from), g.models, "v1", True, g.refused,
+                                refused_at=g.refused_at, source=f"vllm {GATE}; class scan per wheel"))  # fmt: skip
         cuts = {
             g.usable_from,
             END,
@@ -353,52 +360,15 @@ def _generated() -> tuple[Convention, ...]:
                     )
                 )
     for (model, why, src, checked), runner in itertools.product(NEVER, ("v1", "mrv2")):
-        out.append(
-            Convention(
-                key=f"vllm-{model}-never" + ("" if runner == "v1" else "-mrv2"),
-                framework="vllm",
-                role="serve",
-                versions=">=0.8.5" if runner == "v1" else ">=0.17.0",
-                checked=checked
-                if runner == "v1"
-                else tuple(v for v in checked if Version(v) >= Version("0.17.0")),
-                models=(model,),
-                runner=runner,
-                default_runner=runner == "v1",
-                id_sources=(),
-                rule=Rule.UNSUPPORTED,
-                default="",
-                default_rule=Rule.UNSUPPORTED,
-                lowest_tap=0,
-                highest_tap="L",
-                h0_crash=None,
-                unsupported=why,
-                source=f"vllm {src}",
-            )
-        )
-    out.append(
-        Convention(
-            key="vllm-llama-v0",
-            framework="vllm",
-            role="serve",
-            versions=_spec("0.8.5", V0_UNTIL),
-            checked=_checked("0.8.5", V0_UNTIL),
-            models=("llama",),  # every other family is refused at config before 0.10.1 (GROUPS)
-            runner="v0",
-            default_runner=False,  # the default depends on version and platform: engines/runners.py
-            id_sources=(),
-            rule=Rule.UNSUPPORTED,
-            default="",
-            default_rule=Rule.UNSUPPORTED,
-            lowest_tap=0,
-            highest_tap="L",
-            h0_crash=None,
-            unsupported=V0_REFUSES,
-            refused_at="load",
-            refused_fix=V0_FIX,
-            source=V0_SOURCE,
-        )
-    )
+        out.append(_refusal(
+            f"vllm-{model}-never" + ("" if runner == "v1" else "-mrv2"), ">=0.8.5" if runner == "v1" else ">=0.17.0",
+            checked if runner == "v1" else tuple(v for v in checked if Version(v) >= Version("0.17.0")), (model,),
+            runner, runner == "v1", why, source=f"vllm {src}",
+        ))  # fmt: skip
+    # every other family is refused at config before 0.10.1 (GROUPS); the default depends on the version and the
+    # platform (engines/runners.py)
+    out.append(_refusal("vllm-llama-v0", _spec("0.8.5", V0_UNTIL), _checked("0.8.5", V0_UNTIL), ("llama",), "v0",
+                        False, V0_REFUSES, refused_at="load", refused_fix=V0_FIX, source=V0_SOURCE))  # fmt: skip
     return tuple(out)
 
 
