@@ -95,6 +95,9 @@ class Evaluation:
         default_factory=dict
     )  # setting -> mean accept length along the engine's walk
     walks: list[WalkCounts] = field(default_factory=list)  # chain: the engine's walk with K = 1..steps drafts
+    # chain with a context gate: the same walks without it (what the release serves once the drafter's context is
+    # raised; SGLang's chains are walked from these)
+    ungated: list[WalkCounts] = field(default_factory=list)
 
     @property
     def steps(self) -> int:
@@ -286,6 +289,7 @@ def evaluate(
         ce=ce_sum / ce_n if ce_n else float("nan"),
         tree={k: w.tau for k, w in tree_walks.items() if w.drafts},
         walks=walks if any(w.drafts for w in walks) else [],
+        ungated=plain if gate is not None and any(w.drafts for w in plain) else [],
     )
 
 
