@@ -195,13 +195,7 @@ def model_code_families(rec: dict) -> frozenset[str]:
 def _runs_on(engine: str, version: str, family: str, platform: str, runner: str) -> bool:
     """Whether a plain launch of the family at the release on the platform uses `runner` (evidence of one runner's
     code covers the cells of that runner only; "" : any)."""
-    if not runner:
-        return True
-    try:
-        choice = select_rows(parse_spec(f"{engine}=={version}"), family, platform, None)
-    except InputError:
-        return False
-    return bool(choice) and choice[0].runner == runner
+    return not runner or _plain_runner(engine, version, family, platform) == runner
 
 
 @cache
@@ -214,11 +208,10 @@ def _plain_runner(engine: str, version: str, family: str, platform: str) -> str 
     return choice[0].runner if choice else None
 
 
-def _runner(release: Release, platform: str, engine: str = "", family: str = "") -> str | None:
+def _runner(release: Release, platform: str, engine: str, family: str) -> str | None:
     """The one model runner the release runs on `platform`: the one a plain launch of the family picks, else the
     ledger's (None: more than one, or no runners)."""
-    runner = _plain_runner(engine, release.version, family, platform) if engine and family else None
-    runner = runner or release.default_runner.get(platform)
+    runner = _plain_runner(engine, release.version, family, platform) or release.default_runner.get(platform)
     return runner if runner in RUNNERS else None
 
 
