@@ -13,6 +13,12 @@ layers. The real classes' methods (wrapper delegation, `set_eagle3_layers_to_cap
 the defaults) run unchanged. The inner class of each architecture is the one its __init__ builds (checked below: its
 name must appear in the source of the outer classes).
 
+For the decoder's forward loop, the decoder also keeps what its own __init__ would: the target's config, and the
+plain values its top-level `self.x = ...` lines compute from it, evaluated from the release's source
+(`_init_attributes`). What a launch decides is a plain one-GPU launch's: every process group the engine asserts is
+initialized is one rank (`one_rank_groups`), layout flags are off (`ONE_GPU`), and SGLang's server arguments are a
+default `ServerArgs` for the target, set where the release reads them (`_sglang_launch`).
+
 - SGLang: `attention_backend_setup.configure_aux_hidden_state_capture` (what ModelRunner calls, :40-61), with the ids
   read from the draft config the way `model_runner_components/spec_aux_hidden_state.py:184-196` reads them:
   `eagle_config["eagle_aux_hidden_state_layer_ids"]`, any error meaning None. The target's config is what SGLang's
@@ -149,18 +155,33 @@ def _tap_class() -> type:
 
     class TapLayer(torch.nn.Module):
         asked_inside = False  # a release that captures inside the real layer asked a stand-in to
+        offered_inside = False
+        # what a real layer's __init__ sets on one GPU and its decoder's loop reads (vLLM deepseek_v2.py,
+        # qwen3_next.py @0.33.0): no sequence-parallel MoE
+        use_sequence_parallel_moe = use_attn_reduce_scatter_for_moe = False
 
         def forward(self, positions, hidden_states, *args, **kwargs):
             if any(kwargs.get(name) is not None for name in INSIDE):
                 TapLayer.asked_inside = True
+            if any(name in kwargs for name in INSIDE):
+                TapLayer.offered_inside = True  # the loop hands its layers a capture target
             return torch.full_like(hidden_states, float(self.k)), torch.zeros_like(hidden_states)
 
     return TapLayer
 
 
-def _stand_ins(inner) -> None:
-    """The parts of the decoder around its loop: embeddings (h_0 = 0), the final norm (hidden + residual), first
-    and last pipeline rank."""
+# what a decoder's __init__ sets from the server's parallel layout, as one GPU sets it (TP = PP = 1, no sequence
+# parallelism, no expert-parallel mega-MoE, the whole vocabulary on the rank read through the plain embedding):
+# each changes only how states are sharded or which kernel embeds, never which layer's state is captured
+# (vLLM deepseek_v2.py, deepseek_v32/nvidia/model.py, qwen3_next.py @0.33.0)
+ONE_GPU = {"use_sequence_parallel": False, "replicated_embed": False, "use_native_mega_moe": False,
+           "use_mega_moe": False}  # fmt: skip
+
+
+def _stand_ins(inner, config=None) -> None:
+    """The parts of the decoder around its loop: embeddings (h_0 = 0; GptOss names them `embedding`), the final
+    norm (hidden + residual), first and last pipeline rank, the config its __init__ keeps (its loop reads
+    options from it) and the layout flags of one GPU (`ONE_GPU`)."""
     import torch
 
     class Embed(torch.nn.Module):
@@ -172,29 +193,107 @@ def _stand_ins(inner) -> None:
             return hidden_states if residual is None else (hidden_states + residual, hidden_states + residual)
 
     inner.embed_tokens, inner.norm = Embed(), Norm()
+    if "self.embedding =" in _class_source(type(inner)):
+        inner.embedding = inner.embed_tokens
     inner.pp_group = SimpleNamespace(is_first_rank=True, is_last_rank=True, world_size=1, rank_in_group=0)
+    if config is not None:
+        if not hasattr(inner, "config"):
+            inner.config = config
+        _init_attributes(inner, config)
+    for name, value in ONE_GPU.items():
+        if not hasattr(inner, name):
+            setattr(inner, name, value)
 
 
-def _forward_taps(inner, engine: str = "sglang") -> dict:
+@functools.cache
+def _class_source(cls: type) -> str:
+    """The class's own source (its __init__ may be wrapped by a compile decorator)."""
+    try:
+        return inspect.getsource(cls)
+    except (OSError, TypeError):
+        return ""
+
+
+# what the stand-ins and the capture request already set: never taken from __init__
+STOOD_IN = ("layers", "start_layer", "end_layer", "layers_to_capture", "aux_hidden_state_layers", "embed_tokens",
+            "embedding", "norm", "pp_group", "config")  # fmt: skip
+
+
+def _init_attributes(inner, config) -> None:
+    """The plain values the decoder's own __init__ keeps (its top-level `self.x = expr` lines, and the local names
+    they use, evaluated in its module with the target's config, base classes first): options its loop reads, such
+    as SGLang's `use_dsa = is_deepseek_dsa(config)` or `next_full_attention_layer_id`. A line that needs more than
+    the config (the server's parallel state, weights) is skipped, as is one that builds a module: the stand-ins
+    stay, and `SERVER_DEFAULTS` give what a default launch sets."""
+    import ast
+    import textwrap
+
+    import torch
+
+    for klass in reversed(type(inner).__mro__):
+        if not klass.__module__.startswith(("sglang", "vllm")):
+            continue
+        try:
+            tree = ast.parse(textwrap.dedent(_class_source(klass)))
+        except SyntaxError:
+            continue
+        init = next(
+            (f for f in tree.body[0].body if isinstance(f, ast.FunctionDef) and f.name == "__init__"), None
+        )
+        if init is None:
+            continue
+        namespace = dict(vars(sys.modules[klass.__module__])) | {"config": config, "self": inner}
+        for stmt in init.body:
+            target = stmt.targets[0] if isinstance(stmt, ast.Assign) and len(stmt.targets) == 1 else (
+                stmt.target if isinstance(stmt, ast.AnnAssign) else None)  # fmt: skip
+            if target is None or stmt.value is None:
+                continue
+            own = (
+                isinstance(target, ast.Attribute)
+                and isinstance(target.value, ast.Name)
+                and target.value.id == "self"
+            )
+            if not (own or isinstance(target, ast.Name)) or (own and target.attr in STOOD_IN):
+                continue
+            try:
+                value = eval(compile(ast.Expression(stmt.value), klass.__name__, "eval"), namespace)
+            except Exception:
+                continue
+            if isinstance(value, torch.nn.Module):
+                continue
+            if own:
+                setattr(inner, target.attr, value)
+            else:
+                namespace[target.id] = value
+    for name, value in SERVER_DEFAULTS.items():
+        if not hasattr(inner, name):
+            setattr(inner, name, value)
+
+
+# what a default launch gives options a decoder's __init__ reads from the server's arguments (not from the config)
+# SGLang qwen3_vl.py @0.5.23: `use_hf_deepstack_order` is on only with --rl-on-policy-target
+SERVER_DEFAULTS = {"use_hf_deepstack_order": False}
+
+
+def _forward_taps(inner, engine: str = "sglang", config=None) -> dict:
     """Run the decoder's own forward (its loop, with stand-in layers) on three tokens: the taps of the aux states it
     returned (each state's constant), or why it could not run. A forward that needs more of the engine than the
     stand-ins give (a batch's attention metadata, a capture made inside the real layer) makes no claim."""
     import torch
 
-    _stand_ins(inner)
+    _stand_ins(inner, config)
     layer_cls = type(inner.layers[0])
-    layer_cls.asked_inside = False
+    layer_cls.asked_inside = layer_cls.offered_inside = False
     ids, positions = torch.zeros(3, dtype=torch.long), torch.arange(3)
     mode = SimpleNamespace(is_extend=lambda: True, is_decode=lambda: False, is_idle=lambda: False,
                            is_target_verify=lambda: False, is_extend_or_draft_extend_or_mixed=lambda: True)  # fmt: skip
-    batch = SimpleNamespace(
-        forward_mode=mode, can_run_tbo=False
-    )  # a prefill of one request, no two-batch overlap
+    # a prefill of one request: no two-batch overlap, no context-parallel split (SGLang's *_cp_metadata)
+    batch = SimpleNamespace(forward_mode=mode, can_run_tbo=False, attn_cp_metadata=None, nsa_cp_metadata=None)
     third = batch if engine == "sglang" else None  # SGLang: the forward batch; vLLM: no intermediate tensors
     try:
         out = type(inner).forward(inner, ids, positions, third)
     except Exception as exc:
-        if layer_cls.asked_inside:
+        if layer_cls.asked_inside or layer_cls.offered_inside:
             return {"forward_error": f"{PROBE_FAILED}: the release captures inside the decoder layer"}
         text = f"{type(exc).__name__}: {exc}"
         # the loop's own failure (what the engine meets) vs. a stand-in the forward could not use (no claim)
@@ -222,7 +321,8 @@ def _check_builds(inner: type, *owners: type) -> None:
 
 def _found_inner(cls: type) -> type | None:
     """An architecture outside the tables above (the registry's other EAGLE-3 targets): the decoder its own code
-    builds as `self.model = X(...)` (or `self.model = self._init_model(...)`, whose `return X(...)` names it), looked
+    builds as `self.model = X(...)` (or `self.model = self.model_cls(...)`, a class attribute, or
+    `self.model = self._init_model(...)`, whose `return X(...)` names it), looked
     up in the module of the class whose code names it; None for a wrapper."""
     import re
 
@@ -243,6 +343,9 @@ def _found_inner(cls: type) -> type | None:
         if not built.group(1).startswith("self."):
             return named(k, built.group(1))
         method = built.group(1).removeprefix("self.")
+        built_by = getattr(cls, method, None)
+        if isinstance(built_by, type):  # `self.model = self.model_cls(...)`: a class attribute
+            return built_by
         for m in cls.__mro__:
             body = re.search(rf"def {method}\(.*?\n(.*?)(?=\n    def |\Z)", source(m), re.S)
             if body:
@@ -280,16 +383,79 @@ def _sglang_config(arch: str, num_layers: int):
 
     key = (arch, num_layers)
     if key not in _SGLANG_CONFIGS:
-        model_type, wrapped = _MODEL_TYPES.get(arch, ("llama", False))  # a registry target: a plain decoder
-        cfg: dict[str, Any] = {"architectures": [arch], "model_type": model_type}
-        if wrapped:
-            cfg["text_config"] = {"num_hidden_layers": num_layers}
-        else:
-            cfg["num_hidden_layers"] = num_layers
-        with tempfile.TemporaryDirectory() as tmp:
-            Path(tmp, "config.json").write_text(json.dumps(cfg))
-            _SGLANG_CONFIGS[key] = get_config(tmp, trust_remote_code=False)
+        _SGLANG_CONFIGS[key] = get_config(str(_target_dir(arch, num_layers)), trust_remote_code=False)
     return _SGLANG_CONFIGS[key]
+
+
+# DeepSeek-V3's own rope scaling (its config.json): SGLang's MLA model config reads its factor (model_config.py,
+# DeepSeek branch), which transformers 5's default rope entry lacks. Shared with the draft-settings generators.
+YARN = {"type": "yarn", "factor": 40, "original_max_position_embeddings": 4096, "beta_fast": 32, "beta_slow": 1,
+        "mscale": 1.0, "mscale_all_dim": 1.0}  # fmt: skip
+
+
+@functools.cache
+def _target_dir(arch: str, num_layers: int) -> Path:
+    """A model folder holding only the target's config.json (kept for the probe's life: a launch reads it); an MLA
+    target (DeepSeek, Kimi) carries DeepSeek-V3's rope scaling, as its checkpoints do."""
+    model_type, wrapped = _MODEL_TYPES.get(arch, ("llama", False))  # a registry target: a plain decoder
+    text: dict[str, Any] = {"num_hidden_layers": num_layers}
+    if model_type.startswith(("deepseek", "kimi")):
+        text["rope_scaling"] = YARN
+    cfg: dict[str, Any] = {"architectures": [arch], "model_type": model_type}
+    if wrapped:
+        cfg["text_config"] = text
+    else:
+        cfg |= text
+    folder = Path(tempfile.mkdtemp(prefix="capture-probe-"))
+    (folder / "config.json").write_text(json.dumps(cfg))
+    return folder
+
+
+@functools.cache
+def _sglang_launch(arch: str, num_layers: int) -> str | None:
+    """A default launch of the target (`ServerArgs(model_path=..., device='cpu')`, the release's own post-init),
+    set where the release's model code reads the launch: `set_global_server_args_for_scheduler` (0.5.x before the
+    runtime context) or the runtime context the scheduler publishes (0.5.17+), and the MoE settings the model
+    runner initializes from it. Model code that asks about the launch (context parallelism, DSA options, the MoE
+    all-to-all backend) then reads a plain launch's defaults. What was set, or None."""
+    try:  # a launch the release refuses on a CPU (Qwen3-Next's mamba buffer strategy, 0.5.19+) sets nothing
+        from sglang.srt import server_args as module
+
+        launch = module.ServerArgs(model_path=str(_target_dir(arch, num_layers)), device="cpu")
+        done = publish(launch)
+        if done is None and hasattr(module, "set_global_server_args_for_scheduler"):
+            module.set_global_server_args_for_scheduler(launch)
+            done = "server_args.set_global_server_args_for_scheduler(server_args)"
+    except Exception:
+        return None
+    try:  # the MoE settings the model runner initializes from the launch (0.5.x: layers/moe/utils.py)
+        from sglang.srt.layers.moe import initialize_moe_config
+
+        initialize_moe_config(launch)
+    except Exception:
+        pass
+    return done
+
+
+def publish(server_args: Any) -> str | None:
+    """Releases with a process-wide runtime context (0.5.17+) read the server's settings from it, which the
+    scheduler process publishes before it builds its workers (managers/scheduler.py run_scheduler_process): the
+    same call, as the scheduler makes it. None where the release has none. Shared with draft_probe_sglang.py."""
+    try:
+        from sglang.srt import runtime_context as rc
+    except ImportError:
+        return None
+    call = getattr(rc, "publish", None)
+    if call is None:
+        return None
+    params = inspect.signature(call).parameters
+    kwargs: dict[str, Any] = {"role": "scheduler"} if "role" in params else {}
+    if "ranks" in params and hasattr(rc, "SpawnRanks"):
+        fields = inspect.signature(rc.SpawnRanks).parameters
+        ranks = {"world_rank": 0, "dp_rank": None, "gpu_id": 0}
+        kwargs["ranks"] = rc.SpawnRanks(**{k: v for k, v in ranks.items() if k in fields})
+    call(server_args, **kwargs)
+    return "runtime_context.publish(server_args, role='scheduler')"
 
 
 # the target config.json an architecture is served from: (model_type, text model under text_config)
@@ -408,7 +574,8 @@ def _sglang_case(case: dict) -> dict:
         out["error"] = f"{type(exc).__name__}: {exc}"
         return out
     if case.get("forward"):
-        out |= _forward_taps(inner)
+        _sglang_launch(arch, num_layers)
+        out |= _forward_taps(inner, "sglang", text_config)
     return out
 
 
@@ -431,6 +598,11 @@ def _vllm_model(arch: str, num_layers: int):
     cls = _vllm_class(arch)
     if arch in VLLM:
         inner_path, text_path = VLLM[arch]
+        if text_path is None and inner_path is not None and not _builds(cls, inner_path, package):
+            # the table's decoder is the newest release's (DeepSeek-V3.2's own package from 0.25): an older
+            # release serves the architecture from another file, whose code names its decoder
+            inner = _found_inner(cls)
+            inner_path = None if inner is None else _qualname(inner, package)
     else:  # a registry target outside the table: the decoder its code builds
         inner = _found_inner(cls)
         if inner is None:
@@ -457,6 +629,33 @@ def _vllm_model(arch: str, num_layers: int):
             "language_model"
         ]  # what _mark_language_model records (interfaces.py:313-345)
     return model, inner, _qualname(inner_cls, package)
+
+
+@functools.cache
+def _vllm_text_config(arch: str, num_layers: int):
+    """The config a decoder's __init__ keeps (`self.config`): transformers' for the target's model type (a wrapper's
+    text_config), with L layers; a bare PretrainedConfig for a type transformers does not know (its options then
+    read as absent, their defaults)."""
+    from transformers import AutoConfig, PretrainedConfig
+
+    model_type, wrapped = _MODEL_TYPES.get(arch, ("llama", False))
+    try:
+        config = AutoConfig.for_model(model_type)
+    except (ValueError, KeyError):
+        config = PretrainedConfig()
+    if wrapped:
+        config = getattr(config, "text_config", config)
+    config.num_hidden_layers = num_layers
+    return config
+
+
+def _builds(cls: type, inner_path: str, package: str) -> bool:
+    """Whether the installed release has the table's decoder class and `cls`'s code builds it."""
+    try:
+        _check_builds(_class(inner_path, package), cls)
+    except (ImportError, AttributeError, AssertionError):
+        return False
+    return True
 
 
 def _vllm_v1_entry(model, spec) -> tuple[list[int] | None, str]:
@@ -547,19 +746,36 @@ def _vllm_case(case: dict) -> dict:
         else:
             entry["entry"] = entries.get(runner)
             if case.get("forward") and inner is not None:
-                entry |= _forward_taps(inner, "vllm")
+                entry |= _forward_taps(inner, "vllm", _vllm_text_config(arch, num_layers))
         out[runner] = entry
     return out
 
 
 def _vllm_distributed() -> None:
-    """The pipeline group the decoder's forward asks whether it is the first and last rank: one process, one rank,
+    """The pipeline and tensor-parallel groups the decoder's forward asks about: one process, one rank,
     as a stand-in (vLLM's own group setup builds a default config first, which the CPU platform refuses without a
     model in some releases; the probe runs in one process and makes no collective call)."""
     from vllm.distributed import parallel_state as ps
 
-    if getattr(ps, "_PP", None) is None:
-        ps._PP = SimpleNamespace(is_first_rank=True, is_last_rank=True, world_size=1, rank_in_group=0, rank=0)
+    one_rank_groups(ps)
+
+
+def one_rank_groups(module) -> list[str]:
+    """Every process group the engine's `parallel_state` module asserts is initialized before use (`assert _X is not
+    None, "... group is not initialized"`), stood in by one rank where unset: a decoder's loop asks the pipeline
+    group whether it is the first and last rank, and one that ends in a fused all-reduce + norm, or that decides
+    context parallelism, asks a group's size (1: the plain path). The names set are returned."""
+    import re
+
+    found = re.findall(r"assert\s*\(?\s*(_[A-Z][A-Z0-9_]*)\s+is\s+not\s+None\s*\)?\s*,\s*\(?\s*f?[\"']"
+                       r"[^\"']*group is not initialized", inspect.getsource(module))  # fmt: skip
+    done = []
+    for name in sorted(set(found)):
+        if getattr(module, name, None) is None:
+            setattr(module, name, SimpleNamespace(is_first_rank=True, is_last_rank=True, world_size=1,
+                                                  rank_in_group=0, rank=0, local_rank=0, ranks=[0]))  # fmt: skip
+            done.append(name)
+    return done
 
 
 DROPPED = (
@@ -661,6 +877,19 @@ def setup(engine: str) -> None:
         from vllm.platforms.cpu import CpuPlatform
 
         platforms.current_platform = CpuPlatform()
+        try:  # without a GPU triton, vLLM imports kernels through its placeholder `tl`, which lacks names newer
+            # kernel files bind at import (0.10.2-0.11.0's `exp = tl.exp`, Qwen3-Next): import-time names only
+            from vllm.triton_utils.importing import TritonLanguagePlaceholder
+        except ImportError:
+            pass
+        else:
+
+            def _tl_name(self, name: str):
+                if name.startswith("__"):
+                    raise AttributeError(name)
+                return None
+
+            TritonLanguagePlaceholder.__getattr__ = _tl_name
 
 
 def main(request_path: str, result_path: str) -> int:
@@ -669,8 +898,13 @@ def main(request_path: str, result_path: str) -> int:
     engine = request["engine"]
     one = _sglang_case if engine == "sglang" else _vllm_case
     setup(engine)
-    if engine == "vllm" and any(c.get("forward") for c in request["cases"]):
-        _vllm_distributed()
+    if any(c.get("forward") for c in request["cases"]):
+        if engine == "vllm":
+            _vllm_distributed()
+        else:
+            from sglang.srt.distributed import parallel_state
+
+            one_rank_groups(parallel_state)
     version = importlib.import_module(engine).__version__
     results = [one(case) for case in request["cases"]]
     with open(result_path + ".tmp", "w") as f:

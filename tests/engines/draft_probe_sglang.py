@@ -30,7 +30,7 @@ import os
 import sys
 from typing import Any
 
-from capture_probe import engine_error, setup
+from capture_probe import engine_error, publish, setup
 
 GPU_CAPABILITY = (9, 0)
 GPU_MEMORY_MB = (
@@ -105,27 +105,6 @@ def _worker(server_args: Any, draft: bool, context: int | None, form: str | None
     except _Stop as stop:
         return stop.model_config
     raise RuntimeError("TpModelWorker did not reach its ModelRunner")
-
-
-def _publish(server_args: Any) -> str | None:
-    """Releases with a process-wide runtime context (0.5.17+) read the server's settings from it, which the
-    scheduler process publishes before it builds its workers (managers/scheduler.py run_scheduler_process): the
-    same call, as the scheduler makes it. None where the release has none."""
-    try:
-        from sglang.srt import runtime_context as rc
-    except ImportError:
-        return None
-    publish = getattr(rc, "publish", None)
-    if publish is None:
-        return None
-    params = inspect.signature(publish).parameters
-    kwargs: dict[str, Any] = {"role": "scheduler"} if "role" in params else {}
-    if "ranks" in params and hasattr(rc, "SpawnRanks"):
-        fields = inspect.signature(rc.SpawnRanks).parameters
-        ranks = {"world_rank": 0, "dp_rank": None, "gpu_id": 0}
-        kwargs["ranks"] = rc.SpawnRanks(**{k: v for k, v in ranks.items() if k in fields})
-    publish(server_args, **kwargs)
-    return "runtime_context.publish(server_args, role='scheduler')"
 
 
 def _context_form() -> str | None:
@@ -209,7 +188,7 @@ def _case(case: dict, form: str | None) -> dict:
             "context_length", "speculative_algorithm", "speculative_num_steps", "speculative_eagle_topk",
             "speculative_num_draft_tokens")}  # fmt: skip
         try:
-            out["published"] = _publish(sa)
+            out["published"] = publish(sa)
             if out["published"]:  # 0.5.17+: the resolved speculative settings live in the published context
                 from sglang.srt.runtime_context import get_spec
 

@@ -27,6 +27,7 @@ from pathlib import Path
 from packaging.version import Version
 
 from eaglewire.rules import ENGINES_DIR
+from engines.capture_probe import YARN
 from engines.model_code import install, releases
 
 PROBE = Path(__file__).with_name("draft_probe.py")
@@ -53,8 +54,7 @@ _DSV3 = {"architectures": ["DeepseekV3ForCausalLM"], "model_type": "deepseek_v3"
          "routed_scaling_factor": 2.5, "norm_topk_prob": True, "scoring_func": "sigmoid", "topk_method": "noaux_tc",
          "num_nextn_predict_layers": 1, "rope_theta": 10000.0, "torch_dtype": "bfloat16",
          # DeepSeek-V3's own (config.json): releases whose attention forces deepseek_yarn read its factor
-         "rope_scaling": {"type": "yarn", "factor": 40, "original_max_position_embeddings": 4096, "beta_fast": 32,
-                          "beta_slow": 1, "mscale": 1.0, "mscale_all_dim": 1.0}}  # fmt: skip
+         "rope_scaling": YARN}  # fmt: skip
 # a target checkpoint's quantization_config, as each producer writes it (config.json); modelopt also writes
 # hf_quant_config.json, which older releases read
 QUANT: dict[str, dict] = {

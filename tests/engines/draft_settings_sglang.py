@@ -21,18 +21,13 @@ import time
 from pathlib import Path
 
 from eaglewire.rules import ENGINES_DIR
+from engines.capture_probe import YARN
 from engines.draft_settings import QUANT, generate, newest_first, probe, write_models
 
 PROBE = Path(__file__).with_name("draft_probe_sglang.py")
 OUT = ENGINES_DIR / "sglang" / "data" / "draft-settings"
 FIRST = "0.4.5"
 ALLOW = {"SGLANG_ALLOW_OVERWRITE_LONGER_CONTEXT_LEN": "1"}
-
-
-# DeepSeek-V3's own rope scaling (yarn): SGLang's MLA config reads its factor (model_config.py, DeepSeek branch);
-# transformers 5 gives a config without one a default rope entry that has none
-YARN = {"type": "yarn", "factor": 40, "original_max_position_embeddings": 4096, "beta_fast": 32, "beta_slow": 1,
-        "mscale": 1.0, "mscale_all_dim": 1.0}  # fmt: skip
 
 
 def write_sglang_models(root: Path) -> Path:

@@ -59,6 +59,7 @@ FIRST = {"sglang": "0.4.5", "vllm": "0.8.5"}  # the issue's range: the oldest re
 # is answered by the engine records (make observe), not here
 RUNS_ON = {"": ("cpu", "cuda"), "v1": ("cuda",), "mrv2": ("cuda",)}
 PROBE_FAILED = "probe could not build the model"
+INSIDE = "the release captures inside the decoder layer"  # capture_probe._forward_taps's words
 # the engine's own errors when a target cannot capture at all (its runner's request fails at startup)
 ENTRY_FAILS = ("set_eagle3_layers_to_capture", "set_aux_hidden_state_layers", "does not support EAGLE3")
 
@@ -190,7 +191,7 @@ def observe(python: str, engine: str, release: str) -> dict:
     cases, meta = cases_for(engine, release)
     data = run_probe(python, engine, cases)
     assert data["version"] == release, (data["version"], release)
-    rows, fams, why, entries = [], {}, {}, set()
+    rows, fams, why, entries, inside = [], {}, {}, set(), set()
     for (arch, family, n, ids, shape, config), result in zip(meta, data["results"], strict=True):
         for runner, res in runner_results(engine, result):
             table = table_taps(engine, release, family, arch, config, n, runner)
@@ -204,6 +205,8 @@ def observe(python: str, engine: str, release: str) -> dict:
                     said = (table.get("why", "the table claims nothing for this architecture")
                             if not table.get("claims", True) else f"no forward ran: {sorted(res)}")  # fmt: skip
                 why.setdefault(f"{family} ({arch}){' ' + runner if runner else ''}", said[:300])
+                if INSIDE in said:
+                    inside.add((arch, runner))
                 continue
             entries.add(res.get("entry"))
             f["claims"] += 1
@@ -212,6 +215,13 @@ def observe(python: str, engine: str, release: str) -> dict:
             read = res.get("ids") if engine == "sglang" else res.get("from_config")
             rows.append([arch, runner, n, ids, shape, read, res.get("forward_taps"),
                          res.get("forward_error") or res.get("error"), agree])  # fmt: skip
+    # a release that captures inside the real decoder layer (the stand-ins were handed the capture target) decides
+    # nothing through its loop: an id list that captures nothing agreeing there would claim the family vacuously
+    for fam, arch, runner in fams:
+        if (arch, runner) in inside:
+            fams[fam, arch, runner]["claims"] = 0
+            why[f"{fam} ({arch}){' ' + runner if runner else ''}"] = f"{PROBE_FAILED}: {INSIDE}"
+    rows = [r for r in rows if (r[0], r[1]) not in inside]
     ran = [{"family": fam, "architecture": arch, "runner": runner, "engine": {"stage": None}, **c}
            for (fam, arch, runner), c in sorted(fams.items()) if c["claims"]]  # fmt: skip
     claimed = {(f["family"], f["architecture"], f["runner"]) for f in ran}
