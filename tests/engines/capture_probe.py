@@ -2,7 +2,8 @@
 
     python capture_probe.py REQUEST.json RESULT.json
 
-REQUEST: {"engine": "sglang" | "vllm", "cases": [{"arch": ..., "num_layers": L, "config": {drafter config}}]}.
+REQUEST: {"engine": "sglang" | "vllm", "cases": [{"arch": ..., "num_layers": L, "config": {drafter config}}]}; a case
+may name the target's `model_type` (a family without an architecture of its own: Kimi-K2).
 RESULT: per case, which inner model class holds the forward loop (`inner`), the layer indices the engine's code left
 there for that loop to read, and which ids the engine read from the drafter config; or the engine's error.
 
@@ -220,39 +221,32 @@ STOOD_IN = ("layers", "start_layer", "end_layer", "layers_to_capture", "aux_hidd
 
 
 def _init_attributes(inner, config) -> None:
-    """The plain values the decoder's own __init__ keeps (its top-level `self.x = expr` lines, and the local names
-    they use, evaluated in its module with the target's config, base classes first): options its loop reads, such
-    as SGLang's `use_dsa = is_deepseek_dsa(config)` or `next_full_attention_layer_id`. A line that needs more than
-    the config (the server's parallel state, weights) is skipped, as is one that builds a module: the stand-ins
-    stay, and `SERVER_DEFAULTS` give what a default launch sets."""
+    """The plain values the decoder's own __init__ keeps (its `self.x = expr` lines, and the local names they use,
+    evaluated in its module with the target's config, base classes first; an `if` whose test evaluates takes the
+    branch it names): options its loop reads, such as SGLang's `use_dsa = is_deepseek_dsa(config)`,
+    `next_full_attention_layer_id` or `enable_a2a_moe`. A line that needs more than the config (the server's
+    parallel state, weights) is skipped, as is one that builds a module: the stand-ins stay, and `SERVER_DEFAULTS`
+    give what a default launch sets."""
     import ast
     import textwrap
 
     import torch
 
-    for klass in reversed(type(inner).__mro__):
-        if not klass.__module__.startswith(("sglang", "vllm")):
-            continue
-        try:
-            tree = ast.parse(textwrap.dedent(_class_source(klass)))
-        except SyntaxError:
-            continue
-        init = next(
-            (f for f in tree.body[0].body if isinstance(f, ast.FunctionDef) and f.name == "__init__"), None
-        )
-        if init is None:
-            continue
-        namespace = dict(vars(sys.modules[klass.__module__])) | {"config": config, "self": inner}
-        for stmt in init.body:
+    def run(body: list, klass: type, namespace: dict) -> None:
+        for stmt in body:
+            if isinstance(stmt, ast.If):
+                try:
+                    taken = eval(compile(ast.Expression(stmt.test), klass.__name__, "eval"), namespace)
+                except Exception:
+                    continue
+                run(stmt.body if taken else stmt.orelse, klass, namespace)
+                continue
             target = stmt.targets[0] if isinstance(stmt, ast.Assign) and len(stmt.targets) == 1 else (
                 stmt.target if isinstance(stmt, ast.AnnAssign) else None)  # fmt: skip
             if target is None or stmt.value is None:
                 continue
-            own = (
-                isinstance(target, ast.Attribute)
-                and isinstance(target.value, ast.Name)
-                and target.value.id == "self"
-            )
+            own = isinstance(target, ast.Attribute) and isinstance(target.value, ast.Name)
+            own = own and target.value.id == "self"
             if not (own or isinstance(target, ast.Name)) or (own and target.attr in STOOD_IN):
                 continue
             try:
@@ -265,6 +259,23 @@ def _init_attributes(inner, config) -> None:
                 setattr(inner, target.attr, value)
             else:
                 namespace[target.id] = value
+
+    for klass in reversed(type(inner).__mro__):
+        if not klass.__module__.startswith(("sglang", "vllm")):
+            continue
+        try:
+            tree = ast.parse(textwrap.dedent(_class_source(klass)))
+        except SyntaxError:
+            continue
+        init = next(
+            (f for f in tree.body[0].body if isinstance(f, ast.FunctionDef) and f.name == "__init__"), None
+        )
+        if init is not None:
+            run(
+                init.body,
+                klass,
+                dict(vars(sys.modules[klass.__module__])) | {"config": config, "self": inner},
+            )
     for name, value in SERVER_DEFAULTS.items():
         if not hasattr(inner, name):
             setattr(inner, name, value)
@@ -371,7 +382,7 @@ def _qualname(cls: type, package: str) -> str:
 _SGLANG_CONFIGS: dict[tuple[str, int], Any] = {}
 
 
-def _sglang_config(arch: str, num_layers: int):
+def _sglang_config(arch: str, num_layers: int, model_type: str | None = None):
     """SGLang's own loader on a config.json with L layers (it copies a wrapper's text keys to the top level)."""
     try:
         from sglang.srt.utils.hf_transformers.config import get_config
@@ -381,9 +392,11 @@ def _sglang_config(arch: str, num_layers: int):
         except ImportError:
             from sglang.srt.hf_transformers_utils import get_config
 
-    key = (arch, num_layers)
+    key = (arch, num_layers, model_type)
     if key not in _SGLANG_CONFIGS:
-        _SGLANG_CONFIGS[key] = get_config(str(_target_dir(arch, num_layers)), trust_remote_code=False)
+        _SGLANG_CONFIGS[key] = get_config(
+            str(_target_dir(arch, num_layers, model_type)), trust_remote_code=False
+        )
     return _SGLANG_CONFIGS[key]
 
 
@@ -394,10 +407,10 @@ YARN = {"type": "yarn", "factor": 40, "original_max_position_embeddings": 4096, 
 
 
 @functools.cache
-def _target_dir(arch: str, num_layers: int) -> Path:
+def _target_dir(arch: str, num_layers: int, model_type: str | None = None) -> Path:
     """A model folder holding only the target's config.json (kept for the probe's life: a launch reads it); an MLA
     target (DeepSeek, Kimi) carries DeepSeek-V3's rope scaling, as its checkpoints do."""
-    model_type, wrapped = _MODEL_TYPES.get(arch, ("llama", False))  # a registry target: a plain decoder
+    model_type, wrapped = _model_type(arch, model_type)
     text: dict[str, Any] = {"num_hidden_layers": num_layers}
     if model_type.startswith(("deepseek", "kimi")):
         text["rope_scaling"] = YARN
@@ -412,7 +425,7 @@ def _target_dir(arch: str, num_layers: int) -> Path:
 
 
 @functools.cache
-def _sglang_launch(arch: str, num_layers: int) -> str | None:
+def _sglang_launch(arch: str, num_layers: int, model_type: str | None = None) -> str | None:
     """A default launch of the target (`ServerArgs(model_path=..., device='cpu')`, the release's own post-init),
     set where the release's model code reads the launch: `set_global_server_args_for_scheduler` (0.5.x before the
     runtime context) or the runtime context the scheduler publishes (0.5.17+), and the MoE settings the model
@@ -421,7 +434,7 @@ def _sglang_launch(arch: str, num_layers: int) -> str | None:
     try:  # a launch the release refuses on a CPU (Qwen3-Next's mamba buffer strategy, 0.5.19+) sets nothing
         from sglang.srt import server_args as module
 
-        launch = module.ServerArgs(model_path=str(_target_dir(arch, num_layers)), device="cpu")
+        launch = module.ServerArgs(model_path=str(_target_dir(arch, num_layers, model_type)), device="cpu")
         done = publish(launch)
         if done is None and hasattr(module, "set_global_server_args_for_scheduler"):
             module.set_global_server_args_for_scheduler(launch)
@@ -456,6 +469,14 @@ def publish(server_args: Any) -> str | None:
         kwargs["ranks"] = rc.SpawnRanks(**{k: v for k, v in ranks.items() if k in fields})
     call(server_args, **kwargs)
     return "runtime_context.publish(server_args, role='scheduler')"
+
+
+def _model_type(arch: str, model_type: str | None) -> tuple[str, bool]:
+    """(model_type, text model under text_config) of the target config.json: the case's own model_type where it
+    names one (a family with no architecture of its own: Kimi-K2 is DeepseekV3ForCausalLM with `kimi_k2`), else
+    the architecture's; a registry target outside the table: a plain decoder."""
+    found, wrapped = _MODEL_TYPES.get(arch, ("llama", False))
+    return (model_type or found), wrapped
 
 
 # the target config.json an architecture is served from: (model_type, text model under text_config)
@@ -545,7 +566,7 @@ def _sglang_case(case: dict) -> dict:
         )
         return out
     try:
-        loaded = _sglang_config(arch, num_layers)
+        loaded = _sglang_config(arch, num_layers, case.get("model_type"))
         text_config = getattr(loaded, "text_config", loaded)
         model = _bare(cls, pp_group=last, config=text_config if keeps == "text" else loaded)
         inner = None
@@ -574,7 +595,7 @@ def _sglang_case(case: dict) -> dict:
         out["error"] = f"{type(exc).__name__}: {exc}"
         return out
     if case.get("forward"):
-        _sglang_launch(arch, num_layers)
+        _sglang_launch(arch, num_layers, case.get("model_type"))
         out |= _forward_taps(inner, "sglang", text_config)
     return out
 
@@ -632,13 +653,13 @@ def _vllm_model(arch: str, num_layers: int):
 
 
 @functools.cache
-def _vllm_text_config(arch: str, num_layers: int):
+def _vllm_text_config(arch: str, num_layers: int, model_type: str | None = None):
     """The config a decoder's __init__ keeps (`self.config`): transformers' for the target's model type (a wrapper's
     text_config), with L layers; a bare PretrainedConfig for a type transformers does not know (its options then
     read as absent, their defaults)."""
     from transformers import AutoConfig, PretrainedConfig
 
-    model_type, wrapped = _MODEL_TYPES.get(arch, ("llama", False))
+    model_type, wrapped = _model_type(arch, model_type)
     try:
         config = AutoConfig.for_model(model_type)
     except (ValueError, KeyError):
@@ -746,7 +767,9 @@ def _vllm_case(case: dict) -> dict:
         else:
             entry["entry"] = entries.get(runner)
             if case.get("forward") and inner is not None:
-                entry |= _forward_taps(inner, "vllm", _vllm_text_config(arch, num_layers))
+                entry |= _forward_taps(
+                    inner, "vllm", _vllm_text_config(arch, num_layers, case.get("model_type"))
+                )
         out[runner] = entry
     return out
 

@@ -60,6 +60,7 @@ FIRST = {"sglang": "0.4.5", "vllm": "0.8.5"}  # the issue's range: the oldest re
 RUNS_ON = {"": ("cpu", "cuda"), "v1": ("cuda",), "mrv2": ("cuda",)}
 PROBE_FAILED = "probe could not build the model"
 INSIDE = "the release captures inside the decoder layer"  # capture_probe._forward_taps's words
+NO_TAP = "its forward ran only on id lists that capture nothing"
 # the engine's own errors when a target cannot capture at all (its runner's request fails at startup)
 ENTRY_FAILS = ("set_eagle3_layers_to_capture", "set_aux_hidden_state_layers", "does not support EAGLE3")
 
@@ -108,27 +109,51 @@ def cases_for(engine: str, release: str) -> tuple[list[dict], list[tuple]]:
     """The probe's cases (every architecture, each fixed id list in each config shape, with the forward) and what
     the table needs to judge each."""
     cases, meta = [], []
-    for arch, family in archs(engine, release):
-        if family == GENERIC:  # a registry target the table claims nothing for: nothing to compare (not_run)
-            continue
+    for arch, family, model_type in _targets(engine, release):
         n = num_layers(family)
         module = registry_module(engine, release, arch)
         for ids in id_lists(n)[:FIXED]:
             for shape, config in configs(engine, ids):
-                cases.append(
-                    {"arch": arch, "num_layers": n, "config": config, "module": module, "forward": True}
-                )
-                meta.append((arch, family, n, ids, shape, config))
+                cases.append({"arch": arch, "num_layers": n, "config": config, "module": module, "forward": True,
+                              "model_type": model_type or None})  # fmt: skip
+                meta.append((arch, family, n, ids, shape, config, model_type))
     return cases, meta
 
 
+def _targets(engine: str, release: str) -> list[tuple[str, str, str]]:
+    """(architecture, family, model_type) of every target the table claims something for: each architecture
+    (its own model_type, ""), and the families that name none, as their checkpoints are served (`BY_MODEL_TYPE`).
+    A registry target the table claims nothing for is left out (not_run)."""
+    out = [(arch, family, "") for arch, family in archs(engine, release) if family != GENERIC]
+    named = {arch for arch, _, _ in out}
+    out += [(arch, family, mt) for family, (arch, mt) in BY_MODEL_TYPE.items() if arch in named]
+    return out
+
+
+def _model_type(family: str) -> str:
+    """The model_type a family's cases carry ("" for a family with an architecture of its own)."""
+    return BY_MODEL_TYPE[family][1] if family in BY_MODEL_TYPE else ""
+
+
+# families whose checkpoints name another family's architecture, told apart by model_type: Kimi-K2's config.json
+# is DeepseekV3ForCausalLM with model_type `kimi_k2` (targets.FAMILIES lists no architecture for it)
+BY_MODEL_TYPE = {"kimi_k2": ("DeepseekV3ForCausalLM", "kimi_k2")}
+
+
 def table_taps(
-    engine: str, release: str, family: str, arch: str, config: dict, n: int, runner: str = ""
+    engine: str,
+    release: str,
+    family: str,
+    arch: str,
+    config: dict,
+    n: int,
+    runner: str = "",
+    model_type: str = "",
 ) -> dict:
     """The table's answer at the release (for the runner): its row, taps, failure (the release's registry refusing
     the architecture first). A row whose CUDA-graph path feeds other taps (SGLang before 0.5.11) is asked for the
     eager ones, which are what ran."""
-    refused, row, known = _table_row(engine, release, family, arch, runner)
+    refused, row, known = _table_row(engine, release, family, arch, runner, model_type)
     if refused is not None:
         return {"row": None, "taps": None, "failure": refused, "claims": True, "graphs_differ": False}
     if row is None:
@@ -149,13 +174,13 @@ def table_taps(
 
 
 @functools.cache
-def _table_row(engine: str, release: str, family: str, arch: str, runner: str):
+def _table_row(engine: str, release: str, family: str, arch: str, runner: str, model_type: str = ""):
     """(the release's registry refusal, the row for the runner, whether every row knows the model) at a release:
     the same for every id list and config shape of a case, so asked once."""
-    refused = registries.refusal(engine, release, arch, "")
+    refused = registries.refusal(engine, release, arch, model_type)
     if refused is not None:
         return refused.reason, None, True
-    matches = [m for m in rows_for(parse_spec(f"{engine}=={release}"), family, arch)
+    matches = [m for m in rows_for(parse_spec(f"{engine}=={release}"), family, arch, model_type)
                if (m.row.runner or "") == runner]  # fmt: skip
     if not matches:
         return None, None, False
@@ -192,9 +217,9 @@ def observe(python: str, engine: str, release: str) -> dict:
     data = run_probe(python, engine, cases)
     assert data["version"] == release, (data["version"], release)
     rows, fams, why, entries, inside = [], {}, {}, set(), set()
-    for (arch, family, n, ids, shape, config), result in zip(meta, data["results"], strict=True):
+    for (arch, family, n, ids, shape, config, model_type), result in zip(meta, data["results"], strict=True):
         for runner, res in runner_results(engine, result):
-            table = table_taps(engine, release, family, arch, config, n, runner)
+            table = table_taps(engine, release, family, arch, config, n, runner, model_type)
             agree = agrees(res, table, engine) if table.get("claims", True) else None
             key = (family, arch, runner)
             f = fams.setdefault(key, {"cases": 0, "claims": 0, "agree": 0, "graphs_differ": False})
@@ -214,14 +239,22 @@ def observe(python: str, engine: str, release: str) -> dict:
             f["graphs_differ"] |= table["graphs_differ"]
             read = res.get("ids") if engine == "sglang" else res.get("from_config")
             rows.append([arch, runner, n, ids, shape, read, res.get("forward_taps"),
-                         res.get("forward_error") or res.get("error"), agree])  # fmt: skip
+                         res.get("forward_error") or res.get("error"), model_type, agree])  # fmt: skip
     # a release that captures inside the real decoder layer (the stand-ins were handed the capture target) decides
     # nothing through its loop: an id list that captures nothing agreeing there would claim the family vacuously
+    # and a family whose loop was only seen on id lists that capture nothing (no tap came back, no engine error)
+    # says nothing about which taps it captures
+    decided = {(r[0], r[-2], r[1]) for r in rows if r[6] or (r[7] and not r[7].startswith(PROBE_FAILED))}
     for fam, arch, runner in fams:
+        label = f"{fam} ({arch}){' ' + runner if runner else ''}"
         if (arch, runner) in inside:
             fams[fam, arch, runner]["claims"] = 0
-            why[f"{fam} ({arch}){' ' + runner if runner else ''}"] = f"{PROBE_FAILED}: {INSIDE}"
-    rows = [r for r in rows if (r[0], r[1]) not in inside]
+            why[label] = f"{PROBE_FAILED}: {INSIDE}"
+        elif fams[fam, arch, runner]["claims"] and (arch, _model_type(fam), runner) not in decided:
+            fams[fam, arch, runner]["claims"] = 0
+            why[label] = f"{PROBE_FAILED}: {NO_TAP}"
+    kept = {(arch, _model_type(fam), runner) for (fam, arch, runner), c in fams.items() if c["claims"]}
+    rows = [r for r in rows if (r[0], r[-2], r[1]) in kept]
     ran = [{"family": fam, "architecture": arch, "runner": runner, "engine": {"stage": None}, **c}
            for (fam, arch, runner), c in sorted(fams.items()) if c["claims"]]  # fmt: skip
     claimed = {(f["family"], f["architecture"], f["runner"]) for f in ran}
@@ -237,7 +270,7 @@ def observe(python: str, engine: str, release: str) -> dict:
         "entry": sorted(e for e in entries if e), "families": ran,
         "not_run": {k: v for k, v in sorted(why.items()) if _key(k) not in claimed},
         "columns": ["arch", "runner", "num_layers", "ids", "config_key", "ids_read", "forward_taps", "error",
-                    "agree"],
+                    "model_type", "agree"],
         "cases": rows,
         "provenance": {"probe": "tests/engines/capture_probe.py", engine: data["version"],
                        "python": sys.version.split()[0], "seconds": round(time.time() - t0, 1)},

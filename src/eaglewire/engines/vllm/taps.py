@@ -181,6 +181,17 @@ DEEPSEEK = (
     Capture("0.18.0", 1, "L-1", "models/deepseek_v2.py:1214, 1239 @0.18.0; :1339 @0.24.0"),
     Capture("0.25.0", 1, "L", "models/deepseek_v2.py:1489 @0.25.0 (end-layer capture, vllm PR #46973)"),
 )
+# DeepSeek-V3.2: vLLM's registry routes DeepseekV32ForCausalLM to deepseek_v2.py's DeepseekV3ForCausalLM until
+# 0.28, to its own platform package from 0.29.0 (vllm/models/deepseek_v32, CUDA branch nvidia/model.py), whose
+# DeepseekV32Model captures before layer k (k = 0: the embeddings, residual None) and never after the loop.
+# Executed: the model-code records 0.29.0-0.32.0 (id 0 gives h0, id L is never captured: the generic DeepSeek
+# rows said the opposite) and 0.33.0 (ROWS_0_33).
+DEEPSEEK_V32 = (
+    *DEEPSEEK,
+    Capture("0.29.0", 0, "L-1", "vllm/models/deepseek_v32/nvidia/model.py (the registry's route from 0.29.0): "
+            "capture before layer k, none after the loop; executed: engines/vllm/data/observed/"
+            "vllm-0.29.0..0.32.0-model-code.json"),
+)  # fmt: skip
 NOT_LLAMA = "refused by the eagle3 model_type gate ('Eagle3 is only supported for Llama models', vllm#22152)"
 GATED = (
     "refused by the eagle3 model_type gate, which never lists it (config/speculative.py:778 @0.17.0 "
@@ -220,8 +231,10 @@ GROUPS: tuple[Group, ...] = (
           MIXIN, "0.29.0"),
     Group("deepseek_v2", ("deepseek_v2",), "0.18.0", "vLLM < 0.18.0: DeepSeek targets have no EAGLE-3 (gate until "
           "0.16, no interface in 0.17)", DEEPSEEK, "0.24.0"),
-    Group("deepseek_v3", ("deepseek_v3", "deepseek_v32", "kimi_k25"), "0.18.0", "vLLM < 0.18.0: DeepSeek-V3/Kimi targets have no "
+    Group("deepseek_v3", ("deepseek_v3", "kimi_k25"), "0.18.0", "vLLM < 0.18.0: DeepSeek-V3/Kimi targets have no "
           "EAGLE-3 (model_type gate until 0.16, no interface in 0.17)", DEEPSEEK, "0.29.0"),
+    Group("deepseek_v32", ("deepseek_v32",), "0.18.0", "vLLM < 0.18.0: DeepSeek-V3.2 targets have no EAGLE-3 "
+          "(model_type gate until 0.16, no interface in 0.17)", DEEPSEEK_V32, "0.29.0"),
 )  # fmt: skip
 NEVER = (("glm4_moe", "vLLM (through 0.33.0) has no EAGLE-3 for Glm4MoeForCausalLM (no SupportsEagle3)",
           "models/glm4_moe.py:534 @0.33.0", READ[2:]),
