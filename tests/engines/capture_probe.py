@@ -395,7 +395,7 @@ def _sglang_config(arch: str, num_layers: int, model_type: str | None = None):
     key = (arch, num_layers, model_type)
     if key not in _SGLANG_CONFIGS:
         _SGLANG_CONFIGS[key] = get_config(
-            str(_target_dir(arch, num_layers, model_type)), trust_remote_code=False
+            str(_target_dir(arch, num_layers, model_type)), trust_remote_code=_remote(arch, model_type)
         )
     return _SGLANG_CONFIGS[key]
 
@@ -420,8 +420,25 @@ def _target_dir(arch: str, num_layers: int, model_type: str | None = None) -> Pa
     else:
         cfg |= text
     folder = Path(tempfile.mkdtemp(prefix="capture-probe-"))
+    if model_type in REMOTE_CONFIG:  # the checkpoint's own config code (served with --trust-remote-code)
+        module, text = REMOTE_CONFIG[model_type]
+        (folder / f"{module}.py").write_text(text)
+        cfg["auto_map"] = {"AutoConfig": f"{module}.DeepseekV3Config"}
     (folder / "config.json").write_text(json.dumps(cfg))
     return folder
+
+
+# model types transformers does not know, whose checkpoints bring their config class as remote code: Kimi-K2's
+# configuration_deepseek.py is DeepSeek-V3's config class under model_type `kimi_k2`
+REMOTE_CONFIG = {
+    "kimi_k2": ("configuration_deepseek", "from transformers import DeepseekV3Config as _Base\n\n\n"
+                "class DeepseekV3Config(_Base):\n    model_type = 'kimi_k2'\n"),
+}  # fmt: skip
+
+
+def _remote(arch: str, model_type: str | None) -> bool:
+    """Whether the target's config is remote code (the launch then trusts it, as a Kimi-K2 launch must)."""
+    return _model_type(arch, model_type)[0] in REMOTE_CONFIG
 
 
 @functools.cache
@@ -434,7 +451,8 @@ def _sglang_launch(arch: str, num_layers: int, model_type: str | None = None) ->
     try:  # a launch the release refuses on a CPU (Qwen3-Next's mamba buffer strategy, 0.5.19+) sets nothing
         from sglang.srt import server_args as module
 
-        launch = module.ServerArgs(model_path=str(_target_dir(arch, num_layers, model_type)), device="cpu")
+        launch = module.ServerArgs(model_path=str(_target_dir(arch, num_layers, model_type)), device="cpu",
+                                   trust_remote_code=_remote(arch, model_type))  # fmt: skip
         done = publish(launch)
         if done is None and hasattr(module, "set_global_server_args_for_scheduler"):
             module.set_global_server_args_for_scheduler(launch)

@@ -60,7 +60,7 @@ FIRST = {"sglang": "0.4.5", "vllm": "0.8.5"}  # the issue's range: the oldest re
 RUNS_ON = {"": ("cpu", "cuda"), "v1": ("cuda",), "mrv2": ("cuda",)}
 PROBE_FAILED = "probe could not build the model"
 INSIDE = "the release captures inside the decoder layer"  # capture_probe._forward_taps's words
-NO_TAP = "its forward ran only on id lists that capture nothing"
+NO_TAP = "its forward ran only on id lists that ask for no layer it has"
 # the engine's own errors when a target cannot capture at all (its runner's request fails at startup)
 ENTRY_FAILS = ("set_eagle3_layers_to_capture", "set_aux_hidden_state_layers", "does not support EAGLE3")
 
@@ -242,9 +242,11 @@ def observe(python: str, engine: str, release: str) -> dict:
                          res.get("forward_error") or res.get("error"), model_type, agree])  # fmt: skip
     # a release that captures inside the real decoder layer (the stand-ins were handed the capture target) decides
     # nothing through its loop: an id list that captures nothing agreeing there would claim the family vacuously
-    # and a family whose loop was only seen on id lists that capture nothing (no tap came back, no engine error)
-    # says nothing about which taps it captures
-    decided = {(r[0], r[-2], r[1]) for r in rows if r[6] or (r[7] and not r[7].startswith(PROBE_FAILED))}
+    # and a family whose loop was only seen on id lists that ask for nothing it has (none, or only ids past its
+    # ends) says nothing about which taps it captures: a tap came back, the engine's own error, or a middle layer
+    # asked for and nothing returned (a loop that ignores the request) decides
+    decided = {(r[0], r[-2], r[1]) for r in rows if r[6] or (r[7] and not r[7].startswith(PROBE_FAILED))
+               or r[3] is None or any(1 <= i <= r[2] - 2 for i in r[3])}  # fmt: skip
     for fam, arch, runner in fams:
         label = f"{fam} ({arch}){' ' + runner if runner else ''}"
         if (arch, runner) in inside:
