@@ -15,8 +15,9 @@ the defaults) run unchanged. The inner class of each architecture is the one its
 name must appear in the source of the outer classes).
 
 For the decoder's forward loop, the decoder also keeps what its own __init__ would: the target's config, and the
-plain values its top-level `self.x = ...` lines compute from it, evaluated from the release's source
-(`_init_attributes`). What a launch decides is a plain one-GPU launch's: every process group the engine asserts is
+plain values its `self.x = ...` lines compute from it (in the `if` branches the config takes), evaluated from the
+release's source (`_init_attributes`). A family a case names by model_type (Kimi-K2) gets that config; one
+transformers does not know comes as the checkpoint's remote code (`REMOTE_CONFIG`). What a launch decides is a plain one-GPU launch's: every process group the engine asserts is
 initialized is one rank (`one_rank_groups`), layout flags are off (`ONE_GPU`), and SGLang's server arguments are a
 default `ServerArgs` for the target, set where the release reads them (`_sglang_launch`).
 
