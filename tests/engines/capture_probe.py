@@ -793,20 +793,20 @@ def _vllm_case(case: dict) -> dict:
     return out
 
 
-def _vllm_distributed() -> None:
-    """The pipeline and tensor-parallel groups the decoder's forward asks about: one process, one rank,
-    as a stand-in (vLLM's own group setup builds a default config first, which the CPU platform refuses without a
-    model in some releases; the probe runs in one process and makes no collective call)."""
-    from vllm.distributed import parallel_state as ps
-
-    one_rank_groups(ps)
+# the module holding each engine's process groups
+PARALLEL_STATE = {
+    "vllm": "vllm.distributed.parallel_state",
+    "sglang": "sglang.srt.distributed.parallel_state",
+}
 
 
 def one_rank_groups(module) -> list[str]:
     """Every process group the engine's `parallel_state` module asserts is initialized before use (`assert _X is not
     None, "... group is not initialized"`), stood in by one rank where unset: a decoder's loop asks the pipeline
     group whether it is the first and last rank, and one that ends in a fused all-reduce + norm, or that decides
-    context parallelism, asks a group's size (1: the plain path). The names set are returned."""
+    context parallelism, asks a group's size (1: the plain path). The engine's own group setup is not run: vLLM's
+    builds a default config first, which the CPU platform refuses without a model in some releases, and the probe
+    runs in one process and makes no collective call. The names set are returned."""
     import re
 
     found = re.findall(r"assert\s*\(?\s*(_[A-Z][A-Z0-9_]*)\s+is\s+not\s+None\s*\)?\s*,\s*\(?\s*f?[\"']"
@@ -941,12 +941,7 @@ def main(request_path: str, result_path: str) -> int:
     one = _sglang_case if engine == "sglang" else _vllm_case
     setup(engine)
     if any(c.get("forward") for c in request["cases"]):
-        if engine == "vllm":
-            _vllm_distributed()
-        else:
-            from sglang.srt.distributed import parallel_state
-
-            one_rank_groups(parallel_state)
+        one_rank_groups(importlib.import_module(PARALLEL_STATE[engine]))
     version = importlib.import_module(engine).__version__
     results = [one(case) for case in request["cases"]]
     with open(result_path + ".tmp", "w") as f:

@@ -130,11 +130,6 @@ def _targets(engine: str, release: str) -> list[tuple[str, str, str]]:
     return out
 
 
-def _model_type(family: str) -> str:
-    """The model_type a family's cases carry ("" for a family with an architecture of its own)."""
-    return BY_MODEL_TYPE[family][1] if family in BY_MODEL_TYPE else ""
-
-
 # families whose checkpoints name another family's architecture, told apart by model_type: Kimi-K2's config.json
 # is DeepseekV3ForCausalLM with model_type `kimi_k2` (targets.FAMILIES lists no architecture for it)
 BY_MODEL_TYPE = {"kimi_k2": ("DeepseekV3ForCausalLM", "kimi_k2")}
@@ -216,7 +211,7 @@ def observe(python: str, engine: str, release: str) -> dict:
     cases, meta = cases_for(engine, release)
     data = run_probe(python, engine, cases)
     assert data["version"] == release, (data["version"], release)
-    rows, fams, why, entries, inside = [], {}, {}, set(), set()
+    rows, fams, why, entries, inside, decided = [], {}, {}, set(), set(), set()
     for (arch, family, n, ids, shape, config, model_type), result in zip(meta, data["results"], strict=True):
         for runner, res in runner_results(engine, result):
             table = table_taps(engine, release, family, arch, config, n, runner, model_type)
@@ -231,32 +226,30 @@ def observe(python: str, engine: str, release: str) -> dict:
                             if not table.get("claims", True) else f"no forward ran: {sorted(res)}")  # fmt: skip
                 why.setdefault(f"{family} ({arch}){' ' + runner if runner else ''}", said[:300])
                 if INSIDE in said:
-                    inside.add((arch, runner))
+                    inside.add(key)
                 continue
             entries.add(res.get("entry"))
             f["claims"] += 1
             f["agree"] += agree
             f["graphs_differ"] |= table["graphs_differ"]
             read = res.get("ids") if engine == "sglang" else res.get("from_config")
-            rows.append([arch, runner, n, ids, shape, read, res.get("forward_taps"),
-                         res.get("forward_error") or res.get("error"), model_type, agree])  # fmt: skip
-    # a release that captures inside the real decoder layer (the stand-ins were handed the capture target) decides
-    # nothing through its loop: an id list that captures nothing agreeing there would claim the family vacuously
-    # and a family whose loop was only seen on id lists that ask for nothing it has (none, or only ids past its
-    # ends) says nothing about which taps it captures: a tap came back, the engine's own error, or a middle layer
-    # asked for and nothing returned (a loop that ignores the request) decides
-    decided = {(r[0], r[-2], r[1]) for r in rows if r[6] or (r[7] and not r[7].startswith(PROBE_FAILED))
-               or r[3] is None or any(1 <= i <= r[2] - 2 for i in r[3])}  # fmt: skip
-    for fam, arch, runner in fams:
-        label = f"{fam} ({arch}){' ' + runner if runner else ''}"
-        if (arch, runner) in inside:
-            fams[fam, arch, runner]["claims"] = 0
-            why[label] = f"{PROBE_FAILED}: {INSIDE}"
-        elif fams[fam, arch, runner]["claims"] and (arch, _model_type(fam), runner) not in decided:
-            fams[fam, arch, runner]["claims"] = 0
-            why[label] = f"{PROBE_FAILED}: {NO_TAP}"
-    kept = {(arch, _model_type(fam), runner) for (fam, arch, runner), c in fams.items() if c["claims"]}
-    rows = [r for r in rows if (r[0], r[-2], r[1]) in kept]
+            error = res.get("forward_error") or res.get("error")
+            # what decides a family: a tap came back, the engine's own error, or a middle layer asked for and
+            # nothing returned (a loop that ignores the request); not an id list asking for no layer it has
+            if res.get("forward_taps") or (error and not error.startswith(PROBE_FAILED)) or ids is None \
+                    or any(1 <= i <= n - 2 for i in ids):  # fmt: skip
+                decided.add(key)
+            rows.append((key, [arch, runner, n, ids, shape, read, res.get("forward_taps"), error, model_type,
+                               agree]))  # fmt: skip
+    # a release that captures inside the real decoder layer (the stand-ins were handed the capture target), or a
+    # family its loop decided nothing for, makes no claim: an id list that captures nothing agreeing there is vacuous
+    for key, f in fams.items():
+        reason = INSIDE if key in inside else NO_TAP if f["claims"] and key not in decided else None
+        if reason:
+            f["claims"] = 0
+            fam, arch, runner = key
+            why[f"{fam} ({arch}){' ' + runner if runner else ''}"] = f"{PROBE_FAILED}: {reason}"
+    rows = [row for key, row in rows if fams[key]["claims"]]
     ran = [{"family": fam, "architecture": arch, "runner": runner, "engine": {"stage": None}, **c}
            for (fam, arch, runner), c in sorted(fams.items()) if c["claims"]]  # fmt: skip
     claimed = {(f["family"], f["architecture"], f["runner"]) for f in ran}
