@@ -105,7 +105,8 @@ test-sglang: $(STAMP)
 	  $(PY) -m pytest -m sglang_engine tests/sglang_engine -p no:cacheprovider
 
 # Model-code records (tests/engines/model_code.py): every SGLang release from 0.4.5 and every vLLM release from
-# 0.8.5, its own capture request and decoder forward loop executed with stand-in layers, beside the table. One venv
+# 0.8.5, its own capture request and decoder forward loop executed with stand-in layers (its real layers where it
+# captures inside them), and its registry's refusal of a target it does not list, beside the table. One venv
 # per engine: its argument-code list, the few more modules older releases import (SGLang: the CPU build of its
 # kernels too); each release's wheel replaces the last. One release: MODEL_CODE_ENGINES=sglang MODEL_CODE="--release V".
 MC := $(EV)/model-code

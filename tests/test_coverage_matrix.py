@@ -89,8 +89,14 @@ def test_the_observed_vllm_cell_is_engine_with_its_record(cov):
     assert cov.cell("vllm", "0.32.0", "qwen3", "cpu").level == ("engine" if "qwen3" in ran else "read")
     sg = cov.cell("sglang", "0.5.23", "llama", "cpu")  # the SGLang tier's record (tests/sglang_engine)
     assert sg.record == "engines/sglang/data/observed/sglang-0.5.23-cpu.json"
-    # SGLang 0.5.22+ captures inside the real layer: its model code, run with stand-ins, makes no claim
-    assert cov.cell("sglang", "0.5.23", "llama", "cuda").level == "read"
+    # SGLang 0.5.21+ captures inside the real layer: its model code runs the real layers (with stand-in attention and
+    # MLP blocks), which covers CUDA too; before 0.5.11 CUDA graphs captured other ids, so CUDA there rests on reading
+    real = cov.cell("sglang", "0.5.23", "llama", "cuda")
+    assert (real.level, real.record) == (
+        "model-code",
+        "engines/sglang/data/observed/sglang-0.5.23-model-code.json",
+    )
+    assert cov.cell("sglang", "0.5.10", "llama", "cuda").level == "read"
     engine = [c for c in cov.cells if c.level == "engine"]
     assert sg in engine and cell in engine
     # every engine cell is a committed record's release, platform and a family that record ran
@@ -124,9 +130,11 @@ def test_a_record_names_its_families():
 
 
 def test_a_read_release_is_read_and_an_unread_one_none(cov):
-    read = cov.cell("sglang", "0.5.23", "llama", "cuda")
+    read = cov.cell(
+        "sglang", "0.5.10", "llama", "cuda"
+    )  # CUDA graphs there captured other ids than eager steps
     assert read.level == "read" and read.rows and all(k.startswith("sglang-llama") for k in read.rows)
-    assert cov.cell("sglang", "0.5.23", "deepseek_v3", "cpu").level == "read"
+    assert cov.cell("sglang", "0.5.10", "deepseek_v3", "cuda").level == "read"
     # releases the ledger does not list as read, between read ones: none, though check applies the rows around
     assert cov.cell("sglang", "0.4.5.post1", "llama", "cuda").level == "none"
     assert cov.cell("vllm", "0.9.0.1", "mistral", "cpu").level == "none"
@@ -196,7 +204,7 @@ def test_matrix_has_a_row_per_read_release_with_verdicts(zoo_matrix):
     assert m.seconds < 60, m.seconds
     cell = {(r.engine, r.release, c.drafter): c for r in m.releases for c in r.cells}
     new = cell[("sglang", "0.5.23", "custom-taps")]
-    assert (new.status, new.taps, new.level) == ("ok", "h0,h1,h4", "read")
+    assert (new.status, new.taps, new.level) == ("ok", "h0,h1,h4", "model-code")  # its real layers, executed
     old = cell[("sglang", "0.4.5", "custom-taps")]
     assert old.status == "mismatch" and old.taps == "h2,h4,h5" and old.fix and not old.fix["expressible"]
     assert cell[("vllm", "0.33.0", "default")].status == "ok"
@@ -281,7 +289,9 @@ def test_check_says_the_evidence_its_verdict_rests_on():
     # a CPU run does not speak for CUDA; the release's CUDA runner code, executed, does
     cuda = level("vllm==0.32.0", "cuda")
     assert cuda["level"] == "model-code" and "vllm-0.32.0-model-code.json" in cuda["basis"], cuda
-    assert level("sglang==0.5.23", None) == {"level": "read", "basis": "read at source (sglang 0.5.23)"}
+    sglang = level("sglang==0.5.23", None)  # CUDA's evidence: the release's real decoder layers, executed
+    assert sglang["level"] == "model-code" and "real decoder layers" in sglang["basis"], sglang
+    assert level("sglang==0.5.10", None) == {"level": "read", "basis": "read at source (sglang 0.5.10)"}
     assert level("vllm==0.99.0", "cpu")["level"] == "none"
 
 

@@ -21,6 +21,14 @@ transformers does not know comes as the checkpoint's remote code (`REMOTE_CONFIG
 initialized is one rank (`one_rank_groups`), layout flags are off (`ONE_GPU`), and SGLang's server arguments are a
 default `ServerArgs` for the target, set where the release reads them (`_sglang_launch`).
 
+Where a release captures inside the decoder layer instead of in its loop (SGLang's layer communicator,
+`prepare_attn_and_capture_last_layer_outputs`, from 0.5.4.post2 for Qwen3-MoE, 0.5.9 Qwen3-Next, 0.5.14 DeepSeek and
+MiniMax-M2; its layer boundaries, `attn_boundary.prepare(capture=...)`, for most families from 0.5.21), the stand-in
+layers cannot answer: the decoder is then built by its own __init__, its layers real (norms, communicator,
+boundaries) with the attention, MLP and MoE blocks stood in (`_real_decoder`), on the engine's own process groups
+for one rank (`_sglang_groups`) and a real ForwardBatch of one prefill. Each layer's blocks add exactly 1 to the
+residual stream, so the state a capture took reads as the k of its tap h_k (`_real_forward_taps`).
+
 - SGLang: `attention_backend_setup.configure_aux_hidden_state_capture` (what ModelRunner calls, :40-61), with the ids
   read from the draft config the way `model_runner_components/spec_aux_hidden_state.py:184-196` reads them:
   `eagle_config["eagle_aux_hidden_state_layer_ids"]`, any error meaning None. The target's config is what SGLang's
@@ -407,14 +415,25 @@ YARN = {"type": "yarn", "factor": 40, "original_max_position_embeddings": 4096, 
         "mscale": 1.0, "mscale_all_dim": 1.0}  # fmt: skip
 
 
+# keys a family's checkpoints carry in config.json that its transformers config class does not default, and that
+# the engine's model code reads as it builds the real layers: DeepSeek-V3's (and Kimi's) MoE layer frequency;
+# Qwen3-Next-80B-A3B's full-attention interval (SGLang's own Qwen3NextConfig derives its layer types from it)
+CHECKPOINT_KEYS = {
+    "deepseek": {"rope_scaling": YARN, "moe_layer_freq": 1},
+    "kimi": {"rope_scaling": YARN, "moe_layer_freq": 1},
+    "qwen3_next": {"full_attention_interval": 4},
+}
+
+
 @functools.cache
 def _target_dir(arch: str, num_layers: int, model_type: str | None = None) -> Path:
-    """A model folder holding only the target's config.json (kept for the probe's life: a launch reads it); an MLA
-    target (DeepSeek, Kimi) carries DeepSeek-V3's rope scaling, as its checkpoints do."""
+    """A model folder holding only the target's config.json (kept for the probe's life: a launch reads it), with
+    the keys its family's checkpoints carry (`CHECKPOINT_KEYS`)."""
     model_type, wrapped = _model_type(arch, model_type)
     text: dict[str, Any] = {"num_hidden_layers": num_layers}
-    if model_type.startswith(("deepseek", "kimi")):
-        text["rope_scaling"] = YARN
+    for prefix, keys in CHECKPOINT_KEYS.items():
+        if model_type.startswith(prefix):
+            text |= keys
     cfg: dict[str, Any] = {"architectures": [arch], "model_type": model_type}
     if wrapped:
         cfg["text_config"] = text
@@ -449,16 +468,28 @@ def _sglang_launch(arch: str, num_layers: int, model_type: str | None = None) ->
     runtime context) or the runtime context the scheduler publishes (0.5.17+), and the MoE settings the model
     runner initializes from it. Model code that asks about the launch (context parallelism, DSA options, the MoE
     all-to-all backend) then reads a plain launch's defaults. What was set, or None."""
-    try:  # a launch the release refuses on a CPU (Qwen3-Next's mamba buffer strategy, 0.5.19+) sets nothing
-        from sglang.srt import server_args as module
+    from sglang.srt import server_args as module
 
-        launch = module.ServerArgs(model_path=str(_target_dir(arch, num_layers, model_type)), device="cpu",
-                                   trust_remote_code=_remote(arch, model_type))  # fmt: skip
-        done = publish(launch)
-        if done is None and hasattr(module, "set_global_server_args_for_scheduler"):
-            module.set_global_server_args_for_scheduler(launch)
-            done = "server_args.set_global_server_args_for_scheduler(server_args)"
-    except Exception:
+    done = None
+    # a launch the release refuses on a CPU (Qwen3-Next's default mamba extra buffer, 0.5.19+: "requires platform
+    # support for Mamba cache state snapshots") is made as a CPU user must make it, without the radix cache, which
+    # holds no part of the capture; one refused both ways sets nothing
+    for extra in ({}, {"disable_radix_cache": True}):
+        try:
+            launch = module.ServerArgs(model_path=str(_target_dir(arch, num_layers, model_type)), device="cpu",
+                                       trust_remote_code=_remote(arch, model_type), **extra)  # fmt: skip
+            done = publish(launch)
+            if done is None and hasattr(module, "set_global_server_args_for_scheduler"):
+                module.set_global_server_args_for_scheduler(launch)
+                done = "server_args.set_global_server_args_for_scheduler(server_args)"
+        except Exception:
+            continue
+        done = done or "ServerArgs(...)"
+        if extra:
+            done += " with --disable-radix-cache"
+        _LAUNCHES[(arch, num_layers, model_type)] = launch
+        break
+    if done is None:
         return None
     try:  # the MoE settings the model runner initializes from the launch (0.5.x: layers/moe/utils.py)
         from sglang.srt.layers.moe import initialize_moe_config
@@ -570,7 +601,9 @@ def _sglang_case(case: dict) -> dict:
         module = importlib.import_module(f"{package}.{module_name}")
         cls = getattr(module, arch)
     except (ImportError, AttributeError) as exc:  # a release without this model file or class
-        return {"ids": None, "inner": None, "error": f"{PROBE_FAILED}: {type(exc).__name__}: {exc}"}
+        refusal = _registry_refusal("sglang", arch)  # which its own registry then refuses at startup
+        error = refusal or f"{PROBE_FAILED}: {type(exc).__name__}: {exc}"
+        return {"ids": None, "inner": None, "error": error}
     entries = module.EntryClass if isinstance(module.EntryClass, list) else [module.EntryClass]
     assert cls in entries, f"{arch} is not an EntryClass of {module_name}.py"
     try:  # spec_aux_hidden_state.py:187-196
@@ -616,16 +649,315 @@ def _sglang_case(case: dict) -> dict:
     if case.get("forward"):
         _sglang_launch(arch, num_layers, case.get("model_type"))
         out |= _forward_taps(inner, "sglang", text_config)
+        if out.get("forward_error", "").endswith(INSIDE_WORDS):  # run the real layers, which make the capture
+            out.pop("forward_error")
+            try:
+                # the config the class that builds the decoder keeps: the outer model's, or the text model's
+                real = _real_decoder(
+                    inner_cls,
+                    model.config if text_path is None else text_config,
+                    _LAUNCHES.get((arch, num_layers, case.get("model_type"))),
+                )
+                if text_path is None:
+                    model.model = real
+                else:
+                    model.language_model.model = real
+                _sglang_request_capture(model, ids)
+                out |= _real_forward_taps(real, text_config)
+            except Exception as exc:
+                out["forward_error"] = f"{PROBE_FAILED}: real layers: {type(exc).__name__}: {exc}"
     return out
 
 
+# ---- the real decoder layers, for a release that captures inside them ------------------------------------------
+
+INSIDE_WORDS = "the release captures inside the decoder layer"
+
+
+def _sglang_groups(launch) -> str:
+    """The engine's own process groups for one rank, built the way its CPU server builds them (gloo, one process,
+    127.0.0.1; `init_distributed_environment`, `initialize_model_parallel`, `initialize_dp_attention` with the
+    published launch): the real decoder layers read them as they are built (the layer communicator's scatter
+    modes, the attention TP size). One-rank stand-ins set earlier are dropped first. What was built."""
+    import socket
+
+    from sglang.srt.distributed import parallel_state as ps
+
+    for name in STOOD_IN_GROUPS:
+        setattr(ps, name, None)
+    STOOD_IN_GROUPS.clear()
+    if getattr(ps, "_WORLD", None) is None:
+        with socket.socket() as sock:
+            sock.bind(("127.0.0.1", 0))
+            port = sock.getsockname()[1]
+        ps.init_distributed_environment(world_size=1, rank=0, local_rank=0, backend="gloo",
+                                        distributed_init_method=f"tcp://127.0.0.1:{port}")  # fmt: skip
+        ps.initialize_model_parallel()
+    from sglang.srt.layers import dp_attention
+
+    params = inspect.signature(dp_attention.initialize_dp_attention).parameters
+    given = {"server_args": launch, "enable_dp_attention": False, "tp_rank": 0, "tp_size": 1, "dp_size": 1,
+             "moe_dense_tp_size": None, "pp_size": 1}  # fmt: skip
+    if "model_config" in params:
+        from sglang.srt.configs.model_config import ModelConfig
+
+        given["model_config"] = ModelConfig.from_server_args(launch)
+    dp_attention.initialize_dp_attention(**{k: given[k] for k in params})
+    return "parallel_state.initialize_model_parallel (gloo, one rank); dp_attention.initialize_dp_attention"
+
+
+STOOD_IN_GROUPS: list[str] = []  # what one_rank_groups set in this process
+_LAUNCHES: dict[tuple, Any] = {}  # (arch, L, model_type) -> the launch _sglang_launch made
+
+
+@functools.cache
+def _block_class() -> tuple[type, type]:
+    """(sub-block, its attribute) stand-ins: a layer's attention, MLP or MoE, whose output is a constant (set per
+    layer so that its sub-blocks add exactly 1 to the residual stream: h_k = k), and anything the layer reads from
+    one (a projection, a context manager, a flag), which adds nothing and reads as false."""
+    import contextlib
+
+    import torch
+
+    def hidden(args, kwargs):
+        t = kwargs.get("hidden_states")
+        if t is None:
+            t = next((x for x in args if isinstance(x, torch.Tensor) and x.is_floating_point()), None)
+        return t
+
+    class Block(torch.nn.Module):
+        def __init__(self, *args, **kwargs):
+            super().__init__()
+            self.calls, self.value = 0, 0.0
+
+        def __getattr__(self, name):
+            try:
+                return super().__getattr__(name)
+            except AttributeError:
+                if name.startswith("_"):
+                    raise
+                return Part()
+
+        def forward(self, *args, **kwargs):
+            self.calls += 1
+            return torch.full_like(hidden(args, kwargs), self.value)
+
+    class Part(Block):
+        def __bool__(self):
+            return False
+
+        def forward(self, *args, **kwargs):
+            t = hidden(args, kwargs)
+            return contextlib.nullcontext() if t is None else torch.zeros_like(t)
+
+    return Block, Part
+
+
+def _real_decoder(inner_cls: type, config, launch):
+    """The decoder built by its own __init__ on the target's config, its layers real (norms, layer communicator,
+    layer boundaries: the code that makes the capture) and every other module class the model files name (the
+    attention, MLP and MoE blocks, embeddings, linear layers, and the rotary a layer that attends in its own
+    method builds with `get_rope`) a `_block_class` stand-in while it is built: no weights or kernels. The
+    embeddings give h_0 = 0 and every norm's weight is 0.5, so a normalized state reads as 0.5, never as a tap."""
+    import torch
+
+    Block, _ = _block_class()
+    if launch is None:
+        raise ProbeError("the release refuses a launch of this target")
+    _sglang_groups(launch)
+    swapped = []
+    for name, module in list(sys.modules.items()):
+        if not name.startswith("sglang.srt.models.") or module is None:
+            continue
+        for key, value in list(vars(module).items()):
+            if key == "get_rope" and callable(value):  # the rotary a layer builds for its own attention
+                swapped.append((module, key, value))
+                setattr(module, key, lambda *args, **kwargs: Block())
+                continue
+            if not (isinstance(value, type) and issubclass(value, torch.nn.Module)):
+                continue
+            if "Norm" in key and value.__module__.startswith("vllm."):
+                swapped.append((module, key, value))
+                setattr(module, key, _contract_norm())
+            elif value.__module__.startswith("sglang.srt") and not (
+                key.endswith(("DecoderLayer", "Model")) or "Norm" in key
+            ):
+                swapped.append((module, key, value))
+                setattr(module, key, Block)
+    try:
+        inner = inner_cls(config=config, quant_config=None, prefix="model")
+    finally:
+        for module, key, value in swapped:
+            setattr(module, key, value)
+    width = config.hidden_size
+
+    class Embed(torch.nn.Module):
+        def forward(self, input_ids, *args, **kwargs):
+            return torch.zeros(input_ids.shape[0], width)
+
+    for name in ("embed_tokens", "embedding"):
+        if isinstance(getattr(inner, name, None), Block):
+            setattr(inner, name, Embed())
+    with torch.no_grad():
+        for module in inner.modules():
+            if "Norm" in type(module).__name__ and isinstance(getattr(module, "weight", None), torch.Tensor):
+                module.weight.fill_(0.5)
+    for layer in inner.layers:
+        for name in METHOD_BLOCKS:
+            if inspect.isfunction(getattr(type(layer), name, None)):
+                object.__setattr__(layer, name, Block())  # the instance's own, over the class's method
+    return inner
+
+
+@functools.cache
+def _contract_norm() -> type:
+    """A norm with the contract every engine's RMSNorm keeps (`norm(x) -> y`; `norm(x, residual) -> (y, x +
+    residual)`), its output 0.5: for a release whose layernorm module, on a CPU without AMX, falls back to vLLM's
+    RMSNorm (SGLang 0.5.x `layers/layernorm.py`, its last lines), which cannot be built outside a vLLM engine. On
+    CUDA the release builds its own; which state the layer captures is the layer's code, not the norm's."""
+    import torch
+
+    class ContractNorm(torch.nn.Module):
+        def __init__(self, hidden_size=None, *args, **kwargs):
+            super().__init__()
+            self.weight = torch.nn.Parameter(torch.full((hidden_size or 1,), 0.5))
+
+        def forward(self, x, residual=None, *args, **kwargs):
+            if residual is None:
+                return torch.full_like(x, 0.5)
+            total = x + residual
+            return torch.full_like(total, 0.5), total
+
+    return ContractNorm
+
+
+# a layer's sub-block written as a method of the layer itself, not a module it holds (Qwen3-Next's full-attention
+# layer projects, rotates and attends in `self_attention`): stood in like a module block
+METHOD_BLOCKS = ("self_attention",)
+
+
+def _blocks(layer) -> list:
+    """A layer's sub-block stand-ins: the modules it holds and the methods stood in."""
+    Block, _ = _block_class()
+    held = [m for m in layer.children() if isinstance(m, Block)]
+    return held + [vars(layer)[n] for n in METHOD_BLOCKS if isinstance(vars(layer).get(n), Block)]
+
+
+def _forward_batch(tokens: int):
+    """A real ForwardBatch of one prefill request (its required fields; every other field its default)."""
+    import dataclasses
+
+    import torch
+    from sglang.srt.model_executor.forward_batch_info import ForwardBatch, ForwardMode
+
+    known = {"forward_mode": ForwardMode.EXTEND, "batch_size": 1, "input_ids": torch.zeros(tokens, dtype=torch.long),
+             "req_pool_indices": torch.zeros(1, dtype=torch.long), "seq_lens": torch.tensor([tokens]),
+             "out_cache_loc": torch.arange(tokens), "seq_lens_sum": tokens}  # fmt: skip
+    needed = [f.name for f in dataclasses.fields(ForwardBatch)
+              if f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING]  # fmt: skip
+    missing = [n for n in needed if n not in known]
+    if missing:
+        raise ProbeError(f"ForwardBatch needs {missing}")
+    return ForwardBatch(**{n: known[n] for n in needed})
+
+
+REAL = {"forward_path": "real decoder layers"}  # what a result of the real layers says
+
+
+def _real_forward_taps(inner, config) -> dict:
+    """Run the real decoder's forward on three tokens, twice: the first counts the sub-block calls of each layer
+    (n), the second sets each to 1/n so every layer adds exactly 1 (h_k = k along the residual stream). Each
+    captured state is then the constant k of its tap h_k; a layer whose sub-blocks were not called, or a state
+    that is not one constant 0..L, makes no claim."""
+    import torch
+
+    tops = [_blocks(layer) for layer in inner.layers]
+    positions, ids = torch.arange(3), torch.zeros(3, dtype=torch.long)
+    try:
+        type(inner).forward(inner, ids, positions, _forward_batch(3))
+        counts = [sum(m.calls for m in blocks) for blocks in tops]
+        if not all(counts):
+            return {
+                "forward_error": f"{PROBE_FAILED}: real layers: sub-blocks called per layer {counts}",
+                **REAL,
+            }
+        for blocks, n in zip(tops, counts, strict=True):
+            for m in blocks:
+                m.value = 1.0 / n
+        out = type(inner).forward(inner, ids, positions, _forward_batch(3))
+    except ProbeError as exc:
+        return {"forward_error": f"{PROBE_FAILED}: real layers: {exc}", **REAL}
+    except Exception as exc:
+        if os.environ.get("CAPTURE_PROBE_TRACE"):
+            import traceback
+
+            traceback.print_exc()
+        text = f"{type(exc).__name__}: {exc}"
+        own = isinstance(exc, TypeError) and "NoneType" in str(exc)
+        return {"forward_error": text if own else f"{PROBE_FAILED}: real layers: forward: {text}", **REAL}
+    aux = out[1] if isinstance(out, tuple) and len(out) == 2 else []
+    if isinstance(aux, torch.Tensor):  # packed [tokens, K * hidden] (AuxHiddenStatePacker)
+        aux = list(aux.split(config.hidden_size, dim=-1))
+    taps = []
+    for t in aux:
+        vals = torch.unique(t.detach())
+        k = round(float(vals[0])) if len(vals) and float(vals.max() - vals.min()) < 1e-4 else None
+        ok = k is not None and abs(float(vals[0]) - k) < 1e-4 and 0 <= k <= len(inner.layers)
+        taps.append(k if ok else None)
+    return {"forward_taps": taps, **REAL}
+
+
 # ---- vLLM ------------------------------------------------------------------------------------------------------
+
+
+class RegistryRefusal(Exception):
+    """The release's own model registry refuses the architecture (the engine's error at startup)."""
+
+
+def _registry_refusal(engine: str, arch: str) -> str | None:
+    """The engine's own words when its model registry does not list the architecture: the release's
+    `ModelRegistry._raise_for_unsupported([arch])`, which a launch of such a target reaches at startup (vLLM
+    `model_executor/models/registry.py`, SGLang `srt/models/registry.py`), up to its list of supported
+    architectures; None where the registry lists it (or the release has no such method)."""
+    module = "vllm.model_executor.models.registry" if engine == "vllm" else "sglang.srt.models.registry"
+    if engine == "sglang" and _named_in_model_files(arch):
+        return (
+            None  # a model file names it: SGLang's registry skips a file that fails to import here, not there
+        )
+    try:
+        registry = importlib.import_module(module).ModelRegistry
+        if arch in registry.get_supported_archs():
+            return None
+        registry._raise_for_unsupported([arch])
+    except ValueError as exc:
+        return f"{type(exc).__name__}: {str(exc).split(' Supported architectures:')[0]}"
+    except Exception:
+        return None
+    return None
+
+
+def _named_in_model_files(arch: str) -> bool:
+    """Whether any of SGLang's model files names the architecture. SGLang's registry is whatever its model files
+    export (`import_model_classes` imports each and skips one that fails), so a file that fails to import on this
+    machine (a GPU-only package it needs) would read as a refusal: only an architecture no file names is one."""
+    import re
+
+    import sglang.srt.models as models
+
+    pattern = re.compile(rf"\b{re.escape(arch)}\b")
+    return any(
+        pattern.search(p.read_text(errors="replace")) for d in models.__path__ for p in Path(d).rglob("*.py")
+    )
 
 
 @functools.cache
 def _vllm_class(arch: str) -> type:
     from vllm.model_executor.models.registry import _VLLM_MODELS  # what vLLM resolves architectures with
 
+    if arch not in _VLLM_MODELS:
+        refusal = _registry_refusal("vllm", arch)
+        if refusal:
+            raise RegistryRefusal(refusal)
     module_name, cls_name = _VLLM_MODELS[arch]
     if module_name in CUDA_BRANCH:
         module_name = f"{module_name}.{CUDA_BRANCH[module_name]}"
@@ -775,10 +1107,14 @@ def _vllm_case(case: dict) -> dict:
     for runner, run in (("v1", v1), ("mrv2", mrv2)):
         entry: dict[str, Any] = {"inner": None}
         try:
+            if runner == "mrv2" and set_eagle3_aux_hidden_state_layers is None:
+                raise ProbeError("no Model Runner V2 in this release")
             model, inner, entry["inner"] = _vllm_model(arch, num_layers)
             read = run(model)
             entry["from_config"] = None if read is None else list(read)
             entry["captured"] = list(inner.aux_hidden_state_layers)
+        except RegistryRefusal as exc:
+            entry["error"] = str(exc)
         except Exception as exc:
             entry["error"] = (
                 f"{PROBE_FAILED}: {exc}" if isinstance(exc, ProbeError) else f"{type(exc).__name__}: {exc}"
@@ -870,6 +1206,8 @@ def setup(engine: str) -> None:
     if not hasattr(torch._C._cpu, "_is_avx512_supported"):
         torch._C._cpu._is_avx512_supported = lambda: _cpu_flag("avx512f")
     if engine == "sglang":
+        # GPU-only packages SGLang's model files import at module level (stubs/sglang: cutlass, cuda)
+        sys.path.append(str(Path(__file__).with_name("stubs") / "sglang"))
         try:  # the CPU build of SGLang's kernels lacks CUDA ops older model files import by name (quantization,
             # MoE): import-time names only, each raising if called; the capture code calls none of them
             import sgl_kernel
@@ -941,7 +1279,7 @@ def main(request_path: str, result_path: str) -> int:
     one = _sglang_case if engine == "sglang" else _vllm_case
     setup(engine)
     if any(c.get("forward") for c in request["cases"]):
-        one_rank_groups(importlib.import_module(PARALLEL_STATE[engine]))
+        STOOD_IN_GROUPS.extend(one_rank_groups(importlib.import_module(PARALLEL_STATE[engine])))
     version = importlib.import_module(engine).__version__
     results = [one(case) for case in request["cases"]]
     with open(result_path + ".tmp", "w") as f:

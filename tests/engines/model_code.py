@@ -8,8 +8,10 @@ run capture_probe.py there over every target architecture the table names and th
 the fixed id lists of capture.py: the release's own capture request (its model runner's entry, by what the
 release has: capture_probe._sglang_request_capture, _vllm_v1_entry and Model Runner V2's) and its decoder's own
 forward loop, run on three tokens with stand-in layers whose outputs are the taps they make
-(capture_probe._forward_taps). What the forward returned is set beside the taps the table gives for that release
-(and runner).
+(capture_probe._forward_taps). A release that captures inside its decoder layers (SGLang's layer communicator and
+layer boundaries) runs its real layers instead, built by the decoder's own __init__ with stand-in attention and MLP
+blocks, each layer adding 1 to the residual stream (capture_probe._real_decoder; the family's `layers: real`).
+What the forward returned is set beside the taps the table gives for that release (and runner).
 
 One record per release, `engines/<engine>/data/observed/<engine>-V-model-code.json` (level `model-code`): per case
 the forward's taps or the engine's own error beside the table's agreement; per family, runner and platform what it
@@ -62,7 +64,9 @@ PROBE_FAILED = "probe could not build the model"
 INSIDE = "the release captures inside the decoder layer"  # capture_probe._forward_taps's words
 NO_TAP = "its forward ran only on id lists that ask for no layer it has"
 # the engine's own errors when a target cannot capture at all (its runner's request fails at startup)
-ENTRY_FAILS = ("set_eagle3_layers_to_capture", "set_aux_hidden_state_layers", "does not support EAGLE3")
+# (the release's model registry refusing the architecture: capture_probe._registry_refusal)
+ENTRY_FAILS = ("set_eagle3_layers_to_capture", "set_aux_hidden_state_layers", "does not support EAGLE3",
+               "are not supported for now", "is not supported anymore")  # fmt: skip
 
 
 def out_dir(engine: str) -> Path:
@@ -219,6 +223,8 @@ def observe(python: str, engine: str, release: str) -> dict:
             key = (family, arch, runner)
             f = fams.setdefault(key, {"cases": 0, "claims": 0, "agree": 0, "graphs_differ": False})
             f["cases"] += 1
+            if res.get("forward_path") == "real decoder layers":  # the release captures inside its layers
+                f["layers"] = "real"
             if agree is None:
                 said = res.get("forward_error") or res.get("error")
                 if not said:
@@ -261,7 +267,8 @@ def observe(python: str, engine: str, release: str) -> dict:
     return {
         "engine": f"{engine}=={release}", "platform": "cpu", "level": "model-code",
         "covers": covers(engine, release, ran),
-        "what": "the release's own capture request and decoder forward loop, executed with stand-in layers",
+        "what": "the release's own capture request and decoder forward loop, executed with stand-in layers (a "
+                "release that captures inside its layers: the real layers, with stand-in attention and MLP blocks)",
         "entry": sorted(e for e in entries if e), "families": ran,
         "not_run": {k: v for k, v in sorted(why.items()) if _key(k) not in claimed},
         "columns": ["arch", "runner", "num_layers", "ids", "config_key", "ids_read", "forward_taps", "error",

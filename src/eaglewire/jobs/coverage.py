@@ -146,6 +146,10 @@ class _Seen:
     stand_ins: bool = False
     speculates: bool = True  # an engine record: the engine got past its refusals to speculation
     draft_build: bool = False  # a draft-settings record: the release's own draft build and loader, executed
+    # model-code families decided by the release's real decoder layers (it captures inside them), and by its model
+    # registry refusing the architecture (no capture code ran)
+    real_layers: frozenset[str] = frozenset()
+    refused: frozenset[str] = frozenset()
 
 
 def _observations(engine: str) -> list[_Seen]:
@@ -176,10 +180,36 @@ def _observations(engine: str) -> list[_Seen]:
         else:
             fams = record_families(rec)
         draft_build = record.startswith("draft-settings/")
+        real, refused = _how_decided(rec, runner)
         out.append(_Seen(str(Version(version)), platform, level, where, fams, runner, rec["platform"],
                          "covers" in rec and not draft_build, rec.get("speculates", True) is not False,
-                         draft_build))  # fmt: skip
+                         draft_build, real, refused))  # fmt: skip
     return out
+
+
+# the engines' own words when their model registry does not list an architecture (registry.py
+# _raise_for_unsupported, vLLM and SGLang alike)
+REGISTRY_REFUSES = ("are not supported for now", "is not supported anymore")
+
+
+def _how_decided(rec: dict, runner: str) -> tuple[frozenset[str], frozenset[str]]:
+    """(families its real decoder layers decided, families its registry refused) in a model-code record, for the
+    runner: the family entries say `layers: real`; a refusal is a family whose every case is the registry's error."""
+    if "covers" not in rec or "columns" not in rec:
+        return frozenset(), frozenset()
+    fams = [f for f in rec.get("families", ()) if f.get("runner", "") == runner]
+    real = frozenset(f["family"] for f in fams if f.get("layers") == "real")
+    cols = rec["columns"]
+    errors: dict[str, list[str]] = {}
+    for values in rec["cases"]:
+        row = dict(zip(cols, values, strict=True))
+        if row.get("runner", "") == runner:
+            errors.setdefault(row["arch"], []).append(row.get("error") or "")
+    refused = frozenset(
+        f["family"] for f in fams
+        if errors.get(f["architecture"]) and all(any(w in e for w in REGISTRY_REFUSES) for e in errors[f["architecture"]])
+    )  # fmt: skip
+    return real, refused
 
 
 def model_code_families(rec: dict) -> frozenset[str]:
@@ -424,6 +454,11 @@ def evidence(engine: str, version: str, family: str, platform: str | None, read:
                 what = "engine run"
             elif hit.draft_build:  # the release's draft build, its loader handed an EAGLE-3 head
                 what = f"model code, executed ({runner}draft build and weight loader)"
+            elif family in hit.refused:  # the release's model registry does not list the architecture
+                what = f"model code, executed ({runner}model registry: the architecture is not listed)"
+            elif family in hit.real_layers:  # a release that captures inside its decoder layers
+                what = (f"model code, executed ({runner}capture request and real decoder layers, stand-in "
+                        "attention and MLP blocks)")  # fmt: skip
             elif hit.stand_ins:  # the release's capture request and decoder loop, with stand-in layers
                 what = f"model code, executed ({runner}capture request and decoder loop, stand-in layers)"
             elif hit.ran_on != where:
