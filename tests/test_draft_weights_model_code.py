@@ -1,5 +1,6 @@
-"""Draft-weights records (tests/engines/draft_weights.py) against the embedding and head rows: per vLLM release,
-the embedding and lm_head its own EagleProposer gave each drafter copy are the ones `test --engine` walks.
+"""Draft-weights records (tests/engines/draft_weights.py, draft_weights_sglang.py) against the embedding and head
+rows: per vLLM release, the embedding and lm_head its own EagleProposer gave each drafter copy, and per SGLang
+release what its loader and EAGLE worker gave it, are the ones `test --engine` walks.
 
 Per record and copy the release answered "target" (the proposer put the target's module in the draft) or "own", or
 failed at load. The rows' answer is jobs/pair's (`served_embedding`, `served_head`): where the copy's weights equal
@@ -17,6 +18,8 @@ import pytest
 import torch
 from engines.draft_settings import ARTEFACTS as DRAFT_SETTINGS_ARTEFACTS
 from engines.draft_weights import OUT, write_copies
+from engines.draft_weights_sglang import OUT as SGLANG_OUT
+from engines.draft_weights_sglang import write_copies as write_sglang_copies
 from engines.model_code import releases
 from packaging.specifiers import SpecifierSet
 from packaging.version import Version
@@ -118,3 +121,55 @@ def test_the_release_gives_the_draft_what_the_rows_say(path, copies, target):
         assert got["lm_head"] == want_head or same_head, (name, got, head)
         answered += 1
     assert answered or release in NO_LOAD, f"{path.name}: no copy loaded"
+
+
+# ---- SGLang: the release's loader and its EAGLE worker's sharing code (tests/engines/draft_weights_sglang.py) ----
+
+SGLANG_RECORDS = sorted(SGLANG_OUT.glob("sglang-*.json"))
+
+
+@pytest.fixture(scope="module")
+def sglang_copies(tmp_path_factory) -> dict[str, Path]:
+    return write_sglang_copies(tmp_path_factory.mktemp("draft-weights-sglang"))
+
+
+def _sglang_release(path: Path) -> str:
+    return path.name[len("sglang-") : -len(".json")]
+
+
+def test_sglang_records_exist_around_every_row_boundary():
+    have = {_sglang_release(p) for p in SGLANG_RECORDS}
+    wanted = {"0.4.5", "0.5.1.post3", "0.5.2", "0.5.23"} & set(releases("sglang"))
+    assert wanted <= have, sorted(wanted - have)
+
+
+@pytest.mark.parametrize("path", SGLANG_RECORDS, ids=[_sglang_release(p) for p in SGLANG_RECORDS])
+def test_the_sglang_release_gives_the_draft_what_the_rows_say(path, sglang_copies, target):
+    release = _sglang_release(path)
+    rec = _record(path)
+    assert rec["engine"] == f"sglang=={release}" == f"sglang=={rec['provenance']['sglang']}"
+    assert set(rec["results"]) == set(sglang_copies)
+    assert rec["drafters"]["sha256"] == {n: files_sha256(p) for n, p in sglang_copies.items()}
+    engine, answered = f"sglang=={release}", 0
+    for name, got in rec["results"].items():
+        ckpt = read_drafter(sglang_copies[name])
+        head, _ = served_head(ckpt, target, engine)
+        if got["error"] is not None:  # the release refused the copy at load: a head the rows call refused
+            assert got["error"]["stage"] == "load" and head in REFUSED, (name, head, got["error"])
+            continue
+        assert head not in REFUSED or head == "unloaded", (name, head, got)
+        embedding, _ = served_embedding(ckpt, target, engine)
+        same_embedding = torch.equal(
+            ckpt.tensors["embed_tokens.weight"].float(), target.input_embedding().float()
+        )
+        assert got["embedding"] == embedding or same_embedding, (name, got, embedding)
+        own_head = ckpt.tensors.get("lm_head.weight")
+        same_head = (
+            own_head is not None
+            and own_head.shape == target.lm_head().shape
+            and torch.equal(own_head.float(), target.lm_head().float())
+        )
+        want_head = "own" if head == "unloaded" else head
+        assert got["lm_head"] == want_head or same_head, (name, got, head)
+        answered += 1
+    assert answered, f"{path.name}: no copy loaded"

@@ -218,22 +218,29 @@ def _case(case: dict, form: str | None) -> dict:
         os.environ.update(saved)
 
 
-def main(request_path: str, result_path: str) -> int:
-    with open(request_path) as f:
-        request = json.load(f)
-    assert request["engine"] == "sglang", "this probe answers for SGLang"
-    setup("sglang")
+def answer_as_a_gpu() -> None:
+    """SGLang's device capability and memory answered as an H100's (GPU_CAPABILITY, GPU_MEMORY_MB), set before any
+    module imports them by name. Shared with weights_probe_sglang.py."""
     import importlib
 
-    import sglang
-
-    for name in ("sglang.srt.utils", "sglang.srt.utils.common"):  # before any module imports it by name
+    for name in ("sglang.srt.utils", "sglang.srt.utils.common"):
         try:
             module = importlib.import_module(name)
             module.get_device_capability = lambda *a, **k: GPU_CAPABILITY
             module.get_device_memory_capacity = lambda *a, **k: GPU_MEMORY_MB
         except (ImportError, AttributeError):
             pass
+
+
+def main(request_path: str, result_path: str) -> int:
+    with open(request_path) as f:
+        request = json.load(f)
+    assert request["engine"] == "sglang", "this probe answers for SGLang"
+    setup("sglang")
+
+    import sglang
+
+    answer_as_a_gpu()
     _spy_runner()
     form = _context_form()
     results = [_case(case, form) for case in request["cases"]]

@@ -202,6 +202,12 @@ RULES += [
 
 # ---- the draft's token embedding -----------------------------------------------------------------------------
 
+# every row below, run: the release's loader builds and loads each drafter copy, then its EAGLE worker's own code
+# shares the target's weights (tests/engines/draft_weights_sglang.py; replayed by tests/test_draft_weights_model_code.py)
+WEIGHTS_EXECUTED = (
+    "; model code, executed at every release 0.4.5-0.5.23: engines/sglang/data/draft-weights/sglang-V.json"
+)
+
 EMBEDDING_ROWS: tuple[DraftEmbedding, ...] = (
     DraftEmbedding(
         name="sglang.eagle3-embedding-from-target",
@@ -211,7 +217,7 @@ EMBEDDING_ROWS: tuple[DraftEmbedding, ...] = (
         why="the EAGLE worker hands the draft the target's embedding (`set_embed(embed)`), which replaces the "
         "drafter's own embed_tokens weight unless the drafter's target_hidden_size differs from its hidden_size",
         source="sglang 0.4.5 speculative/eagle_worker.py:122-124, models/llama.py:623-631 (set_embed); 0.5.23 "
-        "speculative/eagle_worker_v2.py:353-363, models/llama.py:910-918",
+        "speculative/eagle_worker_v2.py:353-363, models/llama.py:910-918" + WEIGHTS_EXECUTED,
         observed="sglang-0.5.23-cpu-draft-weights.json (tests/sglang_engine/records: SGLang 0.5.23 on the CPU "
         "served a copy of the zoo drafter with a random embedding; its reading, 2.653, is the walk under the "
         "target's embedding, not under its own, 1.130)",
@@ -241,7 +247,7 @@ HEAD_ROWS: tuple[DraftHead, ...] = (
         "config.draft_vocab_size, which only a config.json that names the key has)",
         fix='name the key: "draft_vocab_size": the lm_head\'s rows (the vocabulary size for a '
         "full-vocabulary head)",
-        source="sglang 0.4.5 models/llama_eagle3.py:171; 0.5.2 :205; 0.5.23 :306",
+        source="sglang 0.4.5 models/llama_eagle3.py:171; 0.5.2 :205; 0.5.23 :306" + WEIGHTS_EXECUTED,
         observed="sglang-0.5.23-cpu-draft-weights.json (tests/sglang_engine/records: the server exited at load with "
         "this AttributeError)",
     ),
@@ -254,7 +260,8 @@ HEAD_ROWS: tuple[DraftHead, ...] = (
         why="the draft's lm_head is built as ParallelLMHead(None, hidden_size): a TypeError at load",
         fix="give draft_vocab_size its value (the lm_head's rows), or serve SGLang >= 0.5.2, which lends "
         "the target's lm_head",
-        source="sglang 0.4.5 models/llama_eagle3.py:170-175; 0.5.1.post3 :191-196 (no load_lm_head_from_target)",
+        source="sglang 0.4.5 models/llama_eagle3.py:170-175; 0.5.1.post3 :191-196 (no load_lm_head_from_target)"
+        + WEIGHTS_EXECUTED,
     ),
     DraftHead(
         name="sglang.eagle3-head-from-target",
@@ -265,7 +272,7 @@ HEAD_ROWS: tuple[DraftHead, ...] = (
         why="load_lm_head_from_target: the draft gets a full-vocabulary head and the EAGLE worker replaces it with "
         "the target's lm_head (set_embed_and_head), whatever the checkpoint's lm_head holds",
         source="sglang 0.5.2 models/llama_eagle3.py:201-207, speculative/eagle_worker.py:146-149; 0.5.23 "
-        "models/llama_eagle3.py:302-308, speculative/eagle_worker_v2.py:355-360",
+        "models/llama_eagle3.py:302-308, speculative/eagle_worker_v2.py:355-360" + WEIGHTS_EXECUTED,
         observed="sglang-0.5.23-cpu-draft-weights.json (tests/sglang_engine/records: SGLang 0.5.23 on the CPU "
         "served copies of the zoo drafter with a random lm_head and with none; its reading, 2.073, is the walk "
         "under the target's lm_head, 2.081, not under its own, 1.016)",
