@@ -141,9 +141,14 @@ draft-settings: $(STAMP) $(foreach e,$(DRAFT_SETTINGS_ENGINES),$(MC)-$(e)/.insta
 	    --python ../$(MC)-$$e/bin/python $(DRAFT_SETTINGS)) || exit 1; done
 
 # Which embedding and lm_head each vLLM release's own EAGLE proposer gives the draft (tests/engines/draft_weights.py),
-# one record per release from 0.9.1, in the vLLM model-code venv (about 45 s a release); resumable.
-draft-weights: $(STAMP) $(MC)-vllm/.installed
-	cd tests && ../$(PY) -m engines.draft_weights --python ../$(MC)-vllm/bin/python $(DRAFT_WEIGHTS)
+# one record per release from 0.9.1, in the vLLM model-code venv (about 45 s a release), and each SGLang release's
+# loader and EAGLE worker from 0.4.5 (tests/engines/draft_weights_sglang.py, about 20 s a release); resumable.
+DRAFT_WEIGHTS_ENGINES ?= vllm sglang
+
+draft-weights: $(STAMP) $(foreach e,$(DRAFT_WEIGHTS_ENGINES),$(MC)-$(e)/.installed)
+	for e in $(DRAFT_WEIGHTS_ENGINES); do \
+	  (cd tests && ../$(PY) -m engines.draft_weights$$([ $$e = sglang ] && echo _sglang) \
+	    --python ../$(MC)-$$e/bin/python $(DRAFT_WEIGHTS)) || exit 1; done
 
 bench: $(STAMP)
 	$(PY) -m eaglewire.cli bench-all --out bench-results
