@@ -105,22 +105,28 @@ def test_the_release_gives_the_draft_what_the_rows_say(path, copies, target):
         if error is not None:
             assert head in REFUSED, (name, head, error)
             continue
-        assert head not in REFUSED or head == "unloaded", (name, head, got)
-        embedding, _ = served_embedding(ckpt, target, engine)
-        same_embedding = torch.equal(
-            ckpt.tensors["embed_tokens.weight"].float(), target.input_embedding().float()
-        )
-        assert got["embedding"] == embedding or same_embedding, (name, got, embedding)
-        own_head = ckpt.tensors.get("lm_head.weight")
-        same_head = (
-            own_head is not None
-            and own_head.shape == target.lm_head().shape
-            and torch.equal(own_head.float(), target.lm_head().float())
-        )
-        want_head = "own" if head == "unloaded" else head  # an unfilled head is still the draft's own module
-        assert got["lm_head"] == want_head or same_head, (name, got, head)
+        _agrees(name, got, head, ckpt, target, engine)
         answered += 1
     assert answered or release in NO_LOAD, f"{path.name}: no copy loaded"
+
+
+def _agrees(name: str, got: dict, head: str, ckpt, target, engine: str) -> None:
+    """A loaded copy: the embedding and lm_head the release gave it are the rows' (either, where the copy's own
+    weights equal the target's: both compute the same)."""
+    assert head not in REFUSED or head == "unloaded", (name, head, got)
+    embedding, _ = served_embedding(ckpt, target, engine)
+    same_embedding = torch.equal(
+        ckpt.tensors["embed_tokens.weight"].float(), target.input_embedding().float()
+    )
+    assert got["embedding"] == embedding or same_embedding, (name, got, embedding)
+    own_head = ckpt.tensors.get("lm_head.weight")
+    same_head = (
+        own_head is not None
+        and own_head.shape == target.lm_head().shape
+        and torch.equal(own_head.float(), target.lm_head().float())
+    )
+    want_head = "own" if head == "unloaded" else head  # an unfilled head is still the draft's own module
+    assert got["lm_head"] == want_head or same_head, (name, got, head)
 
 
 # ---- SGLang: the release's loader and its EAGLE worker's sharing code (tests/engines/draft_weights_sglang.py) ----
@@ -157,19 +163,6 @@ def test_the_sglang_release_gives_the_draft_what_the_rows_say(path, sglang_copie
         if got["error"] is not None:  # the release refused the copy at load: a head the rows call refused
             assert got["error"]["stage"] == "load" and head in REFUSED, (name, head, got["error"])
             continue
-        assert head not in REFUSED or head == "unloaded", (name, head, got)
-        embedding, _ = served_embedding(ckpt, target, engine)
-        same_embedding = torch.equal(
-            ckpt.tensors["embed_tokens.weight"].float(), target.input_embedding().float()
-        )
-        assert got["embedding"] == embedding or same_embedding, (name, got, embedding)
-        own_head = ckpt.tensors.get("lm_head.weight")
-        same_head = (
-            own_head is not None
-            and own_head.shape == target.lm_head().shape
-            and torch.equal(own_head.float(), target.lm_head().float())
-        )
-        want_head = "own" if head == "unloaded" else head
-        assert got["lm_head"] == want_head or same_head, (name, got, head)
+        _agrees(name, got, head, ckpt, target, engine)
         answered += 1
     assert answered, f"{path.name}: no copy loaded"

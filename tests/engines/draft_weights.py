@@ -17,6 +17,7 @@ every record against the embedding and head rows (engines/vllm/draft.py EMBEDDIN
 
 from __future__ import annotations
 
+import inspect
 import json
 import os
 import shutil
@@ -54,30 +55,37 @@ def write_copies(root: Path) -> dict[str, Path]:
     return copies
 
 
-def record(python: str, release: str) -> dict:
+def run_weights_probe(python: str, release: str, engine: str, probe: Path, copies_fn, what: str) -> dict:
+    """A release's draft-weights record: `probe` run in the engine venv over every drafter copy `copies_fn` writes
+    (the zoo target beside them), with the copies' and target's hashes. Shared with draft_weights_sglang.py."""
     t0 = time.time()
     with tempfile.TemporaryDirectory() as tmp:
-        copies = write_copies(Path(tmp) / "drafters")
+        copies = copies_fn(Path(tmp) / "drafters")
         req, res = Path(tmp) / "req.json", Path(tmp) / "res.json"
         req.write_text(
             json.dumps({"target": str(zoo.target_dir()), "drafters": {n: str(p) for n, p in copies.items()}})
         )
-        proc = subprocess.run([os.path.abspath(python), str(PROBE), str(req), str(res)], capture_output=True, text=True, timeout=1800,
-                              cwd=PROBE.parent)  # fmt: skip
+        proc = subprocess.run([os.path.abspath(python), str(probe), str(req), str(res)], capture_output=True,
+                              text=True, timeout=1800, cwd=probe.parent)  # fmt: skip
         if not res.is_file():
             raise RuntimeError(f"weights probe failed: {proc.stderr.strip().splitlines()[-3:]}")
         got = json.loads(res.read_text())
         sha = {n: files_sha256(p) for n, p in copies.items()}
     assert got["version"] == release, (got["version"], release)
-    return {"engine": f"vllm=={release}", "platform": "cpu", "level": "model-code",
-            "what": "the release's own EagleProposer.load_model: the draft built and its checkpoint loaded by the "
-                    "release's loader, then its embedding and lm_head sharing against the target's",
+    module = Path(inspect.getsourcefile(copies_fn)).name
+    return {"engine": f"{engine}=={release}", "platform": "cpu", "level": "model-code", "what": what,
             "answered": got["answered"],
-            "drafters": {"copies": "tests/engines/draft_weights.py write_copies", "sha256": sha,
+            "drafters": {"copies": f"tests/engines/{module} write_copies", "sha256": sha,
                          "target_sha256": files_sha256(zoo.target_dir())},
             "results": got["results"],
-            "provenance": {"probe": "tests/engines/weights_probe.py", "vllm": got["version"],
+            "provenance": {"probe": f"tests/engines/{probe.name}", engine: got["version"],
                            "seconds": round(time.time() - t0, 1)}}  # fmt: skip
+
+
+def record(python: str, release: str) -> dict:
+    what = ("the release's own EagleProposer.load_model: the draft built and its checkpoint loaded by the release's "
+            "loader, then its embedding and lm_head sharing against the target's")  # fmt: skip
+    return run_weights_probe(python, release, "vllm", PROBE, write_copies, what)
 
 
 def main() -> None:
