@@ -123,11 +123,30 @@ def _class(path: str, package: str) -> type:
 
 
 def _bare(cls: type, **attrs: Any):
-    """An instance of the real class without its __init__ (no weights, kernels or process groups)."""
+    """An instance of the real class without its __init__ (no weights, kernels or process groups). A wrapper that is
+    no module and hands every attribute to the model its __init__ builds as `self.inner = X(...)` (SGLang's
+    Mistral3ForConditionalGeneration over LlavaForConditionalGeneration, 0.4.6.post5-0.5.22) holds a bare X there."""
+    import re
+
     import torch
 
     obj = cls.__new__(cls)
-    torch.nn.Module.__init__(obj)
+    if issubclass(cls, torch.nn.Module):
+        torch.nn.Module.__init__(obj)
+    else:
+        built = re.search(r"self\.inner\s*=\s*(\w+)\(", _class_source(cls))
+        if built:
+            namespace = vars(sys.modules[cls.__module__])
+            init_source = _class_source(cls)
+            local = re.search(
+                rf"from ([\w.]+) import {built.group(1)}\b", init_source
+            )  # a lazy import in __init__
+            inner_cls = (
+                getattr(importlib.import_module(local.group(1)), built.group(1))
+                if local
+                else namespace[built.group(1)]
+            )
+            object.__setattr__(obj, "inner", _bare(inner_cls))
     for key, value in attrs.items():
         setattr(obj, key, value)
     return obj
