@@ -32,7 +32,8 @@ def replayed(request) -> tuple[dict, dict, dict]:
         else prompts(tok, PROMPTS, PROMPT_LEN)
     )
     items = own_chain(ps["default"].target, ids)
-    return record, ps, {"ids": ids, "walks": {n: walks(ps[n], items) for n in DRAFTERS}}
+    # a drafter the release cannot serve (`not_served`: 0.5.21 refuses h0) has no pair and no rows
+    return record, ps, {"ids": ids, "walks": {n: walks(ps[n], items) for n in DRAFTERS if n in ps}}
 
 
 def test_a_record_is_committed():
@@ -45,7 +46,8 @@ def test_the_inputs_are_the_ones_sglang_ran(replayed):
     prov = record["provenance"]
     assert sha256_json(got["ids"]) == prov["prompts_sha256"]
     assert files_sha256(zoo.target_dir()) == prov["target_sha256"]
-    for n in DRAFTERS:
+    assert set(prov["drafter_sha256"]) | set(record.get("not_served") or {}) == set(DRAFTERS)
+    for n in prov["drafter_sha256"]:
         assert files_sha256(zoo.drafter_dir(n)) == prov["drafter_sha256"][n], n
 
 
