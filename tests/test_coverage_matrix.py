@@ -140,8 +140,11 @@ def test_a_read_release_is_read_and_an_unread_one_none(cov):
     assert cov.cell("vllm", "0.9.0.1", "mistral", "cpu").level == "none"
     # ... unless the release's own code ran for it: V0's draft build, on a CPU V0's only engine before 0.9.1
     assert cov.cell("vllm", "0.9.0.1", "llama", "cpu").level == "model-code"
-    # a family no row covers at that release: none (SGLang's qwen3 rows start at 0.4.6)
-    assert cov.cell("sglang", "0.4.5", "qwen3", "cuda").level == "none"
+    # a family the release's registry does not list: that refusal, executed, speaks for CUDA too (SGLang 0.4.5 has
+    # no Qwen3 model file; its qwen3 rows start at 0.4.6)
+    assert cov.cell("sglang", "0.4.5", "qwen3", "cuda").level == "model-code"
+    # a family no row covers and no record claims for the platform: none
+    assert cov.cell("sglang", "0.4.6.post5", "mistral3", "cuda").level == "none"
     assert cov.cell("sglang", "0.4.6", "qwen3", "cuda").level == "read"
 
 

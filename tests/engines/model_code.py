@@ -38,6 +38,7 @@ from packaging.version import Version
 
 from eaglewire.engines import registries
 from eaglewire.engines.table import parse_spec, rows_for
+from eaglewire.jobs.coverage import REGISTRY_REFUSES
 from eaglewire.rules.ledger import ledger
 from eaglewire.rules.taps import resolve
 from eaglewire.targets import GENERIC
@@ -245,6 +246,8 @@ def observe(python: str, engine: str, release: str) -> dict:
             if res.get("forward_taps") or (error and not error.startswith(PROBE_FAILED)) or ids is None \
                     or any(1 <= i <= n - 2 for i in ids):  # fmt: skip
                 decided.add(key)
+            if error and any(w in error for w in REGISTRY_REFUSES):
+                f["refusals"] = f.get("refusals", 0) + 1
             rows.append((key, [arch, runner, n, ids, shape, read, res.get("forward_taps"), error, model_type,
                                agree]))  # fmt: skip
     # a release that captures inside the real decoder layer (the stand-ins were handed the capture target), or a
@@ -255,6 +258,9 @@ def observe(python: str, engine: str, release: str) -> dict:
             f["claims"] = 0
             fam, arch, runner = key
             why[f"{fam} ({arch}){' ' + runner if runner else ''}"] = f"{PROBE_FAILED}: {reason}"
+    for f in fams.values():  # every claim the registry's refusal: the release refuses the target at startup
+        if f.pop("refusals", 0) == f["claims"] > 0:
+            f["refused"] = True
     rows = [row for key, row in rows if fams[key]["claims"]]
     ran = [{"family": fam, "architecture": arch, "runner": runner, "engine": {"stage": None}, **c}
            for (fam, arch, runner), c in sorted(fams.items()) if c["claims"]]  # fmt: skip
@@ -281,14 +287,16 @@ def observe(python: str, engine: str, release: str) -> dict:
 
 def covers(engine: str, release: str, ran: list[dict]) -> list[dict]:
     """Per runner and platform, the families whose decoder ran there as it runs on that platform (`RUNS_ON`; an
-    SGLang row whose CUDA graphs capture other ids covers the CPU only)."""
+    SGLang row whose CUDA graphs capture other ids covers the CPU only). A family the release's registry refuses
+    (`refused`) is refused at startup, before any graph is captured: that covers CUDA too."""
     out = []
     for runner in sorted({f["runner"] for f in ran}):
         for platform in RUNS_ON[runner]:
             families = sorted({f["family"] for f in ran if f["runner"] == runner
-                               and not (platform == "cuda" and f["graphs_differ"])})  # fmt: skip
+                               and (f.get("refused") or not (platform == "cuda" and f["graphs_differ"]))})  # fmt: skip
             if engine == "sglang" and platform == "cuda" and Version(release) < GRAPHS_AS_EAGER:
-                families = []  # graph-replayed steps there capture the default ids: not what ran
+                # graph-replayed steps there capture the default ids, not what ran: only a refusal speaks for CUDA
+                families = sorted({f["family"] for f in ran if f["runner"] == runner and f.get("refused")})
             if families:
                 out.append({"platform": platform, "runner": runner, "families": families})
     return out
