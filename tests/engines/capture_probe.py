@@ -134,19 +134,13 @@ def _bare(cls: type, **attrs: Any):
     if issubclass(cls, torch.nn.Module):
         torch.nn.Module.__init__(obj)
     else:
-        built = re.search(r"self\.inner\s*=\s*(\w+)\(", _class_source(cls))
+        source = _class_source(cls)
+        built = re.search(r"self\.inner\s*=\s*(\w+)\(", source)
         if built:
-            namespace = vars(sys.modules[cls.__module__])
-            init_source = _class_source(cls)
-            local = re.search(
-                rf"from ([\w.]+) import {built.group(1)}\b", init_source
-            )  # a lazy import in __init__
-            inner_cls = (
-                getattr(importlib.import_module(local.group(1)), built.group(1))
-                if local
-                else namespace[built.group(1)]
-            )
-            object.__setattr__(obj, "inner", _bare(inner_cls))
+            name = built.group(1)
+            lazy = re.search(rf"from ([\w.]+) import {name}\b", source)  # imported inside __init__
+            module = importlib.import_module(lazy.group(1)) if lazy else sys.modules[cls.__module__]
+            object.__setattr__(obj, "inner", _bare(getattr(module, name)))
     for key, value in attrs.items():
         setattr(obj, key, value)
     return obj
@@ -165,6 +159,7 @@ def _decoder(cls: type, num_layers: int):
 HIDDEN = 8  # the stand-in forward's width: any; each state is a constant
 # a decoder layer's keywords through which its own code (not the decoder's loop) makes the capture
 INSIDE = ("capture_output", "capture_gathered", "captured_last_layer_outputs")
+INSIDE_WORDS = "the release captures inside the decoder layer"  # why the stand-ins make no claim there
 
 
 def _tap_layer(k: int):
@@ -333,13 +328,10 @@ def _forward_taps(inner, engine: str = "sglang", config=None) -> dict:
         out = type(inner).forward(inner, ids, positions, third)
     except Exception as exc:
         if layer_cls.asked_inside or layer_cls.offered_inside:
-            return {"forward_error": f"{PROBE_FAILED}: the release captures inside the decoder layer"}
-        text = f"{type(exc).__name__}: {exc}"
-        # the loop's own failure (what the engine meets) vs. a stand-in the forward could not use (no claim)
-        own = isinstance(exc, TypeError) and "NoneType" in str(exc)
-        return {"forward_error": text if own else f"{PROBE_FAILED}: forward: {text}"}
+            return {"forward_error": f"{PROBE_FAILED}: {INSIDE_WORDS}"}
+        return {"forward_error": _forward_failure(exc, "forward")}
     if layer_cls.asked_inside:
-        return {"forward_error": f"{PROBE_FAILED}: the release captures inside the decoder layer"}
+        return {"forward_error": f"{PROBE_FAILED}: {INSIDE_WORDS}"}
     aux = out[1] if isinstance(out, tuple) and len(out) == 2 and isinstance(out[1], (list, tuple)) else []
     aux = getattr(aux, "states", aux)
     taps = []
@@ -347,6 +339,14 @@ def _forward_taps(inner, engine: str = "sglang", config=None) -> dict:
         vals = torch.unique(t)
         taps.append(int(vals[0]) if len(vals) == 1 and float(vals[0]).is_integer() else None)
     return {"forward_taps": taps}
+
+
+def _forward_failure(exc: Exception, where: str) -> str:
+    """A forward's failure as a result says it: the loop's own (a TypeError on None, what the engine meets) in the
+    engine's words; anything else a stand-in the forward could not use (no claim)."""
+    text = f"{type(exc).__name__}: {exc}"
+    own = isinstance(exc, TypeError) and "NoneType" in str(exc)
+    return text if own else f"{PROBE_FAILED}: {where}: {text}"
 
 
 @functools.cache
@@ -690,8 +690,6 @@ def _sglang_case(case: dict) -> dict:
 
 # ---- the real decoder layers, for a release that captures inside them ------------------------------------------
 
-INSIDE_WORDS = "the release captures inside the decoder layer"
-
 
 def _sglang_groups(launch) -> str:
     """The engine's own process groups for one rank, built the way its CPU server builds them (gloo, one process,
@@ -907,13 +905,7 @@ def _real_forward_taps(inner, config) -> dict:
     except ProbeError as exc:
         return {"forward_error": f"{PROBE_FAILED}: real layers: {exc}", **REAL}
     except Exception as exc:
-        if os.environ.get("CAPTURE_PROBE_TRACE"):
-            import traceback
-
-            traceback.print_exc()
-        text = f"{type(exc).__name__}: {exc}"
-        own = isinstance(exc, TypeError) and "NoneType" in str(exc)
-        return {"forward_error": text if own else f"{PROBE_FAILED}: real layers: forward: {text}", **REAL}
+        return {"forward_error": _forward_failure(exc, "real layers: forward"), **REAL}
     aux = out[1] if isinstance(out, tuple) and len(out) == 2 else []
     if isinstance(aux, torch.Tensor):  # packed [tokens, K * hidden] (AuxHiddenStatePacker)
         aux = list(aux.split(config.hidden_size, dim=-1))
@@ -939,10 +931,10 @@ def _registry_refusal(engine: str, arch: str) -> str | None:
     `model_executor/models/registry.py`, SGLang `srt/models/registry.py`), up to its list of supported
     architectures; None where the registry lists it (or the release has no such method)."""
     module = "vllm.model_executor.models.registry" if engine == "vllm" else "sglang.srt.models.registry"
-    if engine == "sglang" and _named_in_model_files(arch):
-        return (
-            None  # a model file names it: SGLang's registry skips a file that fails to import here, not there
-        )
+    if engine == "sglang" and _named_in_model_files(
+        arch
+    ):  # a file failing to import here skips it, not there
+        return None
     try:
         registry = importlib.import_module(module).ModelRegistry
         if arch in registry.get_supported_archs():
@@ -955,6 +947,7 @@ def _registry_refusal(engine: str, arch: str) -> str | None:
     return None
 
 
+@functools.cache
 def _named_in_model_files(arch: str) -> bool:
     """Whether any of SGLang's model files names the architecture. SGLang's registry is whatever its model files
     export (`import_model_classes` imports each and skips one that fails), so a file that fails to import on this

@@ -67,7 +67,7 @@ NO_TAP = "its forward ran only on id lists that ask for no layer it has"
 # the engine's own errors when a target cannot capture at all (its runner's request fails at startup)
 # (the release's model registry refusing the architecture: capture_probe._registry_refusal)
 ENTRY_FAILS = ("set_eagle3_layers_to_capture", "set_aux_hidden_state_layers", "does not support EAGLE3",
-               "are not supported for now", "is not supported anymore")  # fmt: skip
+               *REGISTRY_REFUSES)  # fmt: skip
 
 
 def out_dir(engine: str) -> Path:
@@ -258,8 +258,7 @@ def observe(python: str, engine: str, release: str) -> dict:
             f["claims"] = 0
             fam, arch, runner = key
             why[f"{fam} ({arch}){' ' + runner if runner else ''}"] = f"{PROBE_FAILED}: {reason}"
-    for f in fams.values():  # every claim the registry's refusal: the release refuses the target at startup
-        if f.pop("refusals", 0) == f["claims"] > 0:
+        if f.pop("refusals", 0) == f["claims"] > 0:  # every claim the registry's: refused at startup
             f["refused"] = True
     rows = [row for key, row in rows if fams[key]["claims"]]
     ran = [{"family": fam, "architecture": arch, "runner": runner, "engine": {"stage": None}, **c}

@@ -194,22 +194,12 @@ REGISTRY_REFUSES = ("are not supported for now", "is not supported anymore")
 
 def _how_decided(rec: dict, runner: str) -> tuple[frozenset[str], frozenset[str]]:
     """(families its real decoder layers decided, families its registry refused) in a model-code record, for the
-    runner: the family entries say `layers: real`; a refusal is a family whose every case is the registry's error."""
-    if "covers" not in rec or "columns" not in rec:
+    runner, as its family entries say (`layers: real`; `refused`: every case the registry's error)."""
+    if "covers" not in rec:
         return frozenset(), frozenset()
     fams = [f for f in rec.get("families", ()) if f.get("runner", "") == runner]
-    real = frozenset(f["family"] for f in fams if f.get("layers") == "real")
-    cols = rec["columns"]
-    errors: dict[str, list[str]] = {}
-    for values in rec["cases"]:
-        row = dict(zip(cols, values, strict=True))
-        if row.get("runner", "") == runner:
-            errors.setdefault(row["arch"], []).append(row.get("error") or "")
-    refused = frozenset(
-        f["family"] for f in fams
-        if errors.get(f["architecture"]) and all(any(w in e for w in REGISTRY_REFUSES) for e in errors[f["architecture"]])
-    )  # fmt: skip
-    return real, refused
+    return (frozenset(f["family"] for f in fams if f.get("layers") == "real"),
+            frozenset(f["family"] for f in fams if f.get("refused")))  # fmt: skip
 
 
 def model_code_families(rec: dict) -> frozenset[str]:
