@@ -13,6 +13,7 @@ from eaglewire.engines import registries
 from eaglewire.engines.table import rows_for
 from eaglewire.formats import read_drafter
 from eaglewire.jobs.check import check
+from eaglewire.jobs.coverage import generic_run
 from eaglewire.rules.taps import EngineSpec, Rule
 from eaglewire.taps import Wiring
 from eaglewire.targets import FAMILIES, TargetInfo
@@ -191,14 +192,17 @@ def test_a_refusal_is_fails_naming_the_release_list(drafter):
         assert {v.status for v in rep.verdicts} == {"fails"}, (spec, [v.unknowns for v in rep.verdicts])
 
 
-def _unknown_served(engine: str, version: str, capture: str) -> str:
+def _unknown_served(engine: str, version: str, capture: str, ran: bool | None = None) -> str:
+    """An architecture the table does not list that the release serves with `capture`; `ran`: one whose capture
+    the release's model-code record ran (True) or did not (False)."""
     known = {a for fam in FAMILIES.values() for a in fam.architectures}
     rel = registries.data(engine)["releases"][version]
     return next(
         a
         for a in registries.targets(engine, version)
         if a not in known and rel["eagle3"][a]["capture"] == capture
-    )
+        and (ran is None or (generic_run(engine, version, a, None) is not None) == ran)
+    )  # fmt: skip
 
 
 def test_an_architecture_the_table_does_not_list_is_decided_only_where_the_capture_is_known(drafter):
@@ -216,8 +220,8 @@ def test_an_architecture_the_table_does_not_list_is_decided_only_where_the_captu
     assert any(
         f.code == "engine-registry" and "EagleModelMixin" in f.message for f in rep.verdicts[0].findings
     )
-    # SGLang: every model file has its own capture code: served, but its taps are not known
-    arch = _unknown_served("sglang", "0.5.23", "own")
+    # SGLang: every model file has its own capture code: served, its taps not known unless its record ran it
+    arch = _unknown_served("sglang", "0.5.23", "own", ran=False)
     rep = check(drafter, _target(arch, "generic", "x"), ["sglang==0.5.23"], Wiring.of([2, 16, 29]))
     assert {v.status for v in rep.verdicts} == {"unverified"}
     assert any("capture code of its own" in u and "--search" in u for u in rep.verdicts[0].unknowns)

@@ -40,7 +40,10 @@ def test_model_code_replays_against_the_table(rec):
         config = dict(configs(engine, row["ids"]))[row["config_key"]]
         table = table_taps(engine, release, family, row["arch"], config, row["num_layers"], row["runner"],
                            model_type)  # fmt: skip
-        if agrees(_result(engine, row), table, engine) is not True:
+        agree = agrees(_result(engine, row), table, engine)
+        # a listed family must agree; an architecture the table does not list tests the generic capture `check`
+        # assumes for it, and the record keeps whether it held (check decides from it: tests/test_generic_targets.py)
+        if agree is not (row["agree"] if table.get("assumed") else True):
             wrong.append((row["arch"], row["runner"], row["ids"], row["config_key"], row["forward_taps"],
                           row["error"], table["taps"], table["failure"]))  # fmt: skip
     assert not wrong, wrong[:5]
@@ -50,8 +53,11 @@ def test_a_record_says_what_it_covers_and_what_did_not_run():
     for rec in CODE:
         assert rec["platform"] == "cpu" and rec["level"] == "model-code", rec["file"]
         for fam in rec["families"]:
-            assert fam["claims"] == fam["agree"] > 0, (rec["file"], fam)
-        ran = {f["family"] for f in rec["families"]}
+            if fam.get("assumed"):  # the generic capture, tested on an architecture the table does not list
+                assert fam["family"] == GENERIC and fam["claims"] >= fam["agree"] >= 0, (rec["file"], fam)
+            else:
+                assert fam["claims"] == fam["agree"] > 0, (rec["file"], fam)
+        ran = {f["family"] for f in rec["families"] if f["family"] != GENERIC}
         for item in rec["covers"]:
             assert item["platform"] in ("cpu", "cuda") and set(item["families"]) <= ran, (rec["file"], item)
             if rec["engine"].startswith("vllm=="):

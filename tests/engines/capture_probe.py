@@ -142,6 +142,9 @@ def _bare(cls: type, **attrs: Any):
             module = importlib.import_module(lazy.group(1)) if lazy else sys.modules[cls.__module__]
             object.__setattr__(obj, "inner", _bare(getattr(module, name)))
     for key, value in attrs.items():
+        held = getattr(cls, key, None)
+        if isinstance(held, property) and held.fset is None:  # `start_layer` read from `self._start_layer`
+            key = f"_{key}"
         setattr(obj, key, value)
     return obj
 
@@ -251,7 +254,6 @@ def _init_attributes(inner, config) -> None:
     parallel state, weights) is skipped, as is one that builds a module: the stand-ins stay, and `SERVER_DEFAULTS`
     give what a default launch sets."""
     import ast
-    import textwrap
 
     import torch
 
@@ -286,13 +288,7 @@ def _init_attributes(inner, config) -> None:
     for klass in reversed(type(inner).__mro__):
         if not klass.__module__.startswith(("sglang", "vllm")):
             continue
-        try:
-            tree = ast.parse(textwrap.dedent(_class_source(klass)))
-        except SyntaxError:
-            continue
-        init = next(
-            (f for f in tree.body[0].body if isinstance(f, ast.FunctionDef) and f.name == "__init__"), None
-        )
+        init = _init_tree(klass)
         if init is not None:
             run(
                 init.body,
@@ -302,6 +298,21 @@ def _init_attributes(inner, config) -> None:
     for name, value in SERVER_DEFAULTS.items():
         if not hasattr(inner, name):
             setattr(inner, name, value)
+
+
+@functools.cache
+def _init_tree(klass: type):
+    """The class's own __init__, parsed (once per class: every case of the family reads it)."""
+    import ast
+    import textwrap
+
+    try:
+        tree = ast.parse(textwrap.dedent(_class_source(klass)))
+    except SyntaxError:
+        return None
+    return next(
+        (f for f in tree.body[0].body if isinstance(f, ast.FunctionDef) and f.name == "__init__"), None
+    )
 
 
 # what a default launch gives options a decoder's __init__ reads from the server's arguments (not from the config)
@@ -353,11 +364,12 @@ def _forward_failure(exc: Exception, where: str) -> str:
 def _check_builds(inner: type, *owners: type) -> None:
     """The inner class named in the tables above is one an outer class's code builds (a typo would test nothing)."""
     text = "".join(
-        inspect.getsource(k) for o in owners for k in o.__mro__ if k.__module__.startswith(("sglang", "vllm"))
+        _class_source(k) for o in owners for k in o.__mro__ if k.__module__.startswith(("sglang", "vllm"))
     )
     assert inner.__name__ in text, f"{inner.__name__} is not built by {[o.__name__ for o in owners]}"
 
 
+@functools.cache
 def _found_inner(cls: type) -> type | None:
     """An architecture outside the tables above (the registry's other EAGLE-3 targets): the decoder its own code
     builds as `self.model = X(...)` (or `self.model = self.model_cls(...)`, a class attribute, or
@@ -366,10 +378,7 @@ def _found_inner(cls: type) -> type | None:
     import re
 
     def source(k: type) -> str:
-        try:
-            return inspect.getsource(k) if k.__module__.startswith(("sglang", "vllm")) else ""
-        except (OSError, TypeError):
-            return ""
+        return _class_source(k) if k.__module__.startswith(("sglang", "vllm")) else ""
 
     def named(k: type, name: str) -> type | None:
         found = getattr(sys.modules[k.__module__], name, None)
@@ -380,7 +389,8 @@ def _found_inner(cls: type) -> type | None:
         if not built:
             continue
         if not built.group(1).startswith("self."):
-            return named(k, built.group(1))
+            default = _init_default(cls, built.group(1))  # `language_model_cls=X` in a subclass's __init__
+            return default if isinstance(default, type) else named(k, built.group(1))
         method = built.group(1).removeprefix("self.")
         built_by = getattr(cls, method, None)
         if isinstance(built_by, type):  # `self.model = self.model_cls(...)`: a class attribute
@@ -391,6 +401,41 @@ def _found_inner(cls: type) -> type | None:
                 ret = re.search(r"return\s+(\w+)\(", body.group(1))
                 return named(m, ret.group(1)) if ret else None
         return None
+    return None
+
+
+def _init_default(cls: type, name: str) -> Any:
+    """The default of an __init__ parameter `name` (the first class of the MRO whose __init__ takes it)."""
+    for k in cls.__mro__:
+        try:
+            param = inspect.signature(k.__dict__["__init__"]).parameters.get(name)
+        except (KeyError, TypeError, ValueError):
+            continue
+        if param is not None and param.default is not inspect.Parameter.empty:
+            return param.default
+    return None
+
+
+@functools.cache
+def _found_text(cls: type) -> type | None:
+    """A multimodal wrapper outside the tables above: the text model its own code builds as
+    `self.language_model = X(...)`, or through `init_vllm_registered_model(..., architectures=["X"])` (the
+    registry's class for X); None where the wrapper names neither (its text model then comes from the checkpoint)."""
+    import re
+
+    for k in cls.__mro__:
+        if not k.__module__.startswith("vllm"):
+            continue
+        built = re.search(
+            r"self\.language_model\s*(?::[^=\n]+)?=\s*(\w+)\((.{0,600})", _class_source(k), re.S
+        )
+        if not built:
+            continue
+        if built.group(1) == "init_vllm_registered_model":
+            named = re.search(r"architectures=\[\s*[\"'](\w+)[\"']\s*\]", built.group(2))
+            return _vllm_class(named.group(1)) if named else None
+        found = getattr(sys.modules[k.__module__], built.group(1), None)
+        return found if isinstance(found, type) else None
     return None
 
 
@@ -441,6 +486,7 @@ CHECKPOINT_KEYS = {
     "deepseek": {"rope_scaling": YARN, "moe_layer_freq": 1},
     "kimi": {"rope_scaling": YARN, "moe_layer_freq": 1},
     "qwen3_next": {"full_attention_interval": 4},
+    "qwen3_5": {"full_attention_interval": 4},  # Qwen3.5's checkpoints: Qwen3-Next's hybrid layout
 }
 
 
@@ -544,8 +590,33 @@ def _model_type(arch: str, model_type: str | None) -> tuple[str, bool]:
     """(model_type, text model under text_config) of the target config.json: the case's own model_type where it
     names one (a family with no architecture of its own: Kimi-K2 is DeepseekV3ForCausalLM with `kimi_k2`), else
     the architecture's; a registry target outside the table: a plain decoder."""
-    found, wrapped = _MODEL_TYPES.get(arch, ("llama", False))
+    found, wrapped = _MODEL_TYPES.get(arch) or _hf_model_type(arch) or ("llama", False)
     return (model_type or found), wrapped
+
+
+@functools.cache
+def _hf_model_type(arch: str) -> tuple[str, bool] | None:
+    """A registry target outside the table: the model_type transformers' auto classes serve the architecture from
+    (a causal LM's own text type; a wrapper's type, its text model under text_config), or None where transformers
+    does not know it."""
+    from transformers import AutoConfig
+    from transformers.models.auto import modeling_auto
+
+    types = [
+        t
+        for name in dir(modeling_auto)
+        if name.endswith("_MAPPING_NAMES")
+        for t, a in getattr(modeling_auto, name).items()
+        if arch in (a if isinstance(a, (list, tuple)) else [a])
+    ]
+    for model_type in dict.fromkeys(types):
+        try:
+            wrapped = hasattr(AutoConfig.for_model(model_type), "text_config")
+        except (ValueError, KeyError, TypeError):
+            continue
+        if wrapped == arch.endswith("ForConditionalGeneration"):
+            return model_type, wrapped
+    return None
 
 
 # the target config.json an architecture is served from: (model_type, text model under text_config)
@@ -610,7 +681,8 @@ def _sglang_case(case: dict) -> dict:
             "error": f"{PROBE_FAILED}: no module for {arch} in the registry data",
         }
     else:  # from the registry data: the module; the decoder its code builds
-        module_name, text_path, keeps = case["module"].removeprefix(package + "."), None, "top"
+        # the config its class keeps: the top level, or a wrapper's text_config where the top has no layers
+        module_name, text_path, keeps = case["module"].removeprefix(package + "."), None, "auto"
         try:
             inner = _found_inner(getattr(importlib.import_module(f"{package}.{module_name}"), arch))
         except Exception as exc:
@@ -639,6 +711,8 @@ def _sglang_case(case: dict) -> dict:
     try:
         loaded = _sglang_config(arch, num_layers, case.get("model_type"))
         text_config = getattr(loaded, "text_config", loaded)
+        if keeps == "auto":
+            keeps = "top" if hasattr(loaded, "num_hidden_layers") else "text"
         model = _bare(cls, pp_group=last, config=text_config if keeps == "text" else loaded)
         inner = None
         if inner_path is not None:
@@ -987,13 +1061,15 @@ def _vllm_model(arch: str, num_layers: int):
             # release serves the architecture from another file, whose code names its decoder
             inner = _found_inner(cls)
             inner_path = None if inner is None else _qualname(inner, package)
-    else:  # a registry target outside the table: the decoder its code builds
-        inner = _found_inner(cls)
+    else:  # a registry target outside the table: the decoder its code builds (a wrapper's, inside its text model)
+        inner, text = _found_inner(cls), None
+        if inner is None and (text := _found_text(cls)) is not None:
+            inner = _found_inner(text)
         if inner is None:
             raise ProbeError(
                 f"no `self.model = ...` decoder found in {arch}'s code (add it to capture_probe.VLLM)"
             )
-        inner_path, text_path = _qualname(inner, package), None
+        inner_path, text_path = _qualname(inner, package), text and _qualname(text, package)
     try:
         model = _bare(cls)
     except TypeError as exc:  # a class whose __new__ wants its config (embedding wrappers)
@@ -1128,8 +1204,13 @@ def _vllm_case(case: dict) -> dict:
         except RegistryRefusal as exc:
             entry["error"] = str(exc)
         except Exception as exc:
+            # the stand-in layer list lacks a method of the container the real decoder builds (Plamo3's): the
+            # probe's, not the engine's
+            ours = isinstance(exc, AttributeError) and "'ModuleList' object has no attribute" in str(exc)
             entry["error"] = (
-                f"{PROBE_FAILED}: {exc}" if isinstance(exc, ProbeError) else f"{type(exc).__name__}: {exc}"
+                f"{PROBE_FAILED}: {exc}"
+                if isinstance(exc, (ProbeError,)) or ours
+                else f"{type(exc).__name__}: {exc}"
             )
         else:
             entry["entry"] = entries.get(runner)

@@ -126,13 +126,25 @@ def cases_for(engine: str, release: str) -> tuple[list[dict], list[tuple]]:
 
 
 def _targets(engine: str, release: str) -> list[tuple[str, str, str]]:
-    """(architecture, family, model_type) of every target the table claims something for: each architecture
-    (its own model_type, ""), and the families that name none, as their checkpoints are served (`BY_MODEL_TYPE`).
-    A registry target the table claims nothing for is left out (not_run)."""
-    out = [(arch, family, "") for arch, family in archs(engine, release) if family != GENERIC]
+    """(architecture, family, model_type) of every target: each architecture of the table's families (its own
+    model_type, ""), the families that name none, as their checkpoints are served (`BY_MODEL_TYPE`), and every
+    other text-generating target the release's registry serves with EAGLE-3 (family `generic`: the table applies
+    its generic capture to them, an assumption each case tests)."""
+    listed = archs(engine, release)
+    out = [(arch, family, "") for arch, family in listed if family != GENERIC]
     named = {arch for arch, _, _ in out}
     out += [(arch, family, mt) for family, (arch, mt) in BY_MODEL_TYPE.items() if arch in named]
+    out += [(arch, GENERIC, "") for arch, family in listed if family == GENERIC and generates(arch)]
     return out
+
+
+# a registry target that generates text (a causal LM or a multimodal wrapper around one): what a drafter is served
+# beside. The registry's other EAGLE-3 classes (embedding, classification, ASR models) are not run
+GENERATES = ("ForCausalLM", "ForConditionalGeneration")
+
+
+def generates(arch: str) -> bool:
+    return arch.endswith(GENERATES)
 
 
 # families whose checkpoints name another family's architecture, told apart by model_type: Kimi-K2's config.json
@@ -158,6 +170,9 @@ def table_taps(
         return {"row": None, "taps": None, "failure": refused, "claims": True, "graphs_differ": False}
     if row is None:
         return {"row": None, "taps": None, "failure": "no row", "claims": False, "graphs_differ": False}
+    # an architecture the table does not list: its generic capture is what `check` applies, assumed; the case
+    # tests the assumption (`assumed`), and `check` decides from the record where it ran
+    assumed = {"assumed": True} if family == GENERIC and not known else {}
     if row.refused_at == "config":  # the engine's config check refuses before the runner: its code never runs
         return {
             "row": row.key,
@@ -169,8 +184,8 @@ def table_taps(
         }
     res = resolve(replace(row, ignores_ids=None), config, n)
     return {"row": row.key, "taps": list(res.taps.indices) if res.taps is not None else None,
-            "failure": res.failure, "claims": known,
-            "graphs_differ": row.ignores_ids is not None}  # fmt: skip
+            "failure": res.failure, "claims": known or bool(assumed),
+            "graphs_differ": row.ignores_ids is not None} | assumed  # fmt: skip
 
 
 @functools.cache
@@ -203,7 +218,9 @@ def agrees(result: dict, table: dict, engine: str = "sglang") -> bool | None:
     if "forward_error" in result and not result["forward_error"].startswith(PROBE_FAILED):
         return table["taps"] is None
     error = result.get("error") or ""
-    if any(w in error for w in ENTRY_FAILS):  # the runner's capture request fails: no capture at all
+    if any(w in error for w in ENTRY_FAILS) and not error.startswith(
+        PROBE_FAILED
+    ):  # the runner's capture request fails: no capture at all
         return table["taps"] is None
     return None
 
@@ -224,6 +241,8 @@ def observe(python: str, engine: str, release: str) -> dict:
             key = (family, arch, runner)
             f = fams.setdefault(key, {"cases": 0, "claims": 0, "agree": 0, "graphs_differ": False})
             f["cases"] += 1
+            if table.get("assumed"):  # the table's generic capture, tested (it may disagree)
+                f["assumed"] = True
             if res.get("forward_path") == "real decoder layers":  # the release captures inside its layers
                 f["layers"] = "real"
             if agree is None:
@@ -265,9 +284,9 @@ def observe(python: str, engine: str, release: str) -> dict:
            for (fam, arch, runner), c in sorted(fams.items()) if c["claims"]]  # fmt: skip
     claimed = {(f["family"], f["architecture"], f["runner"]) for f in ran}
     for arch, family in archs(engine, release):
-        if family == GENERIC:
+        if family == GENERIC and not generates(arch):
             why[f"{family} ({arch})"] = (
-                "the table claims nothing for this architecture (a registry target): not run"
+                "not a text-generating target (no drafter is served beside it): not run"
             )
     return {
         "engine": f"{engine}=={release}", "platform": "cpu", "level": "model-code",
@@ -289,6 +308,7 @@ def covers(engine: str, release: str, ran: list[dict]) -> list[dict]:
     SGLang row whose CUDA graphs capture other ids covers the CPU only). A family the release's registry refuses
     (`refused`) is refused at startup, before any graph is captured: that covers CUDA too."""
     out = []
+    ran = [f for f in ran if f["family"] != GENERIC]  # a generic target is no family: check reads its entries
     for runner in sorted({f["runner"] for f in ran}):
         for platform in RUNS_ON[runner]:
             families = sorted({f["family"] for f in ran if f["runner"] == runner

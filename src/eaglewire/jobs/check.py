@@ -24,7 +24,7 @@ from eaglewire.formats import DrafterCheckpoint, read_drafter, write_drafter
 from eaglewire.formats.checkpoint import PROVENANCE_KEY
 from eaglewire.formats.trained import Assumption, TrainedTaps, target_from_provenance, trained_taps
 from eaglewire.formats.vocab import VocabReport, checkpoint_vocab_report
-from eaglewire.jobs.coverage import evidence, executed_at
+from eaglewire.jobs.coverage import GenericRun, evidence, executed_at, generic_run
 from eaglewire.jobs.structure import findings_for
 from eaglewire.jsonio import str_list
 from eaglewire.rules import taps as conv
@@ -366,7 +366,14 @@ def check(
             if m.basis and m.model_known:
                 v.findings.append(Finding("info", "engine-registry", m.basis, spec.framework))
             v.evidence = (
-                evidence(spec.framework, str(version), tinfo.family, platform, v.verified_version and m.exact)
+                evidence(
+                    spec.framework,
+                    str(version),
+                    tinfo.family,
+                    platform,
+                    v.verified_version and m.exact,
+                    _generic(spec, m, tinfo),
+                )
                 if version is not None
                 else {
                     "level": "read",
@@ -449,13 +456,25 @@ def _row_unknowns(spec: conv.EngineSpec, m: conv.RowMatch, target: TargetInfo) -
             f"{spec} was not read at source: assumed from row {m.row.key} (read at {read}); a newer eaglewire "
             f"table, or `eaglewire test --engine {spec}` on the target, settles it"
         )
-    if not m.model_known:
+    run = _generic(spec, m, target)
+    if not m.model_known and not (run and (run.holds or run.captures_nothing)):
         said = f" ({m.basis})" if m.basis else ""
+        seen = (f"; the release's own code, executed, captured otherwise in {run.claims - run.agree} of "
+                f"{run.claims} cases ({run.record})" if run else "")  # fmt: skip
         out.append(
             f"target architecture {target.architecture} is not in eaglewire's table for {spec.framework}{said}: "
-            f"its generic capture ({m.model}) is assumed; `eaglewire test --search` on the target settles it"
+            f"its generic capture ({m.model}) is assumed{seen}; `eaglewire test --search` on the target settles it"
         )
     return out
+
+
+def _generic(spec: conv.EngineSpec, m: conv.RowMatch, target: TargetInfo) -> GenericRun | None:
+    """For an architecture the table does not list: the release's own capture code, executed for it (a
+    model-code record), which settles the generic capture the row assumes, or shows it captures nothing."""
+    if m.model_known:
+        return None
+    version = spec.version or table.NEWEST.get(spec.framework)
+    return generic_run(spec.framework, str(version), target.architecture, m.row.runner) if version else None
 
 
 @dataclass
@@ -468,6 +487,7 @@ class _Reading:
     unknowns: list[str]
     assumptions: list[str]
     outcomes: dict[str, str]
+    no_value: str | None = None  # why no config value can fix it (the release's decoder captures nothing)
 
 
 def _taps_status(served: conv.Resolution, wiring: Wiring) -> str:
@@ -480,6 +500,13 @@ def _read_row(
     """The verdict of one row under every training-taps option (before runner and --strict)."""
     L = tinfo.num_layers
     served = conv.resolve(m.row, ckpt.config, L)
+    run = _generic(spec, m, tinfo)
+    if run is not None and run.captures_nothing and served.failure is None:
+        version = spec.version or table.NEWEST.get(spec.framework)
+        served = replace(served, taps=None, stage="warm-up" if spec.framework == "vllm" else None, failure=(
+            f"{spec.framework} {version} serves {tinfo.architecture} with a decoder that never captures an aux "
+            f"hidden state (its forward returned none for any id list asked): the drafter's fc gets none of its "
+            f"inputs [model code, executed: {run.record}]"))  # fmt: skip
     findings = engine_findings(ckpt, tinfo, spec, m.row, served)
     unknowns = _row_unknowns(spec, m, tinfo)
     ec = ckpt.config.get("eagle_config")
@@ -528,7 +555,10 @@ def _read_row(
         status = "unverified"
         spread = "; ".join(f"trained on {w}: {st}" for w, st in outcomes.items())
         unknowns += [trained.unknown or "", f"on {label} the candidates give different verdicts ({spread})"]
-    return _Reading(served, findings, status, unknowns, assumptions, outcomes)
+    nothing = run is not None and run.captures_nothing
+    no_value = (f"no config value helps: {spec.framework} {spec.version or table.NEWEST.get(spec.framework)}'s "
+                f"decoder for {tinfo.architecture} captures no aux hidden state, whatever ids it is given") if nothing else None  # fmt: skip
+    return _Reading(served, findings, status, unknowns, assumptions, outcomes, no_value)
 
 
 def _fix(row: conv.Convention, reading: _Reading, trained: TrainedTaps, L: int) -> conv.ConfigFix | None:
@@ -538,6 +568,8 @@ def _fix(row: conv.Convention, reading: _Reading, trained: TrainedTaps, L: int) 
         return None
     if served.failure is None and served.taps is not None and served.taps.same_set(w):
         return None  # the taps are right: what fails is elsewhere (the findings say what)
+    if reading.no_value:  # the release's own decoder never captures: no id list is served
+        return conv.ConfigFix(row, w, None, None, reason=reading.no_value)
     if row.rule is conv.Rule.UNSUPPORTED and row.refused_fix:  # the fix is a launch, not a value
         return conv.ConfigFix(row, w, None, None, reason=row.refused_fix)
     if row.rule is conv.Rule.UNSUPPORTED:  # no value helps: the fix is a release (the verdict says why)

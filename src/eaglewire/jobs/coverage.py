@@ -425,11 +425,28 @@ def executed_at(engine: str, version: str, family: str, runner: str | None) -> s
     return None
 
 
-def evidence(engine: str, version: str, family: str, platform: str | None, read: bool) -> dict[str, str]:
+def evidence(
+    engine: str,
+    version: str,
+    family: str,
+    platform: str | None,
+    read: bool,
+    generic: GenericRun | None = None,
+) -> dict[str, str]:
     """The evidence a verdict on the served taps rests on, strongest first: a running engine of that release on
-    that platform showed it for the family (`engine`), the release's model code did (`model-code`), its capture
-    code was read (`read`: `read` says the row covers a release read), or nothing (`none`: assumed)."""
+    that platform showed it for the family (`engine`), the release's model code did (`model-code`; for an
+    architecture the table does not list, its own record `generic`), its capture code was read (`read`: `read`
+    says the row covers a release read), or nothing (`none`: assumed)."""
     version = str(Version(version))
+    if generic is not None and (generic.holds or generic.captures_nothing):
+        where = platform or "cuda"
+        eager = engine == "sglang" and (where == "cpu" or Version(version) >= Version("0.5.11"))
+        if eager or (
+            engine == "vllm" and where == "cuda"
+        ):  # what a model-code record covers (model_code.RUNS_ON)
+            return {"level": "model-code", "basis": (
+                f"observed: {engine} {version} {where.upper()} model code, executed (capture request and decoder "
+                f"loop for this architecture, which the table does not list) ({generic.record})")}  # fmt: skip
     for level in LEVELS[:2]:
         # a verdict without a platform is worked out for CUDA: model code executed for CUDA's runner covers it
         where = platform or ("cuda" if level == "model-code" else None)
@@ -462,3 +479,55 @@ def evidence(engine: str, version: str, family: str, platform: str | None, read:
     if read:
         return {"level": "read", "basis": f"read at source ({engine} {version})"}
     return {"level": "none", "basis": f"assumed: {engine} {version} was not read at source"}
+
+
+@dataclass(frozen=True)
+class GenericRun:
+    """A model-code record's cases for an architecture the table does not list (family `generic`, its generic
+    capture assumed) at one release and runner: whether the release's own code captured as assumed."""
+
+    record: str  # path under src/eaglewire/
+    claims: int
+    agree: int
+    captures_nothing: (
+        bool  # every forward returned no aux state at all: the drafter's fc gets none of its inputs
+    )
+
+    @property
+    def holds(self) -> bool:
+        return self.claims > 0 and self.agree == self.claims
+
+
+@cache
+def _generic_runs(engine: str) -> dict[tuple[str, str, str], GenericRun]:
+    out: dict[tuple[str, str, str], GenericRun] = {}
+    for rec in records("model-code"):
+        name, _, version = rec["engine"].partition("==")
+        if name != engine:
+            continue
+        where = f"engines/{engine}/data/observed/{rec['file']}"
+        col = {c: i for i, c in enumerate(rec["columns"])}
+        for fam in rec["families"]:
+            if fam["family"] != "generic" or not fam["claims"]:
+                continue
+            arch, runner = fam["architecture"], fam.get("runner", "")
+            cases = [c for c in rec["cases"] if c[col["arch"]] == arch and (c[col["runner"]] or "") == runner]
+            nothing = bool(cases) and all(c[col["forward_taps"]] == [] for c in cases)
+            out[(str(Version(version)), arch, runner)] = GenericRun(
+                where, fam["claims"], fam["agree"], nothing
+            )
+    return out
+
+
+def generic_run(engine: str, version: str, arch: str | None, runner: str | None) -> GenericRun | None:
+    """The release's own capture code, executed for an architecture the table does not list (tests/engines/
+    model_code.py runs every text-generating target the release's registry serves with EAGLE-3), for the runner
+    (None: the engine's one runner, or where the runners agree)."""
+    if not arch:
+        return None
+    runs = _generic_runs(engine)
+    key = str(Version(version))
+    if runner:
+        return runs.get((key, arch, runner))
+    found = [r for (v, a, _), r in runs.items() if v == key and a == arch]
+    return found[0] if found and len({(r.holds, r.captures_nothing) for r in found}) == 1 else None

@@ -1,0 +1,77 @@
+"""Targets the table does not list (family `generic`): the model-code records run every text-generating target each
+release's registry serves with EAGLE-3 (tests/engines/model_code.py), so `check` decides from the release's own
+capture code where it ran, instead of assuming the generic capture: `ok` where it held in every case, `fails`
+where the decoder captures nothing at all, and `unverified` naming the record where it captured otherwise."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from eaglewire.formats import read_drafter
+from eaglewire.jobs.check import check
+from eaglewire.jobs.coverage import generic_run
+from eaglewire.taps import Wiring
+from eaglewire.targets import TargetInfo
+
+from fixtures import llama_fields
+
+TRAINED = Wiring.of([2, 16, 29])
+
+
+@pytest.fixture(scope="module")
+def drafter(tmp_path_factory):
+    """A default-ids drafter (no ids in its config: every engine feeds its own default, h2,h16,h29 at L=32)."""
+    path = tmp_path_factory.mktemp("drafter")
+    config = {**llama_fields(4096, 128256), "architectures": ["LlamaForCausalLMEagle3"], "draft_vocab_size": 32000,
+              "target_hidden_size": 4096}  # fmt: skip
+    (path / "config.json").write_text(json.dumps(config))
+    return read_drafter(path, weights="lazy")
+
+
+def _target(arch: str) -> TargetInfo:
+    return TargetInfo(arch, arch, "x", "generic", 32, 4096, 128256, source="test")
+
+
+def test_a_decoder_that_never_captures_fails_with_no_value_to_set(drafter):
+    """vLLM 0.33.0's MiMoForCausalLM inherits Qwen2's EAGLE-3 interface but its own MiMoModel.forward (mimo.py)
+    never calls `_maybe_add_hidden_state`: the record's forward captured nothing on every id list."""
+    run = generic_run("vllm", "0.33.0", "MiMoForCausalLM", "mrv2")
+    assert run is not None and run.captures_nothing and not run.holds
+    rep = check(drafter, _target("MiMoForCausalLM"), ["vllm==0.33.0"], TRAINED, platform="cuda")
+    (v,) = rep.verdicts
+    assert v.status == "fails" and "never captures an aux hidden state" in v.served.failure
+    assert v.fix is not None and v.fix.key is None and "no config value helps" in v.fix.reason
+    assert v.evidence["level"] == "model-code" and "vllm-0.33.0-model-code.json" in v.evidence["basis"]
+    assert not v.unknowns
+
+
+@pytest.mark.parametrize("spec", ["vllm==0.33.0", "sglang==0.5.23"])
+def test_a_target_whose_own_capture_held_is_decided(drafter, spec):
+    """Qwen3.5-MoE (its multimodal wrapper, as its checkpoints are published): the table has no row; the release's
+    own code, executed, captured as the generic capture says in every case, so the verdict is decided."""
+    engine, version = spec.split("==")
+    arch = "Qwen3_5MoeForConditionalGeneration"
+    assert generic_run(engine, version, arch, None).holds
+    rep = check(drafter, _target(arch), [spec], TRAINED, platform="cuda")
+    for v in rep.verdicts:
+        assert v.status == "ok", (v.engine, v.unknowns)
+        assert not any("not in eaglewire's table" in u for u in v.unknowns)
+    assert rep.verdicts[0].evidence["level"] == "model-code"
+
+
+def test_a_target_whose_own_capture_differs_stays_unverified_naming_the_record(drafter):
+    """MistralLarge3ForCausalLM is served by DeepSeek-V2's decoder: id 0 crashes there (the residual is None), so
+    the generic capture does not hold in every case: the verdict does not decide, and says where it was seen."""
+    run = generic_run("vllm", "0.33.0", "MistralLarge3ForCausalLM", "mrv2")
+    assert run is not None and 0 < run.agree < run.claims and not run.captures_nothing
+    rep = check(drafter, _target("MistralLarge3ForCausalLM"), ["vllm==0.33.0"], TRAINED, platform="cuda")
+    (v,) = rep.verdicts
+    assert v.status == "unverified"
+    assert any("captured otherwise in" in u and "vllm-0.33.0-model-code.json" in u for u in v.unknowns)
+
+
+def test_a_target_no_record_ran_is_assumed(drafter):
+    assert generic_run("vllm", "0.33.0", "NoSuchForCausalLM", None) is None
+    assert generic_run("vllm", "0.33.0", None, None) is None
