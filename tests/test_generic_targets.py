@@ -75,3 +75,25 @@ def test_a_target_whose_own_capture_differs_stays_unverified_naming_the_record(d
 def test_a_target_no_record_ran_is_assumed(drafter):
     assert generic_run("vllm", "0.33.0", "NoSuchForCausalLM", None) is None
     assert generic_run("vllm", "0.33.0", None, None) is None
+
+
+def test_every_generic_run_decides_check_as_its_outcome_says(drafter):
+    """Every run the records hold (coverage's `generic`), at each engine's newest release: `check` on that target
+    decides as the outcome says, for that runner."""
+    from eaglewire.engines import table
+    from eaglewire.jobs.coverage import coverage
+
+    runs = [g for g in coverage().generic if g["release"] == table.NEWEST[g["engine"]]]
+    assert {g["engine"] for g in runs} == {"sglang", "vllm"}
+    for g in runs:
+        spec = f"{g['engine']}=={g['release']}"
+        (v,) = check(drafter, _target(g["architecture"]), [spec], TRAINED, platform="cuda",
+                     runner=g["runner"] or None).verdicts  # fmt: skip
+        where = (spec, g["architecture"], g["runner"])
+        table_unknown = [u for u in v.unknowns if "not in eaglewire's table" in u]
+        if g["outcome"] == "holds":
+            assert not table_unknown and v.evidence["level"] == "model-code", where
+        elif g["outcome"] == "captures nothing":
+            assert v.status == "fails" and "never captures" in v.served.failure, where
+        else:
+            assert v.status == "unverified" and any(g["record"] in u for u in table_unknown), where

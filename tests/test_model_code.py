@@ -60,8 +60,12 @@ def test_a_record_says_what_it_covers_and_what_did_not_run():
         ran = {f["family"] for f in rec["families"] if f["family"] != GENERIC}
         for item in rec["covers"]:
             assert item["platform"] in ("cpu", "cuda") and set(item["families"]) <= ran, (rec["file"], item)
-            if rec["engine"].startswith("vllm=="):
-                assert item["platform"] == "cuda", rec["file"]  # the CPU build runs its own runner (RUNS_ON)
+            if rec["engine"].startswith("vllm==") and item["platform"] == "cpu":
+                # the CPU build's runner makes the V1 request (0.22.0 on): every family it covers ran it there
+                assert item["runner"] == "v1", rec["file"]
+                for fam in set(item["families"]):
+                    entries = [f for f in rec["families"] if f["family"] == fam and f["runner"] == "v1"]
+                    assert all(f.get("cpu") or f.get("refused") for f in entries), (rec["file"], fam)
         assert all(isinstance(why, str) and why for why in rec["not_run"].values()), rec["file"]
 
 

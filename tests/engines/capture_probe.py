@@ -1159,6 +1159,28 @@ def _vllm_v1_entry(model, spec) -> tuple[list[int] | None, str]:
     return read, "GPUModelRunner.load_model (its `if self.use_aux_hidden_state_outputs:` block)"
 
 
+@functools.cache
+def _vllm_cpu_runner() -> str | None:
+    """What the installed release's CPU build runs for EAGLE-3 capture: the V1 GPU runner's own request, where its
+    CPUModelRunner (a GPUModelRunner) takes a speculative config and its `load_model` calls the inherited
+    `_setup_eagle3_aux_hidden_state_outputs` (cpu_model_runner.py @0.22.0-0.33.0); None where it asserts that
+    spec decode is not supported (before 0.20.0) or loads the drafter without asking the target to capture
+    (0.20.0-0.21.0: the engine then fails at warm-up, an engine record's observation)."""
+    try:
+        from vllm.v1.worker import cpu_model_runner, gpu_model_runner
+    except Exception:
+        return None
+    cls = getattr(cpu_model_runner, "CPUModelRunner", None)
+    if cls is None or not issubclass(cls, gpu_model_runner.GPUModelRunner):
+        return None
+    own = _class_source(cls)
+    setup = "_setup_eagle3_aux_hidden_state_outputs"
+    calls = f"self.{setup}()" in inspect.getsource(cls.load_model) and setup not in vars(cls)
+    if not calls or "spec decode is not supported" in own:
+        return None
+    return f"CPUModelRunner.load_model -> GPUModelRunner.{setup}"
+
+
 def _vllm_case(case: dict) -> dict:
     from transformers import PretrainedConfig
 
@@ -1194,6 +1216,8 @@ def _vllm_case(case: dict) -> dict:
     out: dict[str, Any] = {}
     for runner, run in (("v1", v1), ("mrv2", mrv2)):
         entry: dict[str, Any] = {"inner": None}
+        if runner == "v1":  # the CPU build's V1 runner: the same request (its answer holds there), or its own
+            entry["cpu_runner"] = _vllm_cpu_runner()
         try:
             if runner == "mrv2" and set_eagle3_aux_hidden_state_layers is None:
                 raise ProbeError("no Model Runner V2 in this release")

@@ -19,7 +19,7 @@ covers (`covers`); the architectures that made no claim (a module the release la
 the stand-ins, a target the table claims nothing for), each with its reason. The forward runs eagerly: an SGLang
 record covers the CPU, and CUDA from 0.5.11 on, where graph-replayed steps capture what eager ones do (before it
 they capture the default ids: sglang PR #22836, a row of the table); a vLLM record covers CUDA, per runner whose
-entry ran (the CPU build runs its own runner: `RUNS_ON`).
+entry ran, and the CPU where the CPU build's runner makes the V1 request (0.22.0 on: `RUNS_ON`).
 """
 
 from __future__ import annotations
@@ -58,9 +58,11 @@ GRAPHS_AS_EAGER = Version("0.5.11")  # sglang PR #22836: CUDA graphs capture the
 FIRST = {"sglang": "0.4.5", "vllm": "0.8.5"}  # the issue's range: the oldest release of each with a record
 # the platforms a runner's capture code, executed here, answers for. SGLang: one runner, its CPU engine and CUDA run
 # the same capture (eager). vLLM: GPUModelRunner's and MRV2's code is what CUDA runs; the CPU build's own runner
-# overrides load_model (cpu_model_runner.py:98-114 @0.22.1 calls the same setup, older ones their own), so the CPU
-# is answered by the engine records (make observe), not here
+# overrides load_model (cpu_model_runner.py:98-114 @0.22.1 calls the same setup, older ones their own)
 RUNS_ON = {"": ("cpu", "cuda"), "v1": ("cuda",), "mrv2": ("cuda",)}
+# vLLM's CPU build: its CPUModelRunner is a GPUModelRunner whose load_model calls the same capture request from
+# 0.22.0 (capture_probe._vllm_cpu_runner says so per release, per case: `cpu_runner`), so a family the V1 request
+# and its decoder ran for covers the CPU too (a family `cpu` in the record); a registry refusal holds there as well
 PROBE_FAILED = "probe could not build the model"
 INSIDE = "the release captures inside the decoder layer"  # capture_probe._forward_taps's words
 NO_TAP = "its forward ran only on id lists that ask for no layer it has"
@@ -243,6 +245,11 @@ def observe(python: str, engine: str, release: str) -> dict:
             f["cases"] += 1
             if table.get("assumed"):  # the table's generic capture, tested (it may disagree)
                 f["assumed"] = True
+            if (
+                runner == "v1"
+            ):  # the CPU build runs this request too, on this decoder (not a CUDA-only branch)
+                same = bool(res.get("cpu_runner")) and ".nvidia." not in (res.get("inner") or "")
+                f["cpu"] = f.get("cpu", True) and same
             if res.get("forward_path") == "real decoder layers":  # the release captures inside its layers
                 f["layers"] = "real"
             if agree is None:
@@ -279,6 +286,9 @@ def observe(python: str, engine: str, release: str) -> dict:
             why[f"{fam} ({arch}){' ' + runner if runner else ''}"] = f"{PROBE_FAILED}: {reason}"
         if f.pop("refusals", 0) == f["claims"] > 0:  # every claim the registry's: refused at startup
             f["refused"] = True
+        if not f.pop("cpu", False):  # kept only where the CPU build's runner made the same request every case
+            continue
+        f["cpu"] = True
     rows = [row for key, row in rows if fams[key]["claims"]]
     ran = [{"family": fam, "architecture": arch, "runner": runner, "engine": {"stage": None}, **c}
            for (fam, arch, runner), c in sorted(fams.items()) if c["claims"]]  # fmt: skip
@@ -310,6 +320,14 @@ def covers(engine: str, release: str, ran: list[dict]) -> list[dict]:
     out = []
     ran = [f for f in ran if f["family"] != GENERIC]  # a generic target is no family: check reads its entries
     for runner in sorted({f["runner"] for f in ran}):
+        if (
+            engine == "vllm" and runner == "v1"
+        ):  # the CPU build's runner, where it runs the V1 request (RUNS_ON)
+            on_cpu = sorted(
+                {f["family"] for f in ran if f["runner"] == runner and (f.get("cpu") or f.get("refused"))}
+            )
+            if on_cpu:
+                out.append({"platform": "cpu", "runner": runner, "families": on_cpu})
         for platform in RUNS_ON[runner]:
             families = sorted({f["family"] for f in ran if f["runner"] == runner
                                and (f.get("refused") or not (platform == "cuda" and f["graphs_differ"]))})  # fmt: skip

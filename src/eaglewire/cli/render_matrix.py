@@ -6,6 +6,7 @@ from __future__ import annotations
 import html
 import json
 import re
+from collections import Counter
 from itertools import groupby
 from pathlib import Path
 
@@ -66,6 +67,12 @@ def render_coverage(cov, out: Console) -> None:
         out.print(t)
         if engine in cov.notes:
             out.print(f"[dim]{engine}: {escape(cov.notes[engine])}[/]")
+    if cov.generic:  # targets the table does not list, run by the model-code records
+        by = Counter((g["engine"], g["outcome"]) for g in cov.generic)
+        said = "; ".join(f"{e}: " + ", ".join(f"{n} {o}" for (e2, o), n in sorted(by.items()) if e2 == e)
+                         for e in dict.fromkeys(g["engine"] for g in cov.generic))  # fmt: skip
+        out.print(f"targets the table does not list, run in the model-code records (release x runner): {said} "
+                  "(--json: `generic`; docs/coverage.md)")  # fmt: skip
     out.print("[dim]levels: " + "; ".join(f"{lv}: {h}" for lv, h in LEVEL_HELP.items()) + "[/]")
 
 

@@ -30,7 +30,7 @@ from eaglewire.jsonio import str_list
 from eaglewire.rules import taps as conv
 from eaglewire.rules.serving import STAGES, ServingFailure
 from eaglewire.taps import Wiring
-from eaglewire.targets import TargetInfo, read_target
+from eaglewire.targets import GENERIC, TargetInfo, read_target
 
 
 @dataclass
@@ -457,21 +457,24 @@ def _row_unknowns(spec: conv.EngineSpec, m: conv.RowMatch, target: TargetInfo) -
             f"table, or `eaglewire test --engine {spec}` on the target, settles it"
         )
     run = _generic(spec, m, target)
-    if not m.model_known and not (run and (run.holds or run.captures_nothing)):
+    decided = run is not None and (run.holds or run.captures_nothing)
+    if (not m.model_known or run is not None) and not decided:
         said = f" ({m.basis})" if m.basis else ""
-        seen = (f"; the release's own code, executed, captured otherwise in {run.claims - run.agree} of "
+        how = "read" if m.model_known else "assumed"
+        seen = (f", but the release's own code, executed, captured otherwise in {run.claims - run.agree} of "
                 f"{run.claims} cases ({run.record})" if run else "")  # fmt: skip
         out.append(
             f"target architecture {target.architecture} is not in eaglewire's table for {spec.framework}{said}: "
-            f"its generic capture ({m.model}) is assumed{seen}; `eaglewire test --search` on the target settles it"
+            f"its generic capture ({m.model}) is {how}{seen}; `eaglewire test --search` on the target settles it"
         )
     return out
 
 
 def _generic(spec: conv.EngineSpec, m: conv.RowMatch, target: TargetInfo) -> GenericRun | None:
     """For an architecture the table does not list: the release's own capture code, executed for it (a
-    model-code record), which settles the generic capture the row assumes, or shows it captures nothing."""
-    if m.model_known:
+    model-code record), which settles the generic capture the row assumes or read (vLLM's shared mixin), or shows
+    it captures nothing or otherwise."""
+    if target.family != GENERIC:
         return None
     version = spec.version or table.NEWEST.get(spec.framework)
     return generic_run(spec.framework, str(version), target.architecture, m.row.runner) if version else None

@@ -68,6 +68,8 @@ class Cell:
 class Coverage:
     cells: list[Cell]
     notes: dict[str, str] = field(default_factory=dict)  # engine -> what its levels rest on, where it matters
+    # targets the table does not list, run by a release's model-code record (`generic_targets`)
+    generic: list[dict] = field(default_factory=list)
     _index: dict[tuple[str, str, str, str], Cell] = field(default_factory=dict, repr=False)
 
     def __post_init__(self) -> None:
@@ -94,6 +96,7 @@ class Coverage:
             "rows": [c.to_dict() for c in self.cells],
             "counts": self.counts,
             "notes": self.notes,
+            "generic": self.generic,
         }
 
 
@@ -299,7 +302,21 @@ def coverage() -> Coverage:
                     cells.append(_cell(engine, release, family, platform, seen))
         if note := _note(engine):
             notes[engine] = note
-    return Coverage(cells, notes)
+    return Coverage(cells, notes, generic_targets())
+
+
+def generic_targets() -> list[dict]:
+    """Every target the table does not list that a release's model-code record ran, per engine, release and runner:
+    `holds` (its capture is the generic one in every case: `check` decides), `captures nothing` (`check`: fails)
+    or `differs` (`check`: unverified, naming the record)."""
+    out = []
+    for engine in ENGINES:
+        for (release, arch, runner), run in sorted(_generic_runs(engine).items(),
+                                                   key=lambda kv: (Version(kv[0][0]), kv[0][1:])):  # fmt: skip
+            outcome = "holds" if run.holds else "captures nothing" if run.captures_nothing else "differs"
+            out.append({"engine": engine, "release": release, "architecture": arch, "runner": runner,
+                        "outcome": outcome, "cases": run.claims, "agree": run.agree, "record": run.record})  # fmt: skip
+    return out
 
 
 HEAD = """# What eaglewire knows, and what it assumes
@@ -369,6 +386,34 @@ def evidence_markdown(cov: Coverage | None = None) -> str:
     return "\n".join(lines)
 
 
+GENERIC_HEAD = """## Targets the table does not list
+
+Every text-generating target a release's registry serves with EAGLE-3 but eaglewire's table does not list is run by
+that release's model-code record (its capture request and decoder loop, on the same id lists as the families),
+beside the generic capture `check` would otherwise assume. Per engine, the newest release with such runs: **holds**
+(its capture is the generic one in every case: `check` decides from the record), **captures nothing** (`check`
+says `fails`: no config value helps), **differs** (`check` stays `unverified` and names the record). A target the
+probe could not build is not listed (the record's `not_run` says why): `check` assumes its generic capture.
+"""
+
+
+def generic_markdown(cov: Coverage | None = None) -> str:
+    cov = cov or coverage()
+    lines = [GENERIC_HEAD]
+    for engine in dict.fromkeys(g["engine"] for g in cov.generic):
+        mine = [g for g in cov.generic if g["engine"] == engine]
+        newest = max((g["release"] for g in mine), key=Version)
+        releases = len({g["release"] for g in mine})
+        lines += [f"### {engine} {newest} ({releases} release{'s' if releases > 1 else ''} with such runs)", "",
+                  "| architecture | runner | outcome | cases agreeing |", "|---|---|---|---|"]  # fmt: skip
+        for g in (g for g in mine if g["release"] == newest):
+            lines.append(
+                f"| {g['architecture']} | {g['runner'] or '-'} | {g['outcome']} | {g['agree']}/{g['cases']} |"
+            )
+        lines.append("")
+    return "\n".join(lines)
+
+
 def markdown() -> str:
     lines = [HEAD]
     for framework in dict.fromkeys(r.framework for r in ROWS):
@@ -403,6 +448,7 @@ def markdown() -> str:
             )
         lines.append("")
     lines.append(evidence_markdown())
+    lines.append(generic_markdown())
     return "\n".join(lines)
 
 
