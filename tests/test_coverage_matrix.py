@@ -74,7 +74,8 @@ def test_the_observed_vllm_cell_is_engine_with_its_record(cov):
     assert cell.record == "engines/vllm/data/observed/vllm-0.32.0-cpu.json"
     assert (ENGINES_DIR.parent / cell.record).is_file()
     # the record covers what it ran: the CPU build, the zoo's family; on CUDA the release's runner code, executed
-    # (its model-code record), and other families on the CPU rest on reading
+    # (its model-code record), and other families on the CPU rest on that record too where the CPU build's runner
+    # makes the same request (from 0.22.0) and the family ran it, else on reading
     cuda = cov.cell("vllm", "0.32.0", "llama", "cuda")
     assert (cuda.level, cuda.record) == (
         "model-code",
@@ -82,11 +83,19 @@ def test_the_observed_vllm_cell_is_engine_with_its_record(cov):
     )
     (rec,) = [r for r in records() if r["file"] == "vllm-0.32.0-cpu.json"]
     ran = cov_job.record_families(rec)
-    unseen = next(
-        f for f in MODEL_FILES["vllm"] if f not in ran
-    )  # a family the record did not run rests on reading
-    assert cov.cell("vllm", "0.32.0", unseen, "cpu").level == "read"
-    assert cov.cell("vllm", "0.32.0", "qwen3", "cpu").level == ("engine" if "qwen3" in ran else "read")
+    code = json.loads((ENGINES_DIR / "vllm/data/observed/vllm-0.32.0-model-code.json").read_text())
+    on_cpu = {f for c in code["covers"] if c["platform"] == "cpu" for f in c["families"]}
+    for unseen in (f for f in MODEL_FILES["vllm"] if f not in ran):  # a family the engine record did not run
+        other = cov.cell("vllm", "0.32.0", unseen, "cpu")
+        if unseen in on_cpu:
+            assert (other.level, other.record) == (
+                "model-code",
+                "engines/vllm/data/observed/vllm-0.32.0-model-code.json",
+            )
+        else:
+            assert other.level in ("read", "none"), unseen
+    assert on_cpu and on_cpu - ran, on_cpu
+    assert cov.cell("vllm", "0.32.0", "qwen3", "cpu").level == ("engine" if "qwen3" in ran else "model-code")
     sg = cov.cell("sglang", "0.5.23", "llama", "cpu")  # the SGLang tier's record (tests/sglang_engine)
     assert sg.record == "engines/sglang/data/observed/sglang-0.5.23-cpu.json"
     # SGLang 0.5.21+ captures inside the real layer: its model code runs the real layers (with stand-in attention and

@@ -97,3 +97,16 @@ def test_every_generic_run_decides_check_as_its_outcome_says(drafter):
             assert v.status == "fails" and "never captures" in v.served.failure, where
         else:
             assert v.status == "unverified" and any(g["record"] in u for u in table_unknown), where
+
+
+def test_sglang_qwen3_5_wrappers_captured_nothing_until_the_decoder_took_the_request(drafter):
+    """SGLang 0.5.11-0.5.21: Qwen3VLForConditionalGeneration.set_eagle3_layers_to_capture writes `layers_to_capture`
+    on the inner Qwen3_5ForCausalLM, whose forward reads per-layer `_is_layer_to_capture` flags that only the
+    DFlash setter sets: with EAGLE-3 nothing is captured (the crash sglang PR #38307 reports: the wrapper's tuple
+    unpack fails). The records found it by running the release's code; from 0.5.22 the decoder has its own setter."""
+    arch = "Qwen3_5MoeForConditionalGeneration"
+    assert generic_run("sglang", "0.5.21", arch, None).captures_nothing
+    (v,) = check(drafter, _target(arch), ["sglang==0.5.21"], TRAINED, platform="cuda").verdicts
+    assert v.status == "fails" and "sglang-0.5.21-model-code.json" in v.served.failure
+    (v,) = check(drafter, _target(arch), ["sglang==0.5.23"], TRAINED, platform="cuda").verdicts
+    assert v.status == "ok"

@@ -323,9 +323,9 @@ def covers(engine: str, release: str, ran: list[dict]) -> list[dict]:
         if (
             engine == "vllm" and runner == "v1"
         ):  # the CPU build's runner, where it runs the V1 request (RUNS_ON)
-            on_cpu = sorted(
-                {f["family"] for f in ran if f["runner"] == runner and (f.get("cpu") or f.get("refused"))}
-            )
+            mine = [f for f in ran if f["runner"] == runner]  # every architecture of the family ran it there
+            on_cpu = sorted({f["family"] for f in mine if all(g.get("cpu") or g.get("refused")
+                                                              for g in mine if g["family"] == f["family"])})  # fmt: skip
             if on_cpu:
                 out.append({"platform": "cpu", "runner": runner, "families": on_cpu})
         for platform in RUNS_ON[runner]:

@@ -503,6 +503,8 @@ def evidence(
         if hit is not None:
             kind = "engine" if hit.runner == "v0" else "runner"  # V0 is vLLM's old engine, not a model runner
             runner = f"the {hit.runner.upper()} {kind}'s " if hit.runner else ""
+            if level == "model-code" and where == "cpu" and hit.runner == "v1" and engine == "vllm":
+                runner = "the CPU build's V1 runner (the GPU runner's request): "
             if level == "engine":
                 what = "engine run"
             elif hit.draft_build:  # the release's draft build, its loader handed an EAGLE-3 head
