@@ -186,12 +186,15 @@ def _tap_class() -> type:
         # what a real layer's __init__ sets on one GPU and its decoder's loop reads (vLLM deepseek_v2.py,
         # qwen3_next.py @0.33.0): no sequence-parallel MoE
         use_sequence_parallel_moe = use_attn_reduce_scatter_for_moe = False
+        single = False  # a loop whose layers return the hidden states alone (no residual: Granite's)
 
         def forward(self, positions, hidden_states, *args, **kwargs):
             if any(kwargs.get(name) is not None for name in INSIDE):
                 TapLayer.asked_inside = True
             if any(name in kwargs for name in INSIDE):
                 TapLayer.offered_inside = True  # the loop hands its layers a capture target
+            if TapLayer.single:
+                return torch.full_like(hidden_states, float(self.k))
             return torch.full_like(hidden_states, float(self.k)), torch.zeros_like(hidden_states)
 
     return TapLayer
@@ -205,8 +208,12 @@ ONE_GPU = {"use_sequence_parallel": False, "replicated_embed": False, "use_nativ
            "use_mega_moe": False}  # fmt: skip
 
 
+# what decoders other than Llama's call their embeddings (GptOss: `embedding`; Bailing and Sarvam: `word_embeddings`)
+EMBEDDINGS = ("embedding", "word_embeddings")
+
+
 def _stand_ins(inner, config=None) -> None:
-    """The parts of the decoder around its loop: embeddings (h_0 = 0; GptOss names them `embedding`), the final
+    """The parts of the decoder around its loop: embeddings (h_0 = 0; under its own name: `EMBEDDINGS`), the final
     norm (hidden + residual), first and last pipeline rank, the config its __init__ keeps (its loop reads
     options from it) and the layout flags of one GPU (`ONE_GPU`)."""
     import torch
@@ -220,8 +227,9 @@ def _stand_ins(inner, config=None) -> None:
             return hidden_states if residual is None else (hidden_states + residual, hidden_states + residual)
 
     inner.embed_tokens, inner.norm = Embed(), Norm()
-    if "self.embedding =" in _class_source(type(inner)):
-        inner.embedding = inner.embed_tokens
+    for name in EMBEDDINGS:  # the decoder's own name for them
+        if f"self.{name} =" in _class_source(type(inner)):
+            setattr(inner, name, inner.embed_tokens)
     inner.pp_group = SimpleNamespace(is_first_rank=True, is_last_rank=True, world_size=1, rank_in_group=0)
     if config is not None:
         if not hasattr(inner, "config"):
@@ -336,7 +344,18 @@ def _forward_taps(inner, engine: str = "sglang", config=None) -> dict:
     batch = SimpleNamespace(forward_mode=mode, can_run_tbo=False, attn_cp_metadata=None, nsa_cp_metadata=None)
     third = batch if engine == "sglang" else None  # SGLang: the forward batch; vLLM: no intermediate tensors
     try:
-        out = type(inner).forward(inner, ids, positions, third)
+        try:
+            out = type(inner).forward(inner, ids, positions, third)
+        except (
+            TypeError
+        ) as exc:  # the loop took a layer's (hidden, residual) as its hidden states: one output
+            if "must be Tensor, not tuple" not in str(exc):
+                raise
+            layer_cls.single = True
+            try:
+                out = type(inner).forward(inner, ids, positions, third)
+            finally:
+                layer_cls.single = False
     except Exception as exc:
         if layer_cls.asked_inside or layer_cls.offered_inside:
             return {"forward_error": f"{PROBE_FAILED}: {INSIDE_WORDS}"}

@@ -39,6 +39,7 @@ from packaging.version import Version
 from eaglewire.engines import registries
 from eaglewire.engines.table import parse_spec, rows_for
 from eaglewire.jobs.coverage import REGISTRY_REFUSES
+from eaglewire.jobs.coverage import SGLANG_GRAPHS_AS_EAGER as GRAPHS_AS_EAGER
 from eaglewire.rules.ledger import ledger
 from eaglewire.rules.taps import resolve
 from eaglewire.targets import GENERIC
@@ -54,7 +55,6 @@ from engines.capture import (
 )
 
 ROOT = Path(__file__).resolve().parents[2]
-GRAPHS_AS_EAGER = Version("0.5.11")  # sglang PR #22836: CUDA graphs capture the configured ids from here on
 FIRST = {"sglang": "0.4.5", "vllm": "0.8.5"}  # the issue's range: the oldest release of each with a record
 # the platforms a runner's capture code, executed here, answers for. SGLang: one runner, its CPU engine and CUDA run
 # the same capture (eager). vLLM: GPUModelRunner's and MRV2's code is what CUDA runs; the CPU build's own runner

@@ -444,20 +444,24 @@ def _row_unknowns(spec: conv.EngineSpec, m: conv.RowMatch, target: TargetInfo) -
     """What is not known about how this engine version serves this target."""
     out = []
     read = ", ".join(m.row.checked)
+    run = _generic(
+        spec, m, target
+    )  # a target the table does not list, its capture run by the release's record
+    decided = run is not None and (run.holds or run.captures_nothing)
     if not m.exact:
         out.append(
             f"no convention row covers {spec}: assumed from the nearest ({m.row.label}, read at {read}); "
             f"a newer eaglewire table, or `eaglewire test --engine {spec}` on the target, settles it"
         )
-    elif not m.verified and not (
-        spec.version and executed_at(spec.framework, str(spec.version), target.family, m.row.runner)
-    ):  # a release nobody read whose own code, executed, agrees with the row is not assumed
+    elif (
+        not m.verified
+        and not decided
+        and not (spec.version and executed_at(spec.framework, str(spec.version), target.family, m.row.runner))
+    ):  # a release nobody read whose own code, executed, agrees with the row (or decides) is not assumed
         out.append(
             f"{spec} was not read at source: assumed from row {m.row.key} (read at {read}); a newer eaglewire "
             f"table, or `eaglewire test --engine {spec}` on the target, settles it"
         )
-    run = _generic(spec, m, target)
-    decided = run is not None and (run.holds or run.captures_nothing)
     if (not m.model_known or run is not None) and not decided:
         said = f" ({m.basis})" if m.basis else ""
         how = "read" if m.model_known else "assumed"

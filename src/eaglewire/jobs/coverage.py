@@ -190,6 +190,10 @@ def _observations(engine: str) -> list[_Seen]:
     return out
 
 
+# SGLang's CUDA graphs capture the configured ids from this release on (sglang PR #22836); before it, graph-replayed
+# steps capture the default ids, so a model-code record (its forward eager) does not speak for CUDA there
+SGLANG_GRAPHS_AS_EAGER = Version("0.5.11")
+
 # the engines' own words when their model registry does not list an architecture (registry.py
 # _raise_for_unsupported, vLLM and SGLang alike)
 REGISTRY_REFUSES = ("are not supported for now", "is not supported anymore")
@@ -486,10 +490,9 @@ def evidence(
     version = str(Version(version))
     if generic is not None and (generic.holds or generic.captures_nothing):
         where = platform or "cuda"
-        eager = engine == "sglang" and (where == "cpu" or Version(version) >= Version("0.5.11"))
-        if eager or (
-            engine == "vllm" and where == "cuda"
-        ):  # what a model-code record covers (model_code.RUNS_ON)
+        # what a model-code record covers (tests/engines/model_code.py covers())
+        eager = engine == "sglang" and (where == "cpu" or Version(version) >= SGLANG_GRAPHS_AS_EAGER)
+        if eager or (engine == "vllm" and (where == "cuda" or generic.cpu)):
             return {"level": "model-code", "basis": (
                 f"observed: {engine} {version} {where.upper()} model code, executed (capture request and decoder "
                 f"loop for this architecture, which the table does not list) ({generic.record})")}  # fmt: skip
@@ -537,9 +540,9 @@ class GenericRun:
     record: str  # path under src/eaglewire/
     claims: int
     agree: int
-    captures_nothing: (
-        bool  # every forward returned no aux state at all: the drafter's fc gets none of its inputs
-    )
+    # every forward returned no aux state at all: the drafter's fc gets none of its inputs
+    captures_nothing: bool
+    cpu: bool = False  # vLLM: the CPU build's runner made the same request (the record's `cpu`)
 
     @property
     def holds(self) -> bool:
@@ -562,7 +565,7 @@ def _generic_runs(engine: str) -> dict[tuple[str, str, str], GenericRun]:
             cases = [c for c in rec["cases"] if c[col["arch"]] == arch and (c[col["runner"]] or "") == runner]
             nothing = bool(cases) and all(c[col["forward_taps"]] == [] for c in cases)
             out[(str(Version(version)), arch, runner)] = GenericRun(
-                where, fam["claims"], fam["agree"], nothing
+                where, fam["claims"], fam["agree"], nothing, bool(fam.get("cpu"))
             )
     return out
 
