@@ -349,8 +349,8 @@ def _forward_taps(inner, engine: str = "sglang", config=None) -> dict:
         except (
             TypeError
         ) as exc:  # the loop took a layer's (hidden, residual) as its hidden states: one output
-            if "must be Tensor, not tuple" not in str(exc):
-                raise
+            if "must be Tensor, not tuple" not in str(exc) or layer_cls.offered_inside:
+                raise  # (a loop that hands its layers a capture target runs the real layers instead)
             layer_cls.single = True
             try:
                 out = type(inner).forward(inner, ids, positions, third)
