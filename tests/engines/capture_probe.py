@@ -346,9 +346,8 @@ def _forward_taps(inner, engine: str = "sglang", config=None) -> dict:
     try:
         try:
             out = type(inner).forward(inner, ids, positions, third)
-        except (
-            TypeError
-        ) as exc:  # the loop took a layer's (hidden, residual) as its hidden states: one output
+        except TypeError as exc:
+            # the loop took a layer's (hidden, residual) as its hidden states: its layers return one output
             if "must be Tensor, not tuple" not in str(exc) or layer_cls.offered_inside:
                 raise  # (a loop that hands its layers a capture target runs the real layers instead)
             layer_cls.single = True
@@ -1252,7 +1251,7 @@ def _vllm_case(case: dict) -> dict:
             ours = isinstance(exc, AttributeError) and "'ModuleList' object has no attribute" in str(exc)
             entry["error"] = (
                 f"{PROBE_FAILED}: {exc}"
-                if isinstance(exc, (ProbeError,)) or ours
+                if isinstance(exc, ProbeError) or ours
                 else f"{type(exc).__name__}: {exc}"
             )
         else:

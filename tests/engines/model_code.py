@@ -57,12 +57,11 @@ from engines.capture import (
 ROOT = Path(__file__).resolve().parents[2]
 FIRST = {"sglang": "0.4.5", "vllm": "0.8.5"}  # the issue's range: the oldest release of each with a record
 # the platforms a runner's capture code, executed here, answers for. SGLang: one runner, its CPU engine and CUDA run
-# the same capture (eager). vLLM: GPUModelRunner's and MRV2's code is what CUDA runs; the CPU build's own runner
-# overrides load_model (cpu_model_runner.py:98-114 @0.22.1 calls the same setup, older ones their own)
+# the same capture (eager). vLLM: GPUModelRunner's and MRV2's code is what CUDA runs. vLLM's CPU build runs its
+# CPUModelRunner, a GPUModelRunner whose load_model makes the same capture request from 0.22.0
+# (capture_probe._vllm_cpu_runner says so per release and case: `cpu_runner`), so a family the V1 request and its
+# decoder ran for covers the CPU too (`cpu` in the record), as a registry refusal does (covers())
 RUNS_ON = {"": ("cpu", "cuda"), "v1": ("cuda",), "mrv2": ("cuda",)}
-# vLLM's CPU build: its CPUModelRunner is a GPUModelRunner whose load_model calls the same capture request from
-# 0.22.0 (capture_probe._vllm_cpu_runner says so per release, per case: `cpu_runner`), so a family the V1 request
-# and its decoder ran for covers the CPU too (a family `cpu` in the record); a registry refusal holds there as well
 PROBE_FAILED = "probe could not build the model"
 INSIDE = "the release captures inside the decoder layer"  # capture_probe._forward_taps's words
 NO_TAP = "its forward ran only on id lists that ask for no layer it has"
@@ -220,9 +219,8 @@ def agrees(result: dict, table: dict, engine: str = "sglang") -> bool | None:
     if "forward_error" in result and not result["forward_error"].startswith(PROBE_FAILED):
         return table["taps"] is None
     error = result.get("error") or ""
-    if any(w in error for w in ENTRY_FAILS) and not error.startswith(
-        PROBE_FAILED
-    ):  # the runner's capture request fails: no capture at all
+    # the runner's capture request fails (not the probe): no capture at all
+    if any(w in error for w in ENTRY_FAILS) and not error.startswith(PROBE_FAILED):
         return table["taps"] is None
     return None
 
@@ -286,9 +284,8 @@ def observe(python: str, engine: str, release: str) -> dict:
             why[f"{fam} ({arch}){' ' + runner if runner else ''}"] = f"{PROBE_FAILED}: {reason}"
         if f.pop("refusals", 0) == f["claims"] > 0:  # every claim the registry's: refused at startup
             f["refused"] = True
-        if not f.pop("cpu", False):  # kept only where the CPU build's runner made the same request every case
-            continue
-        f["cpu"] = True
+        if f.pop("cpu", False):  # kept only where the CPU build's runner made the same request every case
+            f["cpu"] = True
     rows = [row for key, row in rows if fams[key]["claims"]]
     ran = [{"family": fam, "architecture": arch, "runner": runner, "engine": {"stage": None}, **c}
            for (fam, arch, runner), c in sorted(fams.items()) if c["claims"]]  # fmt: skip
@@ -322,10 +319,13 @@ def covers(engine: str, release: str, ran: list[dict]) -> list[dict]:
     for runner in sorted({f["runner"] for f in ran}):
         if (
             engine == "vllm" and runner == "v1"
-        ):  # the CPU build's runner, where it runs the V1 request (RUNS_ON)
-            mine = [f for f in ran if f["runner"] == runner]  # every architecture of the family ran it there
-            on_cpu = sorted({f["family"] for f in mine if all(g.get("cpu") or g.get("refused")
-                                                              for g in mine if g["family"] == f["family"])})  # fmt: skip
+        ):  # the CPU build's runner, where it makes the V1 request (RUNS_ON)
+            ran_there: dict[str, bool] = {}  # every architecture of the family ran it there (or is refused)
+            for f in (f for f in ran if f["runner"] == runner):
+                ran_there[f["family"]] = ran_there.get(f["family"], True) and bool(
+                    f.get("cpu") or f.get("refused")
+                )
+            on_cpu = sorted(fam for fam, ok in ran_there.items() if ok)
             if on_cpu:
                 out.append({"platform": "cpu", "runner": runner, "families": on_cpu})
         for platform in RUNS_ON[runner]:

@@ -440,13 +440,13 @@ def _cannot_serve(
     return EngineVerdict(name, m.row.key, m.exact, "config.json", served, "fails", None, [], [], True)
 
 
-def _row_unknowns(spec: conv.EngineSpec, m: conv.RowMatch, target: TargetInfo) -> list[str]:
-    """What is not known about how this engine version serves this target."""
+def _row_unknowns(
+    spec: conv.EngineSpec, m: conv.RowMatch, target: TargetInfo, run: GenericRun | None = None
+) -> list[str]:
+    """What is not known about how this engine version serves this target (`run`: a target the table does not
+    list, its capture run by the release's model-code record)."""
     out = []
     read = ", ".join(m.row.checked)
-    run = _generic(
-        spec, m, target
-    )  # a target the table does not list, its capture run by the release's record
     decided = run is not None and (run.holds or run.captures_nothing)
     if not m.exact:
         out.append(
@@ -484,6 +484,16 @@ def _generic(spec: conv.EngineSpec, m: conv.RowMatch, target: TargetInfo) -> Gen
     return generic_run(spec.framework, str(version), target.architecture, m.row.runner) if version else None
 
 
+def _captures_nothing(run: GenericRun, tinfo: TargetInfo) -> tuple[str, str]:
+    """(the failure, why no config value fixes it) where the release's decoder for the target never captures."""
+    said = f"{run.engine} {run.release}"
+    return (f"{said} serves {tinfo.architecture} with a decoder that never captures an aux hidden state (its "
+            f"forward returned none for any id list asked): the drafter's fc gets none of its inputs [model code, "
+            f"executed: {run.record}]",
+            f"no config value helps: {said}'s decoder for {tinfo.architecture} captures no aux hidden state, "
+            "whatever ids it is given")  # fmt: skip
+
+
 @dataclass
 class _Reading:
     """One row's answer: what it feeds, what else it does, and the verdict under each training-taps option."""
@@ -508,14 +518,15 @@ def _read_row(
     L = tinfo.num_layers
     served = conv.resolve(m.row, ckpt.config, L)
     run = _generic(spec, m, tinfo)
-    if run is not None and run.captures_nothing and served.failure is None:
-        version = spec.version or table.NEWEST.get(spec.framework)
-        served = replace(served, taps=None, stage="warm-up" if spec.framework == "vllm" else None, failure=(
-            f"{spec.framework} {version} serves {tinfo.architecture} with a decoder that never captures an aux "
-            f"hidden state (its forward returned none for any id list asked): the drafter's fc gets none of its "
-            f"inputs [model code, executed: {run.record}]"))  # fmt: skip
+    failure, no_value = (
+        _captures_nothing(run, tinfo) if run is not None and run.captures_nothing else (None, None)
+    )
+    if failure is not None and served.failure is None:
+        served = replace(
+            served, taps=None, stage="warm-up" if spec.framework == "vllm" else None, failure=failure
+        )
     findings = engine_findings(ckpt, tinfo, spec, m.row, served)
-    unknowns = _row_unknowns(spec, m, tinfo)
+    unknowns = _row_unknowns(spec, m, tinfo, run)
     ec = ckpt.config.get("eagle_config")
     if isinstance(ec, dict) and ec.get("use_aux_hidden_state") is False and not ckpt.tensors.get("fc.weight"):
         # an EAGLE-1-style head: no taps to compare, only whether this engine version honours the flag
@@ -562,9 +573,6 @@ def _read_row(
         status = "unverified"
         spread = "; ".join(f"trained on {w}: {st}" for w, st in outcomes.items())
         unknowns += [trained.unknown or "", f"on {label} the candidates give different verdicts ({spread})"]
-    nothing = run is not None and run.captures_nothing
-    no_value = (f"no config value helps: {spec.framework} {spec.version or table.NEWEST.get(spec.framework)}'s "
-                f"decoder for {tinfo.architecture} captures no aux hidden state, whatever ids it is given") if nothing else None  # fmt: skip
     return _Reading(served, findings, status, unknowns, assumptions, outcomes, no_value)
 
 

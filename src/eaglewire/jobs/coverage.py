@@ -537,6 +537,8 @@ class GenericRun:
     """A model-code record's cases for an architecture the table does not list (family `generic`, its generic
     capture assumed) at one release and runner: whether the release's own code captured as assumed."""
 
+    engine: str
+    release: str
     record: str  # path under src/eaglewire/
     claims: int
     agree: int
@@ -564,8 +566,9 @@ def _generic_runs(engine: str) -> dict[tuple[str, str, str], GenericRun]:
             arch, runner = fam["architecture"], fam.get("runner", "")
             cases = [c for c in rec["cases"] if c[col["arch"]] == arch and (c[col["runner"]] or "") == runner]
             nothing = bool(cases) and all(c[col["forward_taps"]] == [] for c in cases)
-            out[(str(Version(version)), arch, runner)] = GenericRun(
-                where, fam["claims"], fam["agree"], nothing, bool(fam.get("cpu"))
+            release = str(Version(version))
+            out[(release, arch, runner)] = GenericRun(
+                engine, release, where, fam["claims"], fam["agree"], nothing, bool(fam.get("cpu"))
             )
     return out
 
