@@ -22,6 +22,8 @@ def target_config(
         cfg = {"architectures": ["DeepseekV3ForCausalLM"], "model_type": "deepseek_v3"}
     elif family == "qwen3":
         cfg = {"architectures": ["Qwen3ForCausalLM"], "model_type": "qwen3"}
+    elif family == "deepseek_v4":
+        cfg = {"architectures": ["DeepseekV4ForCausalLM"], "model_type": "deepseek_v4", "hc_mult": 4}
     elif family == "kimi_k25":
         inner = {
             "architectures": ["DeepseekV3ForCausalLM"],

@@ -327,6 +327,17 @@ def test_the_vllm_scanner_reads_the_protocol_the_gate_and_the_cuda_branch():
     )
     assert registry_scan.scan("vllm", "9.9", tree)["eagle3"]["WrappedForCausalLM"]["capture"] == "own"
     assert out["eagle3"]["DsForCausalLM"]["file"] == "vllm/models/ds/nvidia.py:2"
+    # a package that tests for ROCm first (vLLM's deepseek_v4 from 0.25.0, whose amd/ class had no EAGLE-3 then):
+    # the branch a CUDA server takes, not the first
+    rocm_first = dict(VL_TREE)
+    rocm_first["vllm/models/ds/__init__.py"] = (
+        "from typing import TYPE_CHECKING\nfrom vllm.platforms import current_platform\n"
+        "if current_platform.is_rocm():\n    from .cpu import DsForCausalLM\n"
+        "elif TYPE_CHECKING or not current_platform.is_xpu():\n    from .nvidia import DsForCausalLM\n"
+    )
+    assert registry_scan.scan("vllm", "9.9", rocm_first)["eagle3"]["DsForCausalLM"]["file"] == (
+        "vllm/models/ds/nvidia.py:2"
+    )
     assert out["gate"]["model_types"] == ["llama", "qwen"]
     assert out["runner"]["check"] == "protocol"
     assert out["mtp"]["model_types"] == ["deepseek_mtp", "mtp"]

@@ -68,8 +68,9 @@ class Tree:
         return self._parsed[path]
 
     def bindings(self, path: str) -> dict[str, ast.AST]:
-        """Top-level names of a module: a class, an import, or an alias. In an `if`/`try` the first branch wins
-        (vLLM's platform packages import their CUDA implementation there)."""
+        """Top-level names of a module: a class, an import, or an alias. An `if` that tests `current_platform`
+        (vLLM's platform packages: `if current_platform.is_rocm(): from .amd ... else: from .nvidia ...`) takes the
+        branch a CUDA server takes (`cuda_branch`); in any other `if`/`try` the first branch wins."""
         if path not in self._bindings:
             out: dict[str, ast.AST] = {}
 
@@ -86,6 +87,9 @@ class Tree:
                         continue
                     elif isinstance(s, ast.Assign):
                         names = [t.id for t in s.targets if isinstance(t, ast.Name)]
+                    elif isinstance(s, ast.If) and (taken := cuda_branch(s.test)) is not None:
+                        walk(s.body if taken else s.orelse, override)
+                        continue
                     elif isinstance(s, ast.If):
                         walk(s.body, override)
                         walk(s.orelse, False)
@@ -193,6 +197,37 @@ class Tree:
 
     def inherits(self, cls: ClassRef, path: str, name: str) -> bool:
         return any(isinstance(c, ClassRef) and c.path == path and c.node.name == name for c in self.mro(cls))
+
+
+# what a CUDA platform answers `current_platform.is_X()` (the same answers the model-code probe gives)
+CUDA_ANSWERS = {"is_cuda": True, "is_cuda_alike": True, "is_rocm": False, "is_xpu": False, "is_cpu": False,
+                "is_tpu": False, "is_out_of_tree": False}  # fmt: skip
+
+
+def cuda_branch(test: ast.expr) -> bool | None:
+    """Whether an `if` test that reads `current_platform` holds on a CUDA server (`TYPE_CHECKING` False; `not`,
+    `and`, `or` of `current_platform.is_X()` calls); None for any other test, or one it cannot answer."""
+
+    def value(node: ast.expr) -> bool:
+        if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.Not):
+            return not value(node.operand)
+        if isinstance(node, ast.BoolOp):
+            values = [value(v) for v in node.values]
+            return all(values) if isinstance(node.op, ast.And) else any(values)
+        if isinstance(node, ast.Name) and node.id == "TYPE_CHECKING":
+            return False
+        if (isinstance(node, ast.Call) and not node.args and isinstance(node.func, ast.Attribute)
+                and isinstance(node.func.value, ast.Name) and node.func.value.id == "current_platform"
+                and node.func.attr in CUDA_ANSWERS):  # fmt: skip
+            return CUDA_ANSWERS[node.func.attr]
+        raise ValueError(ast.unparse(node))
+
+    if "current_platform" not in ast.unparse(test):
+        return None
+    try:
+        return value(test)
+    except ValueError:
+        return None
 
 
 def _only_raises(node: ast.AST) -> bool:

@@ -37,8 +37,8 @@ residual stream, so the state a capture took reads as the k of its tap h_k (`_re
 - vLLM: the V1 runner's `GPUModelRunner._setup_eagle3_aux_hidden_state_outputs` (gpu_model_runner.py:5169-5188) and
   MRV2's `eagle3_utils.set_eagle3_aux_hidden_state_layers` (eagle3_utils.py:25-40), on a speculative config whose
   draft hf_config is a transformers `PretrainedConfig` of the drafter config. Architectures resolve through vLLM's
-  registry; the two packages that pick an implementation by platform (vllm/models/deepseek_v32, deepseek_v4) are
-  imported at their CUDA branch (`nvidia/model.py`), the one a GPU server runs. vLLM runs on `CpuPlatform()`.
+  registry; a package that picks its implementation by platform (vllm/models/deepseek_v32, deepseek_v4,
+  deepseek_v41) is taken at its CUDA branch (`_cuda_branch`: `nvidia/`), the one a GPU server runs. vLLM runs on `CpuPlatform()`.
   torchvision and mistral_common are not in the CPU venv: placeholders from stubs/ (import-time names only) let the
   multimodal model files import; real packages win when installed.
 """
@@ -47,6 +47,7 @@ from __future__ import annotations
 
 import functools
 import importlib
+import importlib.util
 import inspect
 import json
 import logging
@@ -112,7 +113,49 @@ VLLM: dict[str, tuple[str | None, str | None]] = {
     "Glm4MoeForCausalLM": (None, None),
     "MiniMaxM2ForCausalLM": ("minimax_m2.MiniMaxM2Model", None),
 }  # fmt: skip
-CUDA_BRANCH = {"vllm.models.deepseek_v32": "nvidia.model", "vllm.models.deepseek_v4": "nvidia.model"}
+# what a CUDA platform answers the `current_platform.is_X()` tests of a package that picks its implementation by
+# platform (vllm/models/deepseek_v32, deepseek_v4, deepseek_v41, minimax_m3 __init__.py); any other test is not decided
+CUDA_ANSWERS = {"is_cuda": True, "is_cuda_alike": True, "is_rocm": False, "is_xpu": False, "is_cpu": False,
+                "is_tpu": False, "is_out_of_tree": False}  # fmt: skip
+
+
+class _CudaPlatform:
+    """`current_platform` as a GPU server's: its `is_X()` tests answered (`CUDA_ANSWERS`), nothing else."""
+
+    def __init__(self, package: str):
+        self.package = package
+
+    def __getattr__(self, name: str):
+        if name not in CUDA_ANSWERS:
+            raise ProbeError(f"{self.package}/__init__.py picks by `current_platform.{name}`, which the probe "
+                             "cannot answer for CUDA")  # fmt: skip
+        return lambda: CUDA_ANSWERS[name]
+
+
+@functools.cache
+def _cuda_branch(package: str) -> dict[str, Any]:
+    """The names a package's __init__ exports on CUDA, where it picks its implementation by platform: each top-level
+    `if` whose test reads `current_platform` is taken the way a GPU server takes it (the probe runs on the CPU
+    platform, whose branch is not the one the table describes; `TYPE_CHECKING` is False), every other statement
+    runs as written. A test it cannot answer raises: the probe then says which."""
+    import ast
+
+    spec = importlib.util.find_spec(package)
+    tree = ast.parse(Path(spec.origin).read_text())
+    namespace: dict[str, Any] = {"__name__": package, "__package__": package, "__file__": spec.origin,
+                                 "__path__": spec.submodule_search_locations}  # fmt: skip
+
+    def run(body: list[ast.stmt]) -> None:
+        for stmt in body:  # an `elif` is an `if` in the `else`: the recursion takes it
+            if isinstance(stmt, ast.If) and "current_platform" in ast.unparse(stmt.test):
+                test = compile(ast.Expression(stmt.test), spec.origin, "eval")
+                scope = namespace | {"current_platform": _CudaPlatform(package), "TYPE_CHECKING": False}
+                run(stmt.body if eval(test, scope) else stmt.orelse)
+            else:
+                exec(compile(ast.Module(body=[stmt], type_ignores=[]), spec.origin, "exec"), namespace)
+
+    run(tree.body)
+    return namespace
 
 
 def _class(path: str, package: str) -> type:
@@ -160,8 +203,10 @@ def _decoder(cls: type, num_layers: int):
 
 
 HIDDEN = 8  # the stand-in forward's width: any; each state is a constant
+TOKENS = 3  # the stand-in forward's prompt
 # a decoder layer's keywords through which its own code (not the decoder's loop) makes the capture
-INSIDE = ("capture_output", "capture_gathered", "captured_last_layer_outputs")
+# (vLLM deepseek_v41/nvidia/model.py @0.33.0: `capture_previous_aux`, the layer returns its predecessor's tap)
+INSIDE = ("capture_output", "capture_gathered", "captured_last_layer_outputs", "capture_previous_aux")
 INSIDE_WORDS = "the release captures inside the decoder layer"  # why the stand-ins make no claim there
 
 
@@ -187,12 +232,18 @@ def _tap_class() -> type:
         # qwen3_next.py @0.33.0): no sequence-parallel MoE
         use_sequence_parallel_moe = use_attn_reduce_scatter_for_moe = False
         single = False  # a loop whose layers return the hidden states alone (no residual: Granite's)
+        streams = 0  # a loop over hyper-connection streams (`_mhc_stand_ins`): how many
 
         def forward(self, positions, hidden_states, *args, **kwargs):
             if any(kwargs.get(name) is not None for name in INSIDE):
                 TapLayer.asked_inside = True
             if any(name in kwargs for name in INSIDE):
                 TapLayer.offered_inside = True  # the loop hands its layers a capture target
+            if TapLayer.streams:
+                # (x, residual streams, post mix, residual mix): every stream the loop reconstructs is k
+                n, tokens = TapLayer.streams, positions.shape[0]  # its first argument has a row per token
+                return (torch.full((tokens, HIDDEN), float(self.k)), torch.zeros(tokens, n, HIDDEN),
+                        torch.ones(tokens, n, 1), torch.eye(n).expand(tokens, n, n))  # fmt: skip
             if TapLayer.single:
                 return torch.full_like(hidden_states, float(self.k))
             return torch.full_like(hidden_states, float(self.k)), torch.zeros_like(hidden_states)
@@ -328,6 +379,33 @@ def _init_tree(klass: type):
 SERVER_DEFAULTS = {"use_hf_deepstack_order": False}
 
 
+def _mhc_stand_ins(inner) -> int:
+    """A decoder over manifold-constrained hyper-connection streams (vLLM's DeepSeek-V4: its layers return
+    (x, residual streams, post mix, residual mix) and the loop reconstructs a tap as the mean over the streams of
+    `mhc_post`): the number of streams its config gives, with the loop's kernels stood in by the release's own torch
+    reference for `mhc_post` (kernels/mhc/torch.py) and a mean for `hc_head`, the collapse after the loop (no tap).
+    0 for any other decoder."""
+    module = sys.modules[type(inner).__module__]
+    if "mhc_post" not in _class_source(type(inner)):
+        return 0
+    try:
+        from vllm.model_executor.kernels.mhc.torch import mhc_post_torch
+    except ImportError as exc:
+        raise ProbeError(f"an mHC decoder without the release's torch reference for mhc_post: {exc}") from exc
+    import torch
+
+    for name in list(vars(module)):
+        if name.startswith("mhc_post"):
+            setattr(module, name, mhc_post_torch)
+        elif name.startswith("hc_head"):
+            setattr(module, name, lambda hidden_states, *args, **kwargs: hidden_states.float().mean(dim=-2))
+    streams = int(getattr(inner, "hc_mult", 0) or getattr(inner.config, "hc_mult", 0) or 4)
+    # what a launch with a drafter gives its __init__ (`spec_config.use_eagle()`: every release copies the final
+    # streams there after the loop, for an MTP head; no tap), one row per token of the probe's forward
+    inner._mtp_hidden_buffer = torch.zeros(TOKENS, streams * HIDDEN)
+    return streams
+
+
 def _forward_taps(inner, engine: str = "sglang", config=None) -> dict:
     """Run the decoder's own forward (its loop, with stand-in layers) on three tokens: the taps of the aux states it
     returned (each state's constant), or why it could not run. A forward that needs more of the engine than the
@@ -337,13 +415,15 @@ def _forward_taps(inner, engine: str = "sglang", config=None) -> dict:
     _stand_ins(inner, config)
     layer_cls = type(inner.layers[0])
     layer_cls.asked_inside = layer_cls.offered_inside = False
-    ids, positions = torch.zeros(3, dtype=torch.long), torch.arange(3)
+    layer_cls.streams = 0
+    ids, positions = torch.zeros(TOKENS, dtype=torch.long), torch.arange(TOKENS)
     mode = SimpleNamespace(is_extend=lambda: True, is_decode=lambda: False, is_idle=lambda: False,
                            is_target_verify=lambda: False, is_extend_or_draft_extend_or_mixed=lambda: True)  # fmt: skip
     # a prefill of one request: no two-batch overlap, no context-parallel split (SGLang's *_cp_metadata)
     batch = SimpleNamespace(forward_mode=mode, can_run_tbo=False, attn_cp_metadata=None, nsa_cp_metadata=None)
     third = batch if engine == "sglang" else None  # SGLang: the forward batch; vLLM: no intermediate tensors
     try:
+        layer_cls.streams = _mhc_stand_ins(inner)
         try:
             out = type(inner).forward(inner, ids, positions, third)
         except TypeError as exc:
@@ -1063,10 +1143,15 @@ def _vllm_class(arch: str) -> type:
         if refusal:
             raise RegistryRefusal(refusal)
     module_name, cls_name = _VLLM_MODELS[arch]
-    if module_name in CUDA_BRANCH:
-        module_name = f"{module_name}.{CUDA_BRANCH[module_name]}"
     prefix = "" if "." in module_name else "vllm.model_executor.models."
-    return getattr(importlib.import_module(prefix + module_name), cls_name)
+    module = importlib.import_module(prefix + module_name)
+    if "current_platform" in inspect.getsource(module) and hasattr(module, "__path__"):
+        cuda = _cuda_branch(module.__name__)  # a package that picks its implementation by platform
+        if cls_name in cuda:
+            return cuda[cls_name]
+    # a module `__getattr__` that picks at lookup runs on the CPU platform (qwen4_exp @0.33.0 takes its nvidia/
+    # branch there too: it tests only for ROCm, XPU and TPU)
+    return getattr(module, cls_name)
 
 
 def _vllm_model(arch: str, num_layers: int):
@@ -1107,6 +1192,16 @@ def _vllm_model(arch: str, num_layers: int):
             "language_model"
         ]  # what _mark_language_model records (interfaces.py:313-345)
     return model, inner, _qualname(inner_cls, package)
+
+
+@functools.cache
+def _config_arch(arch: str) -> str:
+    """The architecture whose config the decoder keeps: the target's own, or, for a wrapper outside the tables whose
+    type transformers does not know (vLLM's DeepseekV4ForConditionalGeneration), the text model its code builds."""
+    if arch in VLLM or arch in _MODEL_TYPES or _hf_model_type(arch) is not None:
+        return arch
+    text = _found_text(_vllm_class(arch))
+    return arch if text is None else text.__name__
 
 
 @functools.cache
@@ -1258,7 +1353,7 @@ def _vllm_case(case: dict) -> dict:
             entry["entry"] = entries.get(runner)
             if case.get("forward") and inner is not None:
                 entry |= _forward_taps(
-                    inner, "vllm", _vllm_text_config(arch, num_layers, case.get("model_type"))
+                    inner, "vllm", _vllm_text_config(_config_arch(arch), num_layers, case.get("model_type"))
                 )
         out[runner] = entry
     return out

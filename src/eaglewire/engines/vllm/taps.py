@@ -154,6 +154,7 @@ class Capture:
     lowest: int  # 0: h0 reachable
     highest: str  # "L" or "L-1"
     source: str
+    h0_crash: str | None = TYPE_ERROR  # what id 0 does where h0 is not reachable (None: it captures nothing)
 
 
 @dataclass(frozen=True)
@@ -191,6 +192,15 @@ DEEPSEEK_V32 = (
     Capture("0.29.0", 0, "L-1", "vllm/models/deepseek_v32/nvidia/model.py (the registry's route from 0.29.0): "
             "capture before layer k, none after the loop; executed: engines/vllm/data/observed/"
             "vllm-0.29.0..0.32.0-model-code.json"),
+)  # fmt: skip
+# DeepSeek-V4 (its own platform package, vllm/models/deepseek_v4; CUDA branch nvidia/model.py): the layers carry
+# manifold-constrained hyper-connection streams; the loop captures id idx+1 after layer idx as the mean of the
+# streams `mhc_post` reconstructs, id L included, id 0 (the embeddings) never (no error: one state fewer). Executed:
+# the model-code records 0.25.0-0.33.0, the streams' kernels stood in by the release's torch reference.
+DEEPSEEK_V4 = (
+    Capture("0.25.0", 1, "L", "vllm/models/deepseek_v4/nvidia/model.py:1083-1106 @0.25.0, :1161-1184 @0.28.0, "
+            ":1593-1616 @0.31.0; executed: engines/vllm/data/observed/vllm-0.25.0..0.32.0-model-code.json",
+            h0_crash=None),
 )  # fmt: skip
 NOT_LLAMA = "refused by the eagle3 model_type gate ('Eagle3 is only supported for Llama models', vllm#22152)"
 GATED = (
@@ -235,6 +245,10 @@ GROUPS: tuple[Group, ...] = (
           "EAGLE-3 (model_type gate until 0.16, no interface in 0.17)", DEEPSEEK, "0.29.0"),
     Group("deepseek_v32", ("deepseek_v32",), "0.18.0", "vLLM < 0.18.0: DeepSeek-V3.2 targets have no EAGLE-3 "
           "(model_type gate until 0.16, no interface in 0.17)", DEEPSEEK_V32, "0.29.0"),
+    # MRV2 by default from 0.28.0: DEFAULT_V2_MODEL_RUNNER_ARCHITECTURES lists it (config/vllm.py:72 @0.28.0);
+    # before, a MoE model not listed there defaults to V1 (:658 @0.27.0)
+    Group("deepseek_v4", ("deepseek_v4",), "0.25.0", "vLLM < 0.25.0: DeepseekV4ForCausalLM has no EAGLE-3 interface "
+          "('Model does not support EAGLE3 interface'; the package exists from 0.23.0)", DEEPSEEK_V4, "0.28.0"),
 )  # fmt: skip
 NEVER = (("glm4_moe", "vLLM (through 0.33.0) has no EAGLE-3 for Glm4MoeForCausalLM (no SupportsEagle3)",
           "models/glm4_moe.py:534 @0.33.0", READ[2:]),
@@ -359,7 +373,7 @@ def _generated() -> tuple[Convention, ...]:
                         default_rule=Rule.RAW,
                         lowest_tap=cap.lowest,
                         highest_tap=cap.highest,
-                        h0_crash=TYPE_ERROR if cap.lowest else None,
+                        h0_crash=cap.h0_crash if cap.lowest else None,
                         missing_crash=WIDTH_SEEN if seen else WIDTH_READ,
                         width_stage="first request" if seen else None,
                         reads_speculators_format=Version(lo) >= Version("0.10.1"),
