@@ -61,15 +61,43 @@ def test_a_target_whose_own_capture_held_is_decided(drafter, spec):
     assert rep.verdicts[0].evidence["level"] == "model-code"
 
 
-def test_a_target_whose_own_capture_differs_stays_unverified_naming_the_record(drafter):
+def test_a_capture_that_differs_only_at_the_edges_decides_for_ids_inside(drafter, tmp_path):
     """MistralLarge3ForCausalLM is served by DeepSeek-V2's decoder: id 0 crashes there (the residual is None), so
-    the generic capture does not hold in every case: the verdict does not decide, and says where it was seen."""
+    the generic capture does not hold in every case, but every case that differs asked for id 0. A drafter on the
+    default ids (h2,h16,h29) asks for none outside 1..L-1: decided, resting on the record; one that asks for id 0
+    is not, and the verdict names the record and why."""
     run = generic_run("vllm", "0.33.0", "MistralLarge3ForCausalLM", "mrv2")
-    assert run is not None and 0 < run.agree < run.claims and not run.captures_nothing
-    rep = check(drafter, _target("MistralLarge3ForCausalLM"), ["vllm==0.33.0"], TRAINED, platform="cuda")
-    (v,) = rep.verdicts
+    assert run is not None and 0 < run.agree < run.claims and not run.captures_nothing and run.edges_only
+    (v,) = check(
+        drafter, _target("MistralLarge3ForCausalLM"), ["vllm==0.33.0"], TRAINED, platform="cuda"
+    ).verdicts
+    assert v.status == "ok" and not v.unknowns
+    assert v.evidence["level"] == "model-code" and "outside 1..L-1" in v.evidence["basis"]
+
+    path = tmp_path / "h0"
+    path.mkdir()
+    config = {**llama_fields(4096, 128256), "architectures": ["LlamaForCausalLMEagle3"], "draft_vocab_size": 32000,
+              "target_hidden_size": 4096, "eagle_aux_hidden_state_layer_ids": [0, 16, 29]}  # fmt: skip
+    (path / "config.json").write_text(json.dumps(config))
+    asks_h0 = read_drafter(path, weights="lazy")
+    trained = Wiring.of([0, 16, 29])
+    (v,) = check(
+        asks_h0, _target("MistralLarge3ForCausalLM"), ["vllm==0.33.0"], trained, platform="cuda"
+    ).verdicts
     assert v.status == "unverified"
-    assert any("captured otherwise in" in u and "vllm-0.33.0-model-code.json" in u for u in v.unknowns)
+    assert any("captured otherwise in" in u and "outside 1..L-1, as this drafter's ids do" in u
+               and "vllm-0.33.0-model-code.json" in u for u in v.unknowns)  # fmt: skip
+
+
+def test_a_capture_that_differs_inside_stays_unverified_naming_the_record(drafter):
+    """SGLang 0.5.21's Gemma4AssistantForCausalLM captured one layer above the generic capture on id lists inside
+    1..L-1 too: no drafter's verdict is decided from it."""
+    run = generic_run("sglang", "0.5.21", "Gemma4AssistantForCausalLM", None)
+    assert run is not None and not run.holds and not run.captures_nothing and not run.edges_only
+    (v,) = check(drafter, _target("Gemma4AssistantForCausalLM"), ["sglang==0.5.21"], TRAINED,
+                 platform="cuda").verdicts  # fmt: skip
+    assert v.status == "unverified"
+    assert any("captured otherwise in" in u and "sglang-0.5.21-model-code.json" in u for u in v.unknowns)
 
 
 def test_a_target_no_record_ran_is_assumed(drafter):
@@ -86,7 +114,7 @@ def test_every_generic_run_decides_check_as_its_outcome_says(drafter):
 
     releases = {"sglang": {table.NEWEST["sglang"], "0.5.21"}, "vllm": {table.NEWEST["vllm"], "0.17.1"}}
     runs = [g for g in coverage().generic if g["release"] in releases[g["engine"]]]
-    assert {g["outcome"] for g in runs} == {"holds", "differs", "captures nothing"}
+    assert {g["outcome"] for g in runs} == {"holds", "differs", "differs at the edges", "captures nothing"}
     assert {g["engine"] for g in runs} == {"sglang", "vllm"}
     for g in runs:
         spec = f"{g['engine']}=={g['release']}"
@@ -99,6 +127,8 @@ def test_every_generic_run_decides_check_as_its_outcome_says(drafter):
             assert not table_unknown and v.evidence["level"] == "model-code", where
         elif g["outcome"] == "captures nothing":
             assert v.status == "fails" and "never captures" in v.served.failure, where
+        elif g["outcome"] == "differs at the edges":  # the drafter's default ids ask for none outside 1..L-1
+            assert not table_unknown and "outside 1..L-1" in v.evidence["basis"], where
         else:
             assert v.status == "unverified" and any(g["record"] in u for u in table_unknown), where
 

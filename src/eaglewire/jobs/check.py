@@ -372,7 +372,7 @@ def check(
                     tinfo.family,
                     platform,
                     v.verified_version and m.exact,
-                    _generic(spec, m, tinfo),
+                    _settling(_generic(spec, m, tinfo), v.served, tinfo),
                 )
                 if version is not None
                 else {
@@ -440,14 +440,23 @@ def _cannot_serve(
     return EngineVerdict(name, m.row.key, m.exact, "config.json", served, "fails", None, [], [], True)
 
 
+def _settling(run: GenericRun | None, served: conv.Resolution, target: TargetInfo) -> GenericRun | None:
+    """The model-code run of a target the table does not list, where it decides what these served ids get."""
+    return run if run is not None and run.settles(served.ids, target.num_layers) else None
+
+
 def _row_unknowns(
-    spec: conv.EngineSpec, m: conv.RowMatch, target: TargetInfo, run: GenericRun | None = None
+    spec: conv.EngineSpec,
+    m: conv.RowMatch,
+    target: TargetInfo,
+    run: GenericRun | None = None,
+    served: conv.Resolution | None = None,
 ) -> list[str]:
     """What is not known about how this engine version serves this target (`run`: a target the table does not
-    list, its capture run by the release's model-code record)."""
+    list, its capture run by the release's model-code record, which may decide what the `served` ids get)."""
     out = []
     read = ", ".join(m.row.checked)
-    decided = run is not None and (run.holds or run.captures_nothing)
+    decided = served is not None and _settling(run, served, target) is not None
     if not m.exact:
         out.append(
             f"no convention row covers {spec}: assumed from the nearest ({m.row.label}, read at {read}); "
@@ -465,8 +474,13 @@ def _row_unknowns(
     if (not m.model_known or run is not None) and not decided:
         said = f" ({m.basis})" if m.basis else ""
         how = "read" if m.model_known else "assumed"
+        edges = (
+            ", each asking for an id outside 1..L-1, as this drafter's ids do"
+            if run and run.edges_only
+            else ""
+        )
         seen = (f", but the release's own code, executed, captured otherwise in {run.claims - run.agree} of "
-                f"{run.claims} cases ({run.record})" if run else "")  # fmt: skip
+                f"{run.claims} cases{edges} ({run.record})" if run else "")  # fmt: skip
         out.append(
             f"target architecture {target.architecture} is not in eaglewire's table for {spec.framework}{said}: "
             f"its generic capture ({m.model}) is {how}{seen}; `eaglewire test --search` on the target settles it"
@@ -526,7 +540,7 @@ def _read_row(
             served, taps=None, stage="warm-up" if spec.framework == "vllm" else None, failure=failure
         )
     findings = engine_findings(ckpt, tinfo, spec, m.row, served)
-    unknowns = _row_unknowns(spec, m, tinfo, run)
+    unknowns = _row_unknowns(spec, m, tinfo, run, served)
     ec = ckpt.config.get("eagle_config")
     if isinstance(ec, dict) and ec.get("use_aux_hidden_state") is False and not ckpt.tensors.get("fc.weight"):
         # an EAGLE-1-style head: no taps to compare, only whether this engine version honours the flag

@@ -311,13 +311,15 @@ def coverage() -> Coverage:
 
 def generic_targets() -> list[dict]:
     """Every target the table does not list that a release's model-code record ran, per engine, release and runner:
-    `holds` (its capture is the generic one in every case: `check` decides), `captures nothing` (`check`: fails)
-    or `differs` (`check`: unverified, naming the record)."""
+    `holds` (its capture is the generic one in every case: `check` decides), `captures nothing` (`check`: fails),
+    `differs at the edges` (only where an id list asked for an id outside 1..L-1: `check` decides for a drafter
+    whose ids ask for none) or `differs` (`check`: unverified, naming the record)."""
     out = []
     for engine in ENGINES:
         for (release, arch, runner), run in sorted(_generic_runs(engine).items(),
                                                    key=lambda kv: (Version(kv[0][0]), kv[0][1:])):  # fmt: skip
-            outcome = "holds" if run.holds else "captures nothing" if run.captures_nothing else "differs"
+            outcome = ("holds" if run.holds else "captures nothing" if run.captures_nothing
+                       else "differs at the edges" if run.edges_only else "differs")  # fmt: skip
             out.append({"engine": engine, "release": release, "architecture": arch, "runner": runner,
                         "outcome": outcome, "cases": run.claims, "agree": run.agree, "record": run.record})  # fmt: skip
     return out
@@ -396,8 +398,11 @@ Every text-generating target a release's registry serves with EAGLE-3 but eaglew
 that release's model-code record (its capture request and decoder loop, on the same id lists as the families),
 beside the generic capture `check` would otherwise assume. Per engine, the newest release with such runs: **holds**
 (its capture is the generic one in every case: `check` decides from the record), **captures nothing** (`check`
-says `fails`: no config value helps), **differs** (`check` stays `unverified` and names the record). A target the
-probe could not build is not listed (the record's `not_run` says why): `check` assumes its generic capture.
+says `fails`: no config value helps), **differs at the edges** (it captured otherwise only where an id list asked for
+an id outside 1..L-1, such as id 0 crashing or id L never captured: `check` decides for a drafter whose ids ask for
+none, and otherwise stays `unverified` naming the record), **differs** (`check` stays `unverified` and names the
+record). A target the probe could not build is not listed (the record's `not_run` says why): `check` assumes its
+generic capture.
 """
 
 
@@ -475,6 +480,12 @@ def executed_at(engine: str, version: str, family: str, runner: str | None) -> s
     return None
 
 
+# what a verdict on a target whose capture differed from the generic one at the edges rests on
+EDGES = (
+    "it captured otherwise only where an id list asked for an id outside 1..L-1, which this drafter does not"
+)
+
+
 def evidence(
     engine: str,
     version: str,
@@ -485,17 +496,19 @@ def evidence(
 ) -> dict[str, str]:
     """The evidence a verdict on the served taps rests on, strongest first: a running engine of that release on
     that platform showed it for the family (`engine`), the release's model code did (`model-code`; for an
-    architecture the table does not list, its own record `generic`), its capture code was read (`read`: `read`
-    says the row covers a release read), or nothing (`none`: assumed)."""
+    architecture the table does not list, its own record `generic`, passed where it settles the verdict:
+    `GenericRun.settles`), its capture code was read (`read`: `read` says the row covers a release read), or
+    nothing (`none`: assumed)."""
     version = str(Version(version))
-    if generic is not None and (generic.holds or generic.captures_nothing):
+    if generic is not None:
         where = platform or "cuda"
         # what a model-code record covers (tests/engines/model_code.py covers())
         eager = engine == "sglang" and (where == "cpu" or Version(version) >= SGLANG_GRAPHS_AS_EAGER)
+        edges = "" if generic.holds or generic.captures_nothing else f"; {EDGES}"
         if eager or (engine == "vllm" and (where == "cuda" or generic.cpu)):
             return {"level": "model-code", "basis": (
                 f"observed: {engine} {version} {where.upper()} model code, executed (capture request and decoder "
-                f"loop for this architecture, which the table does not list) ({generic.record})")}  # fmt: skip
+                f"loop for this architecture, which the table does not list{edges}) ({generic.record})")}  # fmt: skip
     for level in LEVELS[:2]:
         # a verdict without a platform is worked out for CUDA: model code executed for CUDA's runner covers it
         where = platform or ("cuda" if level == "model-code" else None)
@@ -545,10 +558,24 @@ class GenericRun:
     # every forward returned no aux state at all: the drafter's fc gets none of its inputs
     captures_nothing: bool
     cpu: bool = False  # vLLM: the CPU build's runner made the same request (the record's `cpu`)
+    # every case that captured otherwise asked for an edge of the loop or beyond, an id outside 1..L-1 (id 0 the
+    # embeddings, id L the last layer's output, a negative id), and the engine's default ids held
+    edges_only: bool = False
 
     @property
     def holds(self) -> bool:
         return self.claims > 0 and self.agree == self.claims
+
+    def settles(self, ids: tuple[int, ...] | None, num_layers: int) -> bool:
+        """Whether the run decides what a drafter served these ids (None: the engine's default) is fed on an
+        L-layer target: the capture held in every case or captured nothing in any, or it differed only where an
+        id list asked for an id outside 1..L-1 and these ask for none (the generic capture then holds for them, as
+        in every case of the record that asked for none)."""
+        if self.holds or self.captures_nothing:
+            return True
+        if not self.edges_only:
+            return False
+        return ids is None or (bool(ids) and all(0 < i < num_layers for i in ids))
 
 
 @cache
@@ -568,9 +595,32 @@ def _generic_runs(engine: str) -> dict[tuple[str, str, str], GenericRun]:
             nothing = bool(cases) and all(c[col["forward_taps"]] == [] for c in cases)
             release = str(Version(version))
             out[(release, arch, runner)] = GenericRun(
-                engine, release, where, fam["claims"], fam["agree"], nothing, bool(fam.get("cpu"))
+                engine,
+                release,
+                where,
+                fam["claims"],
+                fam["agree"],
+                nothing,
+                bool(fam.get("cpu")),
+                _edges_only(cases, col),
             )
     return out
+
+
+def _edges_only(cases: list[list], col: dict[str, int]) -> bool:
+    """Whether every case that captured otherwise than the generic capture asked for an id outside 1..L-1 (ids as
+    the release's runner read them) and every case on the engine's default ids held."""
+
+    def asked(case: list) -> list[int] | None:
+        ids = case[col["ids_read"]] if case[col["ids_read"]] is not None else case[col["ids"]]
+        return ids or None  # no ids, or an empty list: the engine's default
+
+    differ = [c for c in cases if c[col["agree"]] is False]
+    default = [c for c in cases if asked(c) is None]
+    edges = all(
+        asked(c) is not None and any(not 0 < i < c[col["num_layers"]] for i in asked(c)) for c in differ
+    )
+    return bool(differ) and edges and all(c[col["agree"]] is True for c in default)
 
 
 def generic_run(engine: str, version: str, arch: str | None, runner: str | None) -> GenericRun | None:
