@@ -9,6 +9,7 @@ import json
 
 import pytest
 
+from eaglewire.engines.observed import records
 from eaglewire.formats import read_drafter
 from eaglewire.jobs.check import check
 from eaglewire.jobs.coverage import generic_run
@@ -45,6 +46,23 @@ def test_a_decoder_that_never_captures_fails_with_no_value_to_set(drafter):
     assert v.fix is not None and v.fix.key is None and "no config value helps" in v.fix.reason
     assert v.evidence["level"] == "model-code" and "vllm-0.33.0-model-code.json" in v.evidence["basis"]
     assert not v.unknowns
+
+
+def test_the_running_engine_fails_where_the_model_code_captured_nothing(drafter):
+    """vLLM 0.32.0's CPU build served a tiny MiMo target with the zoo drafter (the tier's family targets): the
+    engine raised `too many values to unpack` at the first request (--enforce-eager: the CPU build makes no warm-up
+    run), where the model-code record had said the decoder captures nothing. On the CPU the verdict rests on that
+    run and names no stage (where it stops depends on the launch); on a GPU the profile run stops it at warm-up."""
+    rec = next(r for r in records("engine") if r["engine"] == "vllm==0.32.0" and r["platform"] == "cpu")
+    (row,) = [r for r in rec["families"] if r["architecture"] == "MiMoForCausalLM"]
+    assert row["engine"]["stage"] == "first request" and "too many values to unpack" in row["engine"]["error"]
+    assert row["engine"]["forward"]["states_returned"] is None  # the target's forward returned no aux state
+    assert row["without_drafter"]["stage"] is None and row["agree"]  # the target alone runs
+    (v,) = check(drafter, _target("MiMoForCausalLM"), ["vllm==0.32.0"], TRAINED, platform="cpu").verdicts
+    assert v.status == "fails" and v.served.stage is None
+    assert v.evidence["level"] == "engine" and "vllm-0.32.0-cpu.json" in v.evidence["basis"]
+    (v,) = check(drafter, _target("MiMoForCausalLM"), ["vllm==0.32.0"], TRAINED, platform="cuda").verdicts
+    assert v.status == "fails" and v.served.stage == "warm-up" and v.evidence["level"] == "model-code"
 
 
 @pytest.mark.parametrize("spec", ["vllm==0.33.0", "sglang==0.5.23"])

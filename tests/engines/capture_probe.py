@@ -38,7 +38,8 @@ residual stream, so the state a capture took reads as the k of its tap h_k (`_re
   MRV2's `eagle3_utils.set_eagle3_aux_hidden_state_layers` (eagle3_utils.py:25-40), on a speculative config whose
   draft hf_config is a transformers `PretrainedConfig` of the drafter config. Architectures resolve through vLLM's
   registry; a package that picks its implementation by platform (vllm/models/deepseek_v32, deepseek_v4,
-  deepseek_v41) is taken at its CUDA branch (`_cuda_branch`: `nvidia/`), the one a GPU server runs. vLLM runs on `CpuPlatform()`.
+  deepseek_v41) is taken at its CUDA branch (`_cuda_branch`: `nvidia/`), the one a GPU server runs. vLLM runs on
+  `CpuPlatform()`.
   torchvision and mistral_common are not in the CPU venv: placeholders from stubs/ (import-time names only) let the
   multimodal model files import; real packages win when installed.
 """
@@ -399,6 +400,7 @@ def _mhc_stand_ins(inner) -> int:
             setattr(module, name, mhc_post_torch)
         elif name.startswith("hc_head"):
             setattr(module, name, lambda hidden_states, *args, **kwargs: hidden_states.float().mean(dim=-2))
+    # the config's count (any count would do: every stream the stand-ins give carries the same k)
     streams = int(getattr(inner, "hc_mult", 0) or getattr(inner.config, "hc_mult", 0) or 4)
     # what a launch with a drafter gives its __init__ (`spec_config.use_eagle()`: every release copies the final
     # streams there after the loop, for an MTP head; no tap), one row per token of the probe's forward

@@ -45,16 +45,22 @@ FAMILIES: dict[str, tuple[str | None, str, dict]] = {
                                                                "use_routing_bias": True, "qk_norm_type": "per_layer"}),
     "kimi_k2": (None, "DeepseekV3ForCausalLM", MLA),
     "minicpm": (None, "MiniCPMForCausalLM", {"scale_emb": 12, "dim_model_base": 256, "scale_depth": 1.4}),
+    # a target outside eaglewire's table whose every release's model code captured nothing (vLLM 0.10.2-0.33.0:
+    # MiMoModel.forward overrides Qwen2's without the capture): the engine's own answer to that rule
+    "mimo": ("Qwen2Config", "MiMoForCausalLM", {"num_nextn_predict_layers": 1}),
 }  # fmt: skip
 COMMON = {"hidden_size": HIDDEN, "num_hidden_layers": LAYERS, "num_attention_heads": HEADS,
           "num_key_value_heads": KV_HEADS, "head_dim": HEAD_DIM, "intermediate_size": 1024,
           "max_position_embeddings": 2048, "rms_norm_eps": 1e-5, "tie_word_embeddings": False}  # fmt: skip
 TOKENIZER_FILES = ("tokenizer.json", "tokenizer_config.json", "generation_config.json")
-# MiniCPM ships its config class as remote code (configuration_minicpm.py, named by auto_map): this stands in for
-# it, a plain PretrainedConfig that keeps every field of config.json (the engine's model code reads them).
+# MiniCPM and MiMo ship their config classes as remote code (configuration_minicpm.py, configuration_mimo.py, named
+# by auto_map): these stand in for them, a plain PretrainedConfig that keeps every field of config.json (the
+# engine's model code reads them), and MiMo's as its checkpoints define it, Qwen2's config under model_type `mimo`.
 REMOTE_CONFIG = {
     "minicpm": ("configuration_minicpm.py", "MiniCPMConfig", "from transformers import PretrainedConfig\n\n\n"
                 "class MiniCPMConfig(PretrainedConfig):\n    model_type = \"minicpm\"\n"),
+    "mimo": ("configuration_mimo.py", "MiMoConfig", "from transformers import Qwen2Config\n\n\n"
+             "class MiMoConfig(Qwen2Config):\n    model_type = \"mimo\"\n"),
 }  # fmt: skip
 
 
@@ -72,6 +78,8 @@ def family_config(family: str) -> dict:
 
     cfg = getattr(transformers, cls_name)(**fields).to_dict()
     cfg["architectures"] = [arch]
+    if family in REMOTE_CONFIG:  # a remote config class built on transformers' (MiMo's on Qwen2's)
+        cfg["model_type"] = family
     cfg.pop("transformers_version", None)
     return cfg
 

@@ -350,7 +350,7 @@ def check(
             if refused is not None:
                 v = _refused(spec, m, tinfo, refused)
             else:
-                v = _verdict(ckpt, tinfo, spec, choice, trained, strict)
+                v = _verdict(ckpt, tinfo, spec, choice, trained, strict, platform)
                 if cannot is not None and _earlier(cannot.stage, v.served):  # what the engine meets first
                     v = _cannot_serve(spec, m, tinfo, cannot, str(version))
             if on_cpu is not None and v.status != "fails":
@@ -373,6 +373,7 @@ def check(
                     platform,
                     v.verified_version and m.exact,
                     _settling(_generic(spec, m, tinfo), v.served, tinfo),
+                    tinfo.architecture,
                 )
                 if version is not None
                 else {
@@ -508,6 +509,14 @@ def _captures_nothing(run: GenericRun, tinfo: TargetInfo) -> tuple[str, str]:
             "whatever ids it is given")  # fmt: skip
 
 
+def _nothing_stage(spec: conv.EngineSpec, platform: str | None) -> str | None:
+    """Where a decoder that captures nothing stops the engine: vLLM's profile run unpacks (hidden states, aux
+    states) from the target's output (gpu_model_runner.py `_dummy_run`, :5851 @0.32.0), at warm-up on a GPU; the
+    CPU build makes that run only when it compiles (cpu_model_runner.py `warming_up_model`), so under
+    --enforce-eager the first request is where it stops (seen: vLLM 0.32.0's CPU build, MiMo): no one stage there."""
+    return "warm-up" if spec.framework == "vllm" and platform != "cpu" else None
+
+
 @dataclass
 class _Reading:
     """One row's answer: what it feeds, what else it does, and the verdict under each training-taps option."""
@@ -526,7 +535,12 @@ def _taps_status(served: conv.Resolution, wiring: Wiring) -> str:
 
 
 def _read_row(
-    ckpt: DrafterCheckpoint, tinfo: TargetInfo, spec: conv.EngineSpec, m: conv.RowMatch, trained: TrainedTaps
+    ckpt: DrafterCheckpoint,
+    tinfo: TargetInfo,
+    spec: conv.EngineSpec,
+    m: conv.RowMatch,
+    trained: TrainedTaps,
+    platform: str | None = None,
 ) -> _Reading:
     """The verdict of one row under every training-taps option (before runner and --strict)."""
     L = tinfo.num_layers
@@ -536,9 +550,7 @@ def _read_row(
         _captures_nothing(run, tinfo) if run is not None and run.captures_nothing else (None, None)
     )
     if failure is not None and served.failure is None:
-        served = replace(
-            served, taps=None, stage="warm-up" if spec.framework == "vllm" else None, failure=failure
-        )
+        served = replace(served, taps=None, stage=_nothing_stage(spec, platform), failure=failure)
     findings = engine_findings(ckpt, tinfo, spec, m.row, served)
     unknowns = _row_unknowns(spec, m, tinfo, run, served)
     ec = ckpt.config.get("eagle_config")
@@ -623,14 +635,15 @@ def _verdict(
     choice: runners.RowChoice,
     trained: TrainedTaps,
     strict: bool = False,
+    platform: str | None = None,
 ) -> EngineVerdict:
     L = tinfo.num_layers
     m = choice.match
-    main = _read_row(ckpt, tinfo, spec, m, trained)
+    main = _read_row(ckpt, tinfo, spec, m, trained, platform)
     status, unknowns, assumptions = main.status, list(main.unknowns), list(main.assumptions)
     alternatives = []
     for alt in choice.alternatives:
-        r = _read_row(ckpt, tinfo, spec, alt.match, trained)
+        r = _read_row(ckpt, tinfo, spec, alt.match, trained, platform)
         fix = _fix(alt.match.row, r, trained, L)
         alternatives.append(Alternative(_label(spec, alt.match.row), alt.match.row.key, alt.when, r.served,
                                         r.status, r.findings, fix))  # fmt: skip

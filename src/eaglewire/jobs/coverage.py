@@ -34,7 +34,7 @@ from eaglewire.rules import ENGINES_DIR, engine_data
 from eaglewire.rules.ledger import Release, ledger
 from eaglewire.rules.row import LEVELS, Spec, match
 from eaglewire.rules.taps import _is_version
-from eaglewire.targets import FAMILIES, read_target
+from eaglewire.targets import FAMILIES, GENERIC, read_target
 
 # the bundled zoo target (package data): the target of a record that names none (the real-engine tier serves it)
 ZOO_TARGET = ENGINES_DIR.parent / "zoo" / "target" / "config.json"
@@ -493,13 +493,22 @@ def evidence(
     platform: str | None,
     read: bool,
     generic: GenericRun | None = None,
+    architecture: str | None = None,
 ) -> dict[str, str]:
     """The evidence a verdict on the served taps rests on, strongest first: a running engine of that release on
     that platform showed it for the family (`engine`), the release's model code did (`model-code`; for an
     architecture the table does not list, its own record `generic`, passed where it settles the verdict:
-    `GenericRun.settles`), its capture code was read (`read`: `read` says the row covers a release read), or
-    nothing (`none`: assumed)."""
+    `GenericRun.settles`; a running engine's record that served that `architecture` is `engine`), its capture code
+    was read (`read`: `read` says the row covers a release read), or nothing (`none`: assumed)."""
     version = str(Version(version))
+    ran = (
+        _engine_ran(engine).get((version, platform or "", architecture or "")) if family == GENERIC else None
+    )
+    if ran is not None:  # a running engine of that release served this very architecture, as the verdict says
+        return {
+            "level": "engine",
+            "basis": f"observed: {engine} {version} {platform.upper()} engine run ({ran})",
+        }
     if generic is not None:
         where = platform or "cuda"
         # what a model-code record covers (tests/engines/model_code.py covers())
@@ -543,6 +552,24 @@ def evidence(
     if read:
         return {"level": "read", "basis": f"read at source ({engine} {version})"}
     return {"level": "none", "basis": f"assumed: {engine} {version} was not read at source"}
+
+
+@cache
+def _engine_ran(engine: str) -> dict[tuple[str, str, str], str]:
+    """(release, platform, architecture) -> record, for every target the table does not list that a running engine's
+    record served with the zoo drafter (its family targets: Gemma-3, MiniCPM, MiMo) where check's verdict agreed
+    with what the engine did."""
+    out = {}
+    for rec in records("engine"):
+        name, _, version = rec["engine"].partition("==")
+        if name != engine:
+            continue
+        for row in rec.get("families", ()):
+            listed = _family_of(row.get("config") or {"architecture": row.get("architecture")})
+            if listed is None and row.get("agree") is True and target_ran(row):
+                where = f"engines/{engine}/data/observed/{rec['file']}"
+                out[(str(Version(version)), rec["platform"], row["architecture"])] = where
+    return out
 
 
 @dataclass(frozen=True)
