@@ -6,13 +6,14 @@ where the decoder captures nothing at all, and `unverified` naming the record wh
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 
 import pytest
 
 from eaglewire.engines.observed import records
 from eaglewire.formats import read_drafter
 from eaglewire.jobs.check import check
-from eaglewire.jobs.coverage import generic_run
+from eaglewire.jobs.coverage import GenericRun, generic_run
 from eaglewire.taps import Wiring
 from eaglewire.targets import TargetInfo
 
@@ -79,32 +80,58 @@ def test_a_target_whose_own_capture_held_is_decided(drafter, spec):
     assert rep.verdicts[0].evidence["level"] == "model-code"
 
 
-def test_a_capture_that_differs_only_at_the_edges_decides_for_ids_inside(drafter, tmp_path):
-    """MistralLarge3ForCausalLM is served by DeepSeek-V2's decoder: id 0 crashes there (the residual is None), so
-    the generic capture does not hold in every case, but every case that differs asked for id 0. A drafter on the
-    default ids (h2,h16,h29) asks for none outside 1..L-1: decided, resting on the record; one that asks for id 0
-    is not, and the verdict names the record and why."""
+def _asking(tmp_path, ids: list[int]):
+    path = tmp_path / "asks"
+    path.mkdir()
+    config = {**llama_fields(4096, 128256), "architectures": ["LlamaForCausalLMEagle3"], "draft_vocab_size": 32000,
+              "target_hidden_size": 4096, "eagle_aux_hidden_state_layer_ids": ids}  # fmt: skip
+    (path / "config.json").write_text(json.dumps(config))
+    return read_drafter(path, weights="lazy")
+
+
+def test_a_decoder_borrowed_from_a_listed_family_is_served_by_its_rows(drafter, tmp_path):
+    """vLLM's MistralLarge3ForCausalLM runs DeepSeek-V2's decoder: the generic capture fails where id 0 is asked
+    (the residual is None there), and every case of the record is what the DeepSeek rows say. The verdict is served
+    by those rows: decided on the default ids, and on id 0 too (every fitting row fails it), resting on the record."""
     run = generic_run("vllm", "0.33.0", "MistralLarge3ForCausalLM", "mrv2")
-    assert run is not None and 0 < run.agree < run.claims and not run.captures_nothing and run.edges_only
+    assert run is not None and 0 < run.agree < run.claims and not run.captures_nothing
+    assert "vllm-deepseek-mrv2-0.33" in run.fits
     (v,) = check(
         drafter, _target("MistralLarge3ForCausalLM"), ["vllm==0.33.0"], TRAINED, platform="cuda"
     ).verdicts
-    assert v.status == "ok" and not v.unknowns
-    assert v.evidence["level"] == "model-code" and "outside 1..L-1" in v.evidence["basis"]
-
-    path = tmp_path / "h0"
-    path.mkdir()
-    config = {**llama_fields(4096, 128256), "architectures": ["LlamaForCausalLMEagle3"], "draft_vocab_size": 32000,
-              "target_hidden_size": 4096, "eagle_aux_hidden_state_layer_ids": [0, 16, 29]}  # fmt: skip
-    (path / "config.json").write_text(json.dumps(config))
-    asks_h0 = read_drafter(path, weights="lazy")
-    trained = Wiring.of([0, 16, 29])
+    assert v.status == "ok" and not v.unknowns and v.row_key == "vllm-deepseek-mrv2-0.33"
+    assert (
+        v.evidence["level"] == "model-code" and "as row vllm-deepseek-mrv2-0.33 says" in v.evidence["basis"]
+    )
+    asks_h0 = _asking(tmp_path, [0, 16, 29])
     (v,) = check(
-        asks_h0, _target("MistralLarge3ForCausalLM"), ["vllm==0.33.0"], trained, platform="cuda"
+        asks_h0,
+        _target("MistralLarge3ForCausalLM"),
+        ["vllm==0.33.0"],
+        Wiring.of([0, 16, 29]),
+        platform="cuda",
     ).verdicts
-    assert v.status == "unverified"
-    assert any("captured otherwise in" in u and "outside 1..L-1, as this drafter's ids do" in u
-               and "vllm-0.33.0-model-code.json" in u for u in v.unknowns)  # fmt: skip
+    assert v.status == "fails" and not v.unknowns and "h0" in v.served.failure
+
+
+def test_sglang_decoders_with_per_layer_flags_are_served_by_those_rows(drafter):
+    """SGLang's Qwen2MoeForCausalLM (0.5.2-0.5.21) reads per-layer flags, as the Qwen rows say (a negative id wraps
+    round the layer list), not the list the generic Llama rows read: served by the Qwen2 row, named as such."""
+    run = generic_run("sglang", "0.5.21", "Qwen2MoeForCausalLM", None)
+    assert not run.holds and "sglang-qwen2-0.5.11+" in run.fits
+    (v,) = check(
+        drafter, _target("Qwen2MoeForCausalLM"), ["sglang==0.5.21"], TRAINED, platform="cuda"
+    ).verdicts
+    assert v.status == "ok" and v.row_key == "sglang-qwen2-0.5.11+" and not v.unknowns
+
+
+def test_a_capture_that_differs_only_at_the_edges_settles_ids_inside():
+    """Where no listed family's rows fit a run that differed only on id lists asking for an id outside 1..L-1, the
+    generic row's answer holds for a drafter asking none (the record's other cases are that answer)."""
+    run = GenericRun("vllm", "0.33.0", "record", 31, 29, captures_nothing=False, edges_only=True)
+    assert run.settles(None, 32) and run.settles((2, 16, 29), 32) and run.settles((1, 31), 32)
+    assert not run.settles((0, 16, 29), 32) and not run.settles((2, 32), 32) and not run.settles((-1, 2), 32)
+    assert not replace(run, edges_only=False).settles((2, 16, 29), 32)
 
 
 def test_a_capture_that_differs_inside_stays_unverified_naming_the_record(drafter):
@@ -132,7 +159,7 @@ def test_every_generic_run_decides_check_as_its_outcome_says(drafter):
 
     releases = {"sglang": {table.NEWEST["sglang"], "0.5.21"}, "vllm": {table.NEWEST["vllm"], "0.17.1"}}
     runs = [g for g in coverage().generic if g["release"] in releases[g["engine"]]]
-    assert {g["outcome"] for g in runs} == {"holds", "differs", "differs at the edges", "captures nothing"}
+    assert {g["outcome"] for g in runs} == {"holds", "differs", "as listed families", "captures nothing"}
     assert {g["engine"] for g in runs} == {"sglang", "vllm"}
     for g in runs:
         spec = f"{g['engine']}=={g['release']}"
@@ -145,6 +172,9 @@ def test_every_generic_run_decides_check_as_its_outcome_says(drafter):
             assert not table_unknown and v.evidence["level"] == "model-code", where
         elif g["outcome"] == "captures nothing":
             assert v.status == "fails" and "never captures" in v.served.failure, where
+        elif g["outcome"] == "as listed families":  # served by those families' rows (they answer it alike)
+            assert not table_unknown and v.row_key in g["fits"], where
+            assert f"as row {v.row_key} says" in v.evidence["basis"], where
         elif g["outcome"] == "differs at the edges":  # the drafter's default ids ask for none outside 1..L-1
             assert not table_unknown and "outside 1..L-1" in v.evidence["basis"], where
         else:

@@ -346,6 +346,7 @@ def check(
                 )
                 on_cpu = on_cpu if on_cpu is not None and on_cpu.platform == "cpu" else None
         for choice in choices:
+            choice = choice if refused is not None else _fitted(choice, spec, tinfo, ckpt)
             m = choice.match
             if refused is not None:
                 v = _refused(spec, m, tinfo, refused)
@@ -374,6 +375,7 @@ def check(
                     v.verified_version and m.exact,
                     _settling(_generic(spec, m, tinfo), v.served, tinfo),
                     tinfo.architecture,
+                    m.row.key,
                 )
                 if version is not None
                 else {
@@ -442,8 +444,41 @@ def _cannot_serve(
 
 
 def _settling(run: GenericRun | None, served: conv.Resolution, target: TargetInfo) -> GenericRun | None:
-    """The model-code run of a target the table does not list, where it decides what these served ids get."""
-    return run if run is not None and run.settles(served.ids, target.num_layers) else None
+    """The model-code run of a target the table does not list, where it decides what these served ids get: the row
+    serving them is one its every case fits (`_fitted`), or the run settles the generic row's answer."""
+    if run is None:
+        return None
+    return run if served.row.key in run.fits or run.settles(served.ids, target.num_layers) else None
+
+
+def _fitted(
+    choice: runners.RowChoice, spec: conv.EngineSpec, tinfo: TargetInfo, ckpt: DrafterCheckpoint
+) -> runners.RowChoice:
+    """A target the table does not list whose model-code run captured otherwise than the generic capture, but as
+    the table's rows for some listed families say in every case (engines/fitted.py): served by those rows where
+    they all give this drafter the same answer (taps, or a failure), else by the generic row (its verdict then
+    names the record)."""
+    run = _generic(spec, choice.match, tinfo)
+    if run is None or not run.fits:
+        return choice
+    rows = [r for r in table.ROWS if r.key in run.fits]
+    answers = {_answer(conv.resolve(r, ckpt.config, tinfo.num_layers)) for r in rows}
+    if len(answers) != 1:
+        return choice
+    # they answer alike: the one named most like the architecture is the one the verdict shows (Qwen2-MoE: qwen2's)
+    name = tinfo.architecture.lower()
+    best = max(rows, key=lambda r: max(_shared(name, m.replace("_", "")) for m in r.models))
+    return replace(choice, match=replace(choice.match, row=best))
+
+
+def _shared(a: str, b: str) -> int:
+    """How many leading characters two names share."""
+    return next((i for i, (x, y) in enumerate(zip(a, b, strict=False)) if x != y), min(len(a), len(b)))
+
+
+def _answer(served: conv.Resolution) -> tuple:
+    """What a row gives a drafter, for comparing rows: its taps, or that it fails."""
+    return (str(served.taps) if served.taps is not None else None, served.failure is None)
 
 
 def _row_unknowns(

@@ -20,11 +20,12 @@ from __future__ import annotations
 import json
 from collections import Counter
 from dataclasses import dataclass, field
-from functools import cache
+from functools import cache, cached_property
 
 from packaging.specifiers import SpecifierSet
 from packaging.version import Version
 
+from eaglewire.engines.fitted import fitting_rows
 from eaglewire.engines.models import MODEL_FILES
 from eaglewire.engines.observed import observed_for, records, target_ran
 from eaglewire.engines.runners import PLATFORMS, RUNNERS, select_rows
@@ -312,16 +313,20 @@ def coverage() -> Coverage:
 def generic_targets() -> list[dict]:
     """Every target the table does not list that a release's model-code record ran, per engine, release and runner:
     `holds` (its capture is the generic one in every case: `check` decides), `captures nothing` (`check`: fails),
-    `differs at the edges` (only where an id list asked for an id outside 1..L-1: `check` decides for a drafter
-    whose ids ask for none) or `differs` (`check`: unverified, naming the record)."""
+    `as listed families` (every case is what the table's rows for some listed families say, `fits`: `check` decides
+    from them where they answer a drafter alike), `differs at the edges` (only where an id list asked for an id
+    outside 1..L-1: `check` decides for a drafter whose ids ask for none) or `differs` (`check`: unverified, naming
+    the record)."""
     out = []
     for engine in ENGINES:
         for (release, arch, runner), run in sorted(_generic_runs(engine).items(),
                                                    key=lambda kv: (Version(kv[0][0]), kv[0][1:])):  # fmt: skip
             outcome = ("holds" if run.holds else "captures nothing" if run.captures_nothing
-                       else "differs at the edges" if run.edges_only else "differs")  # fmt: skip
+                       else "as listed families" if run.fits else "differs at the edges" if run.edges_only
+                       else "differs")  # fmt: skip
             out.append({"engine": engine, "release": release, "architecture": arch, "runner": runner,
-                        "outcome": outcome, "cases": run.claims, "agree": run.agree, "record": run.record})  # fmt: skip
+                        "outcome": outcome, "cases": run.claims, "agree": run.agree, "fits": list(run.fits),
+                        "record": run.record})  # fmt: skip
     return out
 
 
@@ -398,7 +403,9 @@ Every text-generating target a release's registry serves with EAGLE-3 but eaglew
 that release's model-code record (its capture request and decoder loop, on the same id lists as the families),
 beside the generic capture `check` would otherwise assume. Per engine, the newest release with such runs: **holds**
 (its capture is the generic one in every case: `check` decides from the record), **captures nothing** (`check`
-says `fails`: no config value helps), **differs at the edges** (it captured otherwise only where an id list asked for
+says `fails`: no config value helps), **as listed families** (every case is what the table's rows for some listed
+families say, such as a decoder borrowed from DeepSeek or Qwen: `check` serves the drafter by those rows where they
+answer it alike), **differs at the edges** (it captured otherwise only where an id list asked for
 an id outside 1..L-1, such as id 0 crashing or id L never captured: `check` decides for a drafter whose ids ask for
 none, and otherwise stays `unverified` naming the record), **differs** (`check` stays `unverified` and names the
 record). A target the probe could not build is not listed (the record's `not_run` says why): `check` assumes its
@@ -414,10 +421,12 @@ def generic_markdown(cov: Coverage | None = None) -> str:
         newest = max((g["release"] for g in mine), key=Version)
         releases = len({g["release"] for g in mine})
         lines += [f"### {engine} {newest} ({releases} release{'s' if releases > 1 else ''} with such runs)", "",
-                  "| architecture | runner | outcome | cases agreeing |", "|---|---|---|---|"]  # fmt: skip
+                  "| architecture | runner | outcome | cases as the generic capture |", "|---|---|---|---|"]  # fmt: skip
         for g in (g for g in mine if g["release"] == newest):
+            fams = sorted({m for r in ROWS if r.key in g["fits"] for m in r.models})
+            outcome = g["outcome"] + (f" ({', '.join(fams)})" if fams else "")
             lines.append(
-                f"| {g['architecture']} | {g['runner'] or '-'} | {g['outcome']} | {g['agree']}/{g['cases']} |"
+                f"| {g['architecture']} | {g['runner'] or '-'} | {outcome} | {g['agree']}/{g['cases']} |"
             )
         lines.append("")
     return "\n".join(lines)
@@ -494,12 +503,14 @@ def evidence(
     read: bool,
     generic: GenericRun | None = None,
     architecture: str | None = None,
+    row: str | None = None,
 ) -> dict[str, str]:
     """The evidence a verdict on the served taps rests on, strongest first: a running engine of that release on
     that platform showed it for the family (`engine`), the release's model code did (`model-code`; for an
     architecture the table does not list, its own record `generic`, passed where it settles the verdict:
-    `GenericRun.settles`; a running engine's record that served that `architecture` is `engine`), its capture code
-    was read (`read`: `read` says the row covers a release read), or nothing (`none`: assumed)."""
+    `GenericRun.settles`, or the `row` serving it is one every case of that run fits; a running engine's record
+    that served that `architecture` is `engine`), its capture code was read (`read`: `read` says the row covers a
+    release read), or nothing (`none`: assumed)."""
     version = str(Version(version))
     ran = (
         _engine_ran(engine).get((version, platform or "", architecture or "")) if family == GENERIC else None
@@ -513,11 +524,16 @@ def evidence(
         where = platform or "cuda"
         # what a model-code record covers (tests/engines/model_code.py covers())
         eager = engine == "sglang" and (where == "cpu" or Version(version) >= SGLANG_GRAPHS_AS_EAGER)
-        edges = "" if generic.holds or generic.captures_nothing else f"; {EDGES}"
+        if generic.holds or generic.captures_nothing:
+            how = ""
+        elif row in generic.fits:
+            how = f"; it captured as row {row} says in every case"
+        else:
+            how = f"; {EDGES}"
         if eager or (engine == "vllm" and (where == "cuda" or generic.cpu)):
             return {"level": "model-code", "basis": (
                 f"observed: {engine} {version} {where.upper()} model code, executed (capture request and decoder "
-                f"loop for this architecture, which the table does not list{edges}) ({generic.record})")}  # fmt: skip
+                f"loop for this architecture, which the table does not list{how}) ({generic.record})")}  # fmt: skip
     for level in LEVELS[:2]:
         # a verdict without a platform is worked out for CUDA: model code executed for CUDA's runner covers it
         where = platform or ("cuda" if level == "model-code" else None)
@@ -588,10 +604,21 @@ class GenericRun:
     # every case that captured otherwise asked for an edge of the loop or beyond, an id outside 1..L-1 (id 0 the
     # embeddings, id L the last layer's output, a negative id), and the engine's default ids held
     edges_only: bool = False
+    cases: tuple[dict, ...] = field(default=(), compare=False, repr=False)  # the record's cases, by column
 
     @property
     def holds(self) -> bool:
         return self.claims > 0 and self.agree == self.claims
+
+    @cached_property
+    def fits(self) -> tuple[str, ...]:
+        """The table's rows at this release and runner (any family's) that every case of a run that captured
+        otherwise fits (engines/fitted.py): the decoder captures as those families' do. Empty where the generic
+        capture held or nothing was captured."""
+        if self.holds or self.captures_nothing or not self.cases:
+            return ()
+        runner = self.cases[0]["runner"] or ""
+        return tuple(r.key for r in fitting_rows(self.engine, self.release, runner, list(self.cases)))
 
     def settles(self, ids: tuple[int, ...] | None, num_layers: int) -> bool:
         """Whether the run decides what a drafter served these ids (None: the engine's default) is fed on an
@@ -630,6 +657,7 @@ def _generic_runs(engine: str) -> dict[tuple[str, str, str], GenericRun]:
                 nothing,
                 bool(fam.get("cpu")),
                 _edges_only(cases, col),
+                tuple(dict(zip(rec["columns"], c, strict=True)) for c in cases),
             )
     return out
 
