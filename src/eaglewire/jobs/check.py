@@ -24,7 +24,7 @@ from eaglewire.formats import DrafterCheckpoint, read_drafter, write_drafter
 from eaglewire.formats.checkpoint import PROVENANCE_KEY
 from eaglewire.formats.trained import Assumption, TrainedTaps, target_from_provenance, trained_taps
 from eaglewire.formats.vocab import VocabReport, checkpoint_vocab_report
-from eaglewire.jobs.coverage import GenericRun, evidence, executed_at, generic_run
+from eaglewire.jobs.coverage import GenericRun, evidence, executed_at, generic_run, inside_loop
 from eaglewire.jobs.structure import findings_for
 from eaglewire.jsonio import str_list
 from eaglewire.rules import taps as conv
@@ -448,20 +448,29 @@ def _settling(run: GenericRun | None, served: conv.Resolution, target: TargetInf
     serving them is one its every case fits (`_fitted`), or the run settles the generic row's answer."""
     if run is None:
         return None
-    return run if served.row.key in run.fits or run.settles(served.ids, target.num_layers) else None
+    key, L = served.row.key, target.num_layers
+    fitted = key in run.fits or (key in run.fits_inside and inside_loop(served.ids, L))
+    return run if fitted or run.settles(served.ids, L) else None
 
 
 def _fitted(
     choice: runners.RowChoice, spec: conv.EngineSpec, tinfo: TargetInfo, ckpt: DrafterCheckpoint
 ) -> runners.RowChoice:
     """A target the table does not list whose model-code run captured otherwise than the generic capture, but as
-    the table's rows for some listed families say in every case (engines/fitted.py): served by those rows where
-    they all give this drafter the same answer (taps, or a failure), else by the generic row (its verdict then
-    names the record)."""
+    the table's rows for some listed families say in every case (engines/fitted.py), or in every case asking for
+    no edge of the loop where the drafter asks for none: served by those rows where they all give this drafter the
+    same answer (taps, or a failure), else by the generic row (its verdict then names the record)."""
     run = _generic(spec, choice.match, tinfo)
-    if run is None or not run.fits:
+    if run is None:
         return choice
-    rows = [r for r in table.ROWS if r.key in run.fits]
+    keys = run.fits
+    if not keys and inside_loop(
+        conv.resolve(choice.match.row, ckpt.config, tinfo.num_layers).ids, tinfo.num_layers
+    ):
+        keys = run.fits_inside  # the drafter asks for no edge, where the decoder may differ from every row
+    rows = [r for r in table.ROWS if r.key in keys]
+    if not rows:
+        return choice
     answers = {_answer(conv.resolve(r, ckpt.config, tinfo.num_layers)) for r in rows}
     if len(answers) != 1:
         return choice

@@ -314,19 +314,21 @@ def generic_targets() -> list[dict]:
     """Every target the table does not list that a release's model-code record ran, per engine, release and runner:
     `holds` (its capture is the generic one in every case: `check` decides), `captures nothing` (`check`: fails),
     `as listed families` (every case is what the table's rows for some listed families say, `fits`: `check` decides
-    from them where they answer a drafter alike), `differs at the edges` (only where an id list asked for an id
-    outside 1..L-1: `check` decides for a drafter whose ids ask for none) or `differs` (`check`: unverified, naming
-    the record)."""
+    from them where they answer a drafter alike), `as listed families inside the loop` (every case asking ids
+    inside 1..L-1 is: likewise, for a drafter whose ids are), `differs at the edges` (only where an id list asked
+    for an id outside 1..L-1: `check` decides for a drafter whose ids ask for none) or `differs` (`check`:
+    unverified, naming the record)."""
     out = []
     for engine in ENGINES:
         for (release, arch, runner), run in sorted(_generic_runs(engine).items(),
                                                    key=lambda kv: (Version(kv[0][0]), kv[0][1:])):  # fmt: skip
             outcome = ("holds" if run.holds else "captures nothing" if run.captures_nothing
-                       else "as listed families" if run.fits else "differs at the edges" if run.edges_only
-                       else "differs")  # fmt: skip
+                       else "as listed families" if run.fits
+                       else "as listed families inside the loop" if run.fits_inside
+                       else "differs at the edges" if run.edges_only else "differs")  # fmt: skip
             out.append({"engine": engine, "release": release, "architecture": arch, "runner": runner,
-                        "outcome": outcome, "cases": run.claims, "agree": run.agree, "fits": list(run.fits),
-                        "record": run.record})  # fmt: skip
+                        "outcome": outcome, "cases": run.claims, "agree": run.agree,
+                        "fits": list(run.fits or run.fits_inside), "record": run.record})  # fmt: skip
     return out
 
 
@@ -405,7 +407,9 @@ beside the generic capture `check` would otherwise assume. Per engine, the newes
 (its capture is the generic one in every case: `check` decides from the record), **captures nothing** (`check`
 says `fails`: no config value helps), **as listed families** (every case is what the table's rows for some listed
 families say, such as a decoder borrowed from DeepSeek or Qwen: `check` serves the drafter by those rows where they
-answer it alike), **differs at the edges** (it captured otherwise only where an id list asked for
+answer it alike), **as listed families inside the loop** (the same for every case asking ids inside 1..L-1, the
+decoder differing from every row at id 0 or id L: decided so for a drafter whose ids are inside, else `unverified`),
+**differs at the edges** (it captured otherwise only where an id list asked for
 an id outside 1..L-1, such as id 0 crashing or id L never captured: `check` decides for a drafter whose ids ask for
 none, and otherwise stays `unverified` naming the record), **differs** (`check` stays `unverified` and names the
 record). A target the probe could not build is not listed (the record's `not_run` says why): `check` assumes its
@@ -528,6 +532,8 @@ def evidence(
             how = ""
         elif row in generic.fits:
             how = f"; it captured as row {row} says in every case"
+        elif row in generic.fits_inside:
+            how = f"; it captured as row {row} says in every case asking ids inside 1..L-1, as this drafter's are"
         else:
             how = f"; {EDGES}"
         if eager or (engine == "vllm" and (where == "cuda" or generic.cpu)):
@@ -620,6 +626,17 @@ class GenericRun:
         runner = self.cases[0]["runner"] or ""
         return tuple(r.key for r in fitting_rows(self.engine, self.release, runner, list(self.cases)))
 
+    @cached_property
+    def fits_inside(self) -> tuple[str, ...]:
+        """The rows every case fits that asked for no id outside 1..L-1 (the engine's default ids included): what
+        a drafter whose ids are all inside is served by, where the decoder differs from every row at its edges
+        (SGLang's GLM-4.7-Flash: DeepSeek's capture, but id 0 crashes)."""
+        if self.holds or self.captures_nothing or not self.cases:
+            return ()
+        inside = [c for c in self.cases if inside_loop(_asked(c), c["num_layers"])]
+        runner = self.cases[0]["runner"] or ""
+        return tuple(r.key for r in fitting_rows(self.engine, self.release, runner, inside))
+
     def settles(self, ids: tuple[int, ...] | None, num_layers: int) -> bool:
         """Whether the run decides what a drafter served these ids (None: the engine's default) is fed on an
         L-layer target: the capture held in every case or captured nothing in any, or it differed only where an
@@ -627,9 +644,7 @@ class GenericRun:
         in every case of the record that asked for none)."""
         if self.holds or self.captures_nothing:
             return True
-        if not self.edges_only:
-            return False
-        return ids is None or (bool(ids) and all(0 < i < num_layers for i in ids))
+        return self.edges_only and inside_loop(ids, num_layers)
 
 
 @cache
@@ -660,6 +675,18 @@ def _generic_runs(engine: str) -> dict[tuple[str, str, str], GenericRun]:
                 tuple(dict(zip(rec["columns"], c, strict=True)) for c in cases),
             )
     return out
+
+
+def inside_loop(ids: list[int] | tuple[int, ...] | None, num_layers: int) -> bool:
+    """Whether an id list asks for no edge of the loop or beyond: every id in 1..L-1 (None: the engine's
+    default, which asks for none)."""
+    return ids is None or (bool(ids) and all(0 < i < num_layers for i in ids))
+
+
+def _asked(case: dict) -> list[int] | None:
+    """The ids a case asked for, as the release's runner read them (None: the engine's default)."""
+    ids = case["ids_read"] if case["ids_read"] is not None else case["ids"]
+    return ids or None
 
 
 def _edges_only(cases: list[list], col: dict[str, int]) -> bool:
