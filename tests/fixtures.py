@@ -8,6 +8,8 @@ from pathlib import Path
 import torch
 from safetensors.torch import save_file
 
+from eaglewire.formats import read_drafter
+
 H, V, DV = 64, 300, 120  # drafter hidden, target vocab, draft vocab
 
 
@@ -93,6 +95,19 @@ def llama_fields(hidden: int = H, vocab: int = V) -> dict:
         "vocab_size": vocab,
         "tie_word_embeddings": False,
     }
+
+
+def config_only_drafter(path: Path, vocab: int = 128256, ids: list[int] | None = None, nested: bool = False):
+    """An EAGLE-3 head's config.json alone (hidden 4096, no weights), read as check reads a drafter: its ids at the
+    top level, under `eagle_config` (`nested`), or none (each engine feeds its default)."""
+    path.mkdir(parents=True, exist_ok=True)
+    config = {**llama_fields(4096, vocab), "architectures": ["LlamaForCausalLMEagle3"], "draft_vocab_size": 32000,
+              "target_hidden_size": 4096}  # fmt: skip
+    if ids is not None:
+        key = {"eagle_config": {"eagle_aux_hidden_state_layer_ids": ids}} if nested else {}
+        config |= key or {"eagle_aux_hidden_state_layer_ids": ids}
+    (path / "config.json").write_text(json.dumps(config))
+    return read_drafter(path, weights="lazy")
 
 
 def eagle_drafter(

@@ -5,18 +5,15 @@ run that loop at every release that serves it (capture_probe's mHC stand-ins: th
 
 from __future__ import annotations
 
-import json
-
 import pytest
 from packaging.version import Version
 
 from eaglewire.engines.observed import records
-from eaglewire.formats import read_drafter
 from eaglewire.jobs.check import check
 from eaglewire.taps import Wiring
 from eaglewire.targets import TargetInfo
 
-from fixtures import llama_fields
+from fixtures import config_only_drafter
 
 ARCH, L = "DeepseekV4ForCausalLM", 61
 FIRST = Version("0.25.0")  # the first release whose registry gives it an EAGLE-3 interface
@@ -53,11 +50,7 @@ def test_every_release_runs_the_mhc_loop_or_records_the_refusal(rec):
 @pytest.fixture(scope="module")
 def drafter(tmp_path_factory):
     """A default-ids drafter (no ids in its config: the engine feeds its default, h2,h30,h58 at L=61)."""
-    path = tmp_path_factory.mktemp("drafter")
-    config = {**llama_fields(4096, 129280), "architectures": ["LlamaForCausalLMEagle3"], "draft_vocab_size": 32000,
-              "target_hidden_size": 4096}  # fmt: skip
-    (path / "config.json").write_text(json.dumps(config))
-    return read_drafter(path, weights="lazy")
+    return config_only_drafter(tmp_path_factory.mktemp("drafter"), 129280)
 
 
 TARGET = TargetInfo(ARCH, ARCH, "deepseek_v4", "deepseek_v4", L, 4096, 129280, source="test")
@@ -76,12 +69,7 @@ def test_check_decides_from_the_loop_it_ran(drafter, version):
 def test_a_head_trained_on_the_embeddings_gets_one_state_fewer(tmp_path):
     """A drafter whose ids ask for h0 (id 0): the loop never captures it, so the drafter's fc gets fewer states than
     it takes, with no error at startup. The default runner at 0.27 is V1 (MoE, not yet listed for MRV2)."""
-    path = tmp_path / "drafter"
-    path.mkdir()
-    config = {**llama_fields(4096, 129280), "architectures": ["LlamaForCausalLMEagle3"], "draft_vocab_size": 32000,
-              "target_hidden_size": 4096, "eagle_aux_hidden_state_layer_ids": [0, 30, 58]}  # fmt: skip
-    (path / "config.json").write_text(json.dumps(config))
-    d = read_drafter(path, weights="lazy")
+    d = config_only_drafter(tmp_path / "drafter", 129280, [0, 30, 58])
     (v,) = check(d, TARGET, ["vllm==0.27.0"], Wiring.of([0, 30, 58]), platform="cuda").verdicts
     assert v.status == "fails" and v.row_key == "vllm-deepseek_v4-v1-0.25.0-0.28.0"
     assert "h0" in v.served.failure and "fewer aux states" in v.served.failure

@@ -5,19 +5,17 @@ where the decoder captures nothing at all, and `unverified` naming the record wh
 
 from __future__ import annotations
 
-import json
 from dataclasses import replace
 
 import pytest
 
 from eaglewire.engines.observed import records
-from eaglewire.formats import read_drafter
 from eaglewire.jobs.check import check
 from eaglewire.jobs.coverage import GenericRun, generic_run
 from eaglewire.taps import Wiring
 from eaglewire.targets import TargetInfo
 
-from fixtures import llama_fields
+from fixtures import config_only_drafter
 
 TRAINED = Wiring.of([2, 16, 29])
 
@@ -25,15 +23,17 @@ TRAINED = Wiring.of([2, 16, 29])
 @pytest.fixture(scope="module")
 def drafter(tmp_path_factory):
     """A default-ids drafter (no ids in its config: every engine feeds its own default, h2,h16,h29 at L=32)."""
-    path = tmp_path_factory.mktemp("drafter")
-    config = {**llama_fields(4096, 128256), "architectures": ["LlamaForCausalLMEagle3"], "draft_vocab_size": 32000,
-              "target_hidden_size": 4096}  # fmt: skip
-    (path / "config.json").write_text(json.dumps(config))
-    return read_drafter(path, weights="lazy")
+    return config_only_drafter(tmp_path_factory.mktemp("drafter"))
 
 
 def _target(arch: str, model_type: str = "x") -> TargetInfo:
     return TargetInfo(arch, arch, model_type, "generic", 32, 4096, 128256, source="test")
+
+
+def _on_gpu(drafter, arch: str, spec: str, trained: Wiring = TRAINED):
+    """check's one verdict for the drafter on a 32-layer target of that architecture, on a GPU."""
+    (v,) = check(drafter, _target(arch), [spec], trained, platform="cuda").verdicts
+    return v
 
 
 def test_a_decoder_that_never_captures_fails_with_no_value_to_set(drafter):
@@ -62,7 +62,7 @@ def test_the_running_engine_fails_where_the_model_code_captured_nothing(drafter)
     (v,) = check(drafter, _target("MiMoForCausalLM"), ["vllm==0.32.0"], TRAINED, platform="cpu").verdicts
     assert v.status == "fails" and v.served.stage is None
     assert v.evidence["level"] == "engine" and "vllm-0.32.0-cpu.json" in v.evidence["basis"]
-    (v,) = check(drafter, _target("MiMoForCausalLM"), ["vllm==0.32.0"], TRAINED, platform="cuda").verdicts
+    v = _on_gpu(drafter, "MiMoForCausalLM", "vllm==0.32.0")
     assert v.status == "fails" and v.served.stage == "warm-up" and v.evidence["level"] == "model-code"
 
 
@@ -80,15 +80,6 @@ def test_a_target_whose_own_capture_held_is_decided(drafter, spec):
     assert rep.verdicts[0].evidence["level"] == "model-code"
 
 
-def _asking(tmp_path, ids: list[int]):
-    path = tmp_path / "asks"
-    path.mkdir()
-    config = {**llama_fields(4096, 128256), "architectures": ["LlamaForCausalLMEagle3"], "draft_vocab_size": 32000,
-              "target_hidden_size": 4096, "eagle_aux_hidden_state_layer_ids": ids}  # fmt: skip
-    (path / "config.json").write_text(json.dumps(config))
-    return read_drafter(path, weights="lazy")
-
-
 def test_a_decoder_borrowed_from_a_listed_family_is_served_by_its_rows(drafter, tmp_path):
     """vLLM's MistralLarge3ForCausalLM runs DeepSeek-V2's decoder: the generic capture fails where id 0 is asked
     (the residual is None there), and every case of the record is what the DeepSeek rows say. The verdict is served
@@ -96,21 +87,11 @@ def test_a_decoder_borrowed_from_a_listed_family_is_served_by_its_rows(drafter, 
     run = generic_run("vllm", "0.33.0", "MistralLarge3ForCausalLM", "mrv2")
     assert run is not None and 0 < run.agree < run.claims and not run.captures_nothing
     assert "vllm-deepseek-mrv2-0.33" in run.fits
-    (v,) = check(
-        drafter, _target("MistralLarge3ForCausalLM"), ["vllm==0.33.0"], TRAINED, platform="cuda"
-    ).verdicts
+    v = _on_gpu(drafter, "MistralLarge3ForCausalLM", "vllm==0.33.0")
     assert v.status == "ok" and not v.unknowns and v.row_key == "vllm-deepseek-mrv2-0.33"
-    assert (
-        v.evidence["level"] == "model-code" and "as row vllm-deepseek-mrv2-0.33 says" in v.evidence["basis"]
-    )
-    asks_h0 = _asking(tmp_path, [0, 16, 29])
-    (v,) = check(
-        asks_h0,
-        _target("MistralLarge3ForCausalLM"),
-        ["vllm==0.33.0"],
-        Wiring.of([0, 16, 29]),
-        platform="cuda",
-    ).verdicts
+    assert v.evidence["level"] == "model-code" and "row vllm-deepseek-mrv2-0.33 says" in v.evidence["basis"]
+    asks_h0 = config_only_drafter(tmp_path / "h0", ids=[0, 16, 29])
+    v = _on_gpu(asks_h0, "MistralLarge3ForCausalLM", "vllm==0.33.0", Wiring.of([0, 16, 29]))
     assert v.status == "fails" and not v.unknowns and "h0" in v.served.failure
 
 
@@ -119,9 +100,7 @@ def test_sglang_decoders_with_per_layer_flags_are_served_by_those_rows(drafter):
     round the layer list), not the list the generic Llama rows read: served by the Qwen2 row, named as such."""
     run = generic_run("sglang", "0.5.21", "Qwen2MoeForCausalLM", None)
     assert not run.holds and "sglang-qwen2-0.5.11+" in run.fits
-    (v,) = check(
-        drafter, _target("Qwen2MoeForCausalLM"), ["sglang==0.5.21"], TRAINED, platform="cuda"
-    ).verdicts
+    v = _on_gpu(drafter, "Qwen2MoeForCausalLM", "sglang==0.5.21")
     assert v.status == "ok" and v.row_key == "sglang-qwen2-0.5.11+" and not v.unknowns
 
 
@@ -131,24 +110,11 @@ def test_a_decoder_that_differs_from_every_row_only_at_its_edges_is_served_insid
     on the default ids is served by the DeepSeek row; one asking for id 0 stays unverified, naming the record."""
     run = generic_run("sglang", "0.5.20", "Glm4MoeLiteForCausalLM", None)
     assert not run.fits and "sglang-deepseek-0.5.17+" in run.fits_inside
-    (v,) = check(
-        drafter, _target("Glm4MoeLiteForCausalLM"), ["sglang==0.5.20"], TRAINED, platform="cuda"
-    ).verdicts
+    v = _on_gpu(drafter, "Glm4MoeLiteForCausalLM", "sglang==0.5.20")
     assert v.status == "ok" and v.row_key == "sglang-deepseek-0.5.17+" and not v.unknowns
     assert "inside 1..L-1, as this drafter's are" in v.evidence["basis"]
-    path = tmp_path / "h0"
-    path.mkdir()
-    config = {**llama_fields(4096, 128256), "architectures": ["LlamaForCausalLMEagle3"], "draft_vocab_size": 32000,
-              "target_hidden_size": 4096, "eagle_config": {"eagle_aux_hidden_state_layer_ids": [0, 16, 29]}}  # fmt: skip
-    (path / "config.json").write_text(json.dumps(config))
-    asks_h0 = read_drafter(path, weights="lazy")
-    (v,) = check(
-        asks_h0,
-        _target("Glm4MoeLiteForCausalLM"),
-        ["sglang==0.5.20"],
-        Wiring.of([1, 17, 30]),
-        platform="cuda",
-    ).verdicts
+    asks_h0 = config_only_drafter(tmp_path / "h0", ids=[0, 16, 29], nested=True)
+    v = _on_gpu(asks_h0, "Glm4MoeLiteForCausalLM", "sglang==0.5.20", Wiring.of([1, 17, 30]))
     assert v.status == "unverified" and any("sglang-0.5.20-model-code.json" in u for u in v.unknowns)
 
 
@@ -167,8 +133,7 @@ def test_a_capture_that_differs_inside_stays_unverified_naming_the_record(drafte
     run = generic_run("sglang", "0.5.16", "Gemma4AssistantForCausalLM", None)
     assert run is not None and not run.holds and not run.captures_nothing and not run.edges_only
     assert not run.fits and not run.fits_inside
-    (v,) = check(drafter, _target("Gemma4AssistantForCausalLM"), ["sglang==0.5.16"], TRAINED,
-                 platform="cuda").verdicts  # fmt: skip
+    v = _on_gpu(drafter, "Gemma4AssistantForCausalLM", "sglang==0.5.16")
     assert v.status == "unverified"
     assert any("captured otherwise in" in u and "sglang-0.5.16-model-code.json" in u for u in v.unknowns)
 
@@ -220,7 +185,7 @@ def test_sglang_qwen3_5_wrappers_captured_nothing_until_the_decoder_took_the_req
     unpack fails). The records found it by running the release's code; from 0.5.22 the decoder has its own setter."""
     arch = "Qwen3_5MoeForConditionalGeneration"
     assert generic_run("sglang", "0.5.21", arch, None).captures_nothing
-    (v,) = check(drafter, _target(arch), ["sglang==0.5.21"], TRAINED, platform="cuda").verdicts
+    v = _on_gpu(drafter, arch, "sglang==0.5.21")
     assert v.status == "fails" and "sglang-0.5.21-model-code.json" in v.served.failure
-    (v,) = check(drafter, _target(arch), ["sglang==0.5.23"], TRAINED, platform="cuda").verdicts
+    v = _on_gpu(drafter, arch, "sglang==0.5.23")
     assert v.status == "ok"
