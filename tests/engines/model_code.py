@@ -102,6 +102,7 @@ def install(python: str, engine: str, release: str) -> None:
             "install",
             "--quiet",
             "--no-deps",
+            "--no-compile",  # as the engine tier's installs (real_engine/install.py)
             "--force-reinstall",
             f"{package}=={release}",
         ]
