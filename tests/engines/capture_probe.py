@@ -233,6 +233,9 @@ def _tap_class() -> type:
         # qwen3_next.py @0.33.0): no sequence-parallel MoE
         use_sequence_parallel_moe = use_attn_reduce_scatter_for_moe = False
         single = False  # a loop whose layers return the hidden states alone (no residual: Granite's)
+        extra = (
+            0  # a loop whose layers return more than (hidden, residual): the rest None (GLM-5-Next's mixes)
+        )
         streams = 0  # a loop over hyper-connection streams (`_mhc_stand_ins`): how many
 
         def forward(self, positions, hidden_states, *args, **kwargs):
@@ -247,7 +250,8 @@ def _tap_class() -> type:
                         torch.ones(tokens, n, 1), torch.eye(n).expand(tokens, n, n))  # fmt: skip
             if TapLayer.single:
                 return torch.full_like(hidden_states, float(self.k))
-            return torch.full_like(hidden_states, float(self.k)), torch.zeros_like(hidden_states)
+            more = (None,) * TapLayer.extra  # a plain layer's: its output is already the summed stream
+            return torch.full_like(hidden_states, float(self.k)), torch.zeros_like(hidden_states), *more
 
     return TapLayer
 
@@ -256,8 +260,8 @@ def _tap_class() -> type:
 # parallelism, no expert-parallel mega-MoE, the whole vocabulary on the rank read through the plain embedding):
 # each changes only how states are sharded or which kernel embeds, never which layer's state is captured
 # (vLLM deepseek_v2.py, deepseek_v32/nvidia/model.py, qwen3_next.py @0.33.0)
-ONE_GPU = {"use_sequence_parallel": False, "replicated_embed": False, "use_native_mega_moe": False,
-           "use_mega_moe": False}  # fmt: skip
+ONE_GPU = {"use_sequence_parallel": False, "is_sequence_parallel": False, "replicated_embed": False,
+           "use_native_mega_moe": False, "use_mega_moe": False}  # fmt: skip
 
 
 # what decoders other than Llama's call their embeddings (GptOss: `embedding`; Bailing and Sarvam: `word_embeddings`)
@@ -338,7 +342,9 @@ def _init_attributes(inner, config) -> None:
                 value = eval(compile(ast.Expression(stmt.value), klass.__name__, "eval"), namespace)
             except Exception:
                 continue
-            if isinstance(value, torch.nn.Module):
+            # a module the line builds stays stood in; a slice of the stand-in layers is kept (GLM-5-Next's
+            # `_active_layers = self.layers[start:end]`, the list its loop runs)
+            if isinstance(value, torch.nn.Module) and not _of_stand_ins(value, inner):
                 continue
             if own:
                 setattr(inner, target.attr, value)
@@ -358,6 +364,15 @@ def _init_attributes(inner, config) -> None:
     for name, value in SERVER_DEFAULTS.items():
         if not hasattr(inner, name):
             setattr(inner, name, value)
+
+
+def _of_stand_ins(value, inner) -> bool:
+    """Whether a module is a list of the decoder's own stand-in layers (a slice of `inner.layers`)."""
+    import torch
+
+    layers = getattr(inner, "layers", None)
+    return (isinstance(value, torch.nn.ModuleList) and isinstance(layers, torch.nn.ModuleList)
+            and all(any(m is layer for layer in layers) for m in value))  # fmt: skip
 
 
 @functools.cache
@@ -412,6 +427,8 @@ def _forward_taps(inner, engine: str = "sglang", config=None) -> dict:
     """Run the decoder's own forward (its loop, with stand-in layers) on three tokens: the taps of the aux states it
     returned (each state's constant), or why it could not run. A forward that needs more of the engine than the
     stand-ins give (a batch's attention metadata, a capture made inside the real layer) makes no claim."""
+    import re
+
     import torch
 
     _stand_ins(inner, config)
@@ -428,15 +445,17 @@ def _forward_taps(inner, engine: str = "sglang", config=None) -> dict:
         layer_cls.streams = _mhc_stand_ins(inner)
         try:
             out = type(inner).forward(inner, ids, positions, third)
-        except TypeError as exc:
-            # the loop took a layer's (hidden, residual) as its hidden states: its layers return one output
-            if "must be Tensor, not tuple" not in str(exc) or layer_cls.offered_inside:
+        except (TypeError, ValueError) as exc:
+            # the loop took a layer's (hidden, residual) as its hidden states: its layers return one output; or it
+            # unpacks more than two (GLM-5-Next's deferred hyper-connection mixes, None after a plain layer)
+            more = re.fullmatch(r"not enough values to unpack \(expected (\d+), got 2\)", str(exc))
+            if ("must be Tensor, not tuple" not in str(exc) and not more) or layer_cls.offered_inside:
                 raise  # (a loop that hands its layers a capture target runs the real layers instead)
-            layer_cls.single = True
+            layer_cls.single, layer_cls.extra = not more, int(more.group(1)) - 2 if more else 0
             try:
                 out = type(inner).forward(inner, ids, positions, third)
             finally:
-                layer_cls.single = False
+                layer_cls.single, layer_cls.extra = False, 0
     except Exception as exc:
         if layer_cls.asked_inside or layer_cls.offered_inside:
             return {"forward_error": f"{PROBE_FAILED}: {INSIDE_WORDS}"}
