@@ -93,6 +93,10 @@ def test_a_decoder_borrowed_from_a_listed_family_is_served_by_its_rows(drafter, 
     asks_h0 = config_only_drafter(tmp_path / "h0", ids=[0, 16, 29])
     v = _on_gpu(asks_h0, "MistralLarge3ForCausalLM", "vllm==0.33.0", Wiring.of([0, 16, 29]))
     assert v.status == "fails" and not v.unknowns and "h0" in v.served.failure
+    # the other runner (V1, where a launch sets it) is fitted too: no difference is claimed that the rows lack
+    (v,) = check(drafter, _target("MistralLarge3ForCausalLM"), ["vllm==0.33.0"], TRAINED).verdicts
+    assert [(a.row_key, a.status) for a in v.alternatives] == [("vllm-deepseek-v1-0.33", "ok")]
+    assert v.status == "ok" and not v.assumptions
 
 
 def test_sglang_decoders_with_per_layer_flags_are_served_by_those_rows(drafter):

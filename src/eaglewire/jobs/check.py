@@ -456,28 +456,30 @@ def _settling(run: GenericRun | None, served: conv.Resolution, target: TargetInf
 def _fitted(
     choice: runners.RowChoice, spec: conv.EngineSpec, tinfo: TargetInfo, ckpt: DrafterCheckpoint
 ) -> runners.RowChoice:
+    """The launch's row, and those of its alternatives (the other runner), fitted (`_fitted_match`)."""
+    alts = tuple(replace(a, match=_fitted_match(a.match, spec, tinfo, ckpt)) for a in choice.alternatives)
+    return replace(choice, match=_fitted_match(choice.match, spec, tinfo, ckpt), alternatives=alts)
+
+
+def _fitted_match(
+    m: conv.RowMatch, spec: conv.EngineSpec, tinfo: TargetInfo, ckpt: DrafterCheckpoint
+) -> conv.RowMatch:
     """A target the table does not list whose model-code run captured otherwise than the generic capture, but as
     the table's rows for some listed families say in every case (engines/fitted.py), or in every case asking for
     no edge of the loop where the drafter asks for none: served by those rows where they all give this drafter the
     same answer (taps, or a failure), else by the generic row (its verdict then names the record)."""
-    run = _generic(spec, choice.match, tinfo)
+    run = _generic(spec, m, tinfo)
     if run is None:
-        return choice
+        return m
     keys = run.fits
-    if not keys and inside_loop(
-        conv.resolve(choice.match.row, ckpt.config, tinfo.num_layers).ids, tinfo.num_layers
-    ):
+    if not keys and inside_loop(conv.resolve(m.row, ckpt.config, tinfo.num_layers).ids, tinfo.num_layers):
         keys = run.fits_inside  # the drafter asks for no edge, where the decoder may differ from every row
     rows = [r for r in table.ROWS if r.key in keys]
-    if not rows:
-        return choice
-    answers = {_answer(conv.resolve(r, ckpt.config, tinfo.num_layers)) for r in rows}
-    if len(answers) != 1:
-        return choice
+    if not rows or len({_answer(conv.resolve(r, ckpt.config, tinfo.num_layers)) for r in rows}) != 1:
+        return m
     # they answer alike: the one named most like the architecture is the one the verdict shows (Qwen2-MoE: qwen2's)
     name = tinfo.architecture.lower()
-    best = max(rows, key=lambda r: max(_shared(name, m.replace("_", "")) for m in r.models))
-    return replace(choice, match=replace(choice.match, row=best))
+    return replace(m, row=max(rows, key=lambda r: max(_shared(name, x.replace("_", "")) for x in r.models)))
 
 
 def _shared(a: str, b: str) -> int:
