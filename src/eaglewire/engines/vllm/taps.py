@@ -293,6 +293,7 @@ V1_IDS = (
     ("0.20.0", (TOP, DFLASH_RAW), "v1/worker/gpu_model_runner.py:5025 @0.21.0"),
     ("0.22.0", (TOP, DFLASH, NESTED), "v1/worker/gpu_model_runner.py:5253 @0.22.0 (nested eagle_config ids)"),
 )
+MRV2_FROM = "0.17.0"  # the first release with Model Runner V2's EAGLE-3 path (MRV2_IDS)
 MRV2_IDS = (
     ("0.17.0", (TOP,), "v1/worker/gpu/spec_decode/eagle/eagle3_utils.py:35-46 @0.17.0"),
     ("0.20.0", (TOP, DFLASH_RAW), "eagle3_utils.py:35-46 @0.20.0"),
@@ -333,6 +334,13 @@ def _generated() -> tuple[Convention, ...]:
         if Version(g.usable_from) > Version("0.8.5"):
             out.append(_refusal(f"vllm-{g.name}-<{g.usable_from}", _spec("0.8.5", g.usable_from),
                                 _checked("0.8.5", g.usable_from), g.models, "v1", True, g.refused,
+                                refused_at=g.refused_at, source=f"vllm {GATE}; class scan per wheel"))  # fmt: skip
+        if Version(g.usable_from) > Version(MRV2_FROM):
+            # Model Runner V2 (launched with VLLM_USE_V2_MODEL_RUNNER=1) refuses the same: the gate is the
+            # engine's config check, before any runner, and its capture request asks for the same EAGLE-3
+            # interface (eagle3_utils.py:35-46 @0.17.0, :28-29 @0.33.0)
+            out.append(_refusal(f"vllm-{g.name}-<{g.usable_from}-mrv2", _spec(MRV2_FROM, g.usable_from),
+                                _checked(MRV2_FROM, g.usable_from), g.models, "mrv2", False, g.refused,
                                 refused_at=g.refused_at, source=f"vllm {GATE}; class scan per wheel"))  # fmt: skip
         cuts = {
             g.usable_from,
