@@ -74,6 +74,22 @@ def test_vllm_has_no_eagle3_before_0_8_5_and_a_model_type_gate_until_0_22():
     assert served("vllm", "0.22.0", "MistralForCausalLM", "mistral")
 
 
+@pytest.mark.parametrize("version", ["0.17.0", "0.20.0", "0.21.0"])
+def test_the_gate_refuses_on_either_runner(drafter, version):
+    """The gate is the engine's config check, before any runner: a launch on Model Runner V2
+    (VLLM_USE_V2_MODEL_RUNNER=1) is refused as V1's is, and check says so instead of finding no MRV2 row."""
+    target = TargetInfo(
+        "MistralForCausalLM", "MistralForCausalLM", "mistral", "mistral", 32, 4096, 32768, source="t"
+    )
+    for runner in ("v1", "mrv2"):
+        (v,) = check(drafter, target, [f"vllm=={version}"], Wiring.of([2, 16, 29]), runner=runner).verdicts
+        assert (
+            v.status == "fails"
+            and "gate" in v.served.failure
+            and v.row_key.endswith("-mrv2" if runner == "mrv2" else "<0.22.0")
+        ), (version, runner, v.row_key)
+
+
 def test_qwen2_vl_is_not_eagle3_in_either_engine_and_glm45_moe_not_in_vllm():
     for engine in ENGINES:
         for version in READ[engine]:
