@@ -29,6 +29,7 @@ from pathlib import Path
 from hypothesis import strategies as st
 
 from eaglewire.engines import registries
+from eaglewire.engines.fitted import NESTED, TOP, case_config
 from eaglewire.engines.table import parse_spec, rows_for
 from eaglewire.rules.taps import resolve
 from eaglewire.targets import FAMILIES, GENERIC, _family_of
@@ -157,18 +158,8 @@ def id_lists(num_layers: int) -> list[list[int] | None]:
 def configs(engine: str, ids: list[int] | None) -> list[tuple[str, dict]]:
     """The drafter configs that carry `ids`: the nested key and the top-level one (SGLang reads only the nested
     key, so a top-level list must give its default; vLLM's readers differ by runner)."""
-    if ids is None:
-        return [("no ids", {"architectures": ["LlamaForCausalLMEagle3"]})]
-    nested = {
-        "architectures": ["LlamaForCausalLMEagle3"],
-        "eagle_config": {"eagle_aux_hidden_state_layer_ids": ids},
-    }
-    top = {"architectures": ["Eagle3Speculator" if engine == "vllm" else "LlamaForCausalLMEagle3"],
-           "eagle_aux_hidden_state_layer_ids": ids}  # fmt: skip
-    return [
-        ("eagle_aux_hidden_state_layer_ids", top),
-        ("eagle_config.eagle_aux_hidden_state_layer_ids", nested),
-    ]
+    keys = ("no ids",) if ids is None else (TOP, NESTED)
+    return [(key, case_config(engine, ids, key)) for key in keys]  # as a record's cases are replayed
 
 
 def read_indices(engine: str, entry: dict) -> list[int] | None:

@@ -152,8 +152,9 @@ def convert(
 def coverage_cmd(json_out: bool = JSON) -> None:
     """The evidence per engine x release x target family x platform: a running engine, the release's model code,
     read at source in that release, or none; and the targets outside eaglewire's table whose capture a release's
-    model code ran (JSON `generic`: holds, differs at the edges, differs or captures nothing). docs/coverage.md is
-    built from the same data."""
+    model code ran (JSON `generic`, each with its outcome: holds, as listed families (`fits` names their rows), as
+    listed families inside the loop, differs at the edges, differs, or captures nothing). docs/coverage.md is built
+    from the same data."""
     from eaglewire.jobs.coverage import coverage
 
     render.show(coverage(), json_out, render_matrix.render_coverage)

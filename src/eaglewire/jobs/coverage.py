@@ -621,21 +621,20 @@ class GenericRun:
         """The table's rows at this release and runner (any family's) that every case of a run that captured
         otherwise fits (engines/fitted.py): the decoder captures as those families' do. Empty where the generic
         capture held or nothing was captured."""
-        if self.holds or self.captures_nothing or not self.cases:
-            return ()
-        runner = self.cases[0]["runner"] or ""
-        return tuple(r.key for r in fitting_rows(self.engine, self.release, runner, list(self.cases)))
+        return self._fitting(self.cases)
 
     @cached_property
     def fits_inside(self) -> tuple[str, ...]:
         """The rows every case fits that asked for no id outside 1..L-1 (the engine's default ids included): what
         a drafter whose ids are all inside is served by, where the decoder differs from every row at its edges
         (SGLang's GLM-4.7-Flash: DeepSeek's capture, but id 0 crashes)."""
-        if self.holds or self.captures_nothing or not self.cases:
+        return self._fitting(tuple(c for c in self.cases if inside_loop(_asked(c), c["num_layers"])))
+
+    def _fitting(self, cases: tuple[dict, ...]) -> tuple[str, ...]:
+        if self.holds or self.captures_nothing or not cases:
             return ()
-        inside = [c for c in self.cases if inside_loop(_asked(c), c["num_layers"])]
-        runner = self.cases[0]["runner"] or ""
-        return tuple(r.key for r in fitting_rows(self.engine, self.release, runner, inside))
+        runner = cases[0]["runner"] or ""
+        return tuple(r.key for r in fitting_rows(self.engine, self.release, runner, list(cases)))
 
     def settles(self, ids: tuple[int, ...] | None, num_layers: int) -> bool:
         """Whether the run decides what a drafter served these ids (None: the engine's default) is fed on an
@@ -660,8 +659,9 @@ def _generic_runs(engine: str) -> dict[tuple[str, str, str], GenericRun]:
             if fam["family"] != "generic" or not fam["claims"]:
                 continue
             arch, runner = fam["architecture"], fam.get("runner", "")
-            cases = [c for c in rec["cases"] if c[col["arch"]] == arch and (c[col["runner"]] or "") == runner]
-            nothing = bool(cases) and all(c[col["forward_taps"]] == [] for c in cases)
+            cases = tuple(dict(zip(rec["columns"], c, strict=True)) for c in rec["cases"]
+                          if c[col["arch"]] == arch and (c[col["runner"]] or "") == runner)  # fmt: skip
+            nothing = bool(cases) and all(c["forward_taps"] == [] for c in cases)
             release = str(Version(version))
             out[(release, arch, runner)] = GenericRun(
                 engine,
@@ -671,8 +671,8 @@ def _generic_runs(engine: str) -> dict[tuple[str, str, str], GenericRun]:
                 fam["agree"],
                 nothing,
                 bool(fam.get("cpu")),
-                _edges_only(cases, col),
-                tuple(dict(zip(rec["columns"], c, strict=True)) for c in cases),
+                _edges_only(cases),
+                cases,
             )
     return out
 
@@ -689,20 +689,12 @@ def _asked(case: dict) -> list[int] | None:
     return ids or None
 
 
-def _edges_only(cases: list[list], col: dict[str, int]) -> bool:
+def _edges_only(cases: tuple[dict, ...]) -> bool:
     """Whether every case that captured otherwise than the generic capture asked for an id outside 1..L-1 (ids as
     the release's runner read them) and every case on the engine's default ids held."""
-
-    def asked(case: list) -> list[int] | None:
-        ids = case[col["ids_read"]] if case[col["ids_read"]] is not None else case[col["ids"]]
-        return ids or None  # no ids, or an empty list: the engine's default
-
-    differ = [c for c in cases if c[col["agree"]] is False]
-    default = [c for c in cases if asked(c) is None]
-    edges = all(
-        asked(c) is not None and any(not 0 < i < c[col["num_layers"]] for i in asked(c)) for c in differ
-    )
-    return bool(differ) and edges and all(c[col["agree"]] is True for c in default)
+    differ = [c for c in cases if c["agree"] is False]
+    edges = all(not inside_loop(_asked(c), c["num_layers"]) for c in differ)
+    return bool(differ) and edges and all(c["agree"] is True for c in cases if _asked(c) is None)
 
 
 def generic_run(engine: str, version: str, arch: str | None, runner: str | None) -> GenericRun | None:
