@@ -722,12 +722,12 @@ def test_sigint_to_probe_launch_stops_the_engine(tmp_path):
         time.sleep(1.0)  # healthy, the probe waits on GET /v1/models
         pids = _pids(tmp_path)
         proc.send_signal(signal.SIGINT)
-        rc = proc.wait(timeout=60)
+        _, err = proc.communicate(timeout=60)
     finally:
         if proc.poll() is None:
             proc.kill()
             proc.wait()
-    assert rc == 130
+    assert proc.returncode == 130 and err.decode().strip().splitlines()[-1] == "eaglewire: interrupted", err
     assert _gone(pids)
 
 

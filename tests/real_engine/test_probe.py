@@ -239,6 +239,6 @@ def test_sigint_stops_the_engine(vllm_python):
     members = group_members(pid)
     assert len(members) >= 2  # the API server and its engine core
     proc.send_signal(signal.SIGINT)
-    proc.communicate(timeout=120)
-    assert proc.returncode == 130
+    _, err = proc.communicate(timeout=120)
+    assert proc.returncode == 130 and "eaglewire: interrupted" in err, err[-3000:]
     assert _gone(pid)  # every process of the group, the engine core included (zombies hold nothing)

@@ -212,6 +212,29 @@ def _click_exceptions() -> list:
 
 
 def main(argv: list[str] | None = None) -> int:
+    """Run one command (`argv`, or the process's own arguments when None); its exit code. A Ctrl-C anywhere in it
+    (the command, its error handling) is exit 130. As the process's own command, once the code is known a further
+    Ctrl-C is ignored: the work is done and every engine the command started is stopped, and Python's shutdown,
+    which restores the default action for SIGINT, would otherwise end the process killed by the signal (exit -2 to
+    its parent) instead of with its code."""
+    try:
+        rc = _run(argv)
+    except KeyboardInterrupt:
+        rc = 130
+    if argv is None:
+        _hold_interrupts()
+    return rc
+
+
+def _hold_interrupts() -> None:
+    import signal
+    import threading
+
+    if threading.current_thread() is threading.main_thread():
+        signal.signal(signal.SIGINT, signal.SIG_IGN)
+
+
+def _run(argv: list[str] | None) -> int:
     try:
         rc = app(args=argv, standalone_mode=False)
     except InputError as e:
@@ -231,6 +254,8 @@ def main(argv: list[str] | None = None) -> int:
         if any(isinstance(e, k.Abort) for k in kinds if hasattr(k, "Abort")):
             return 130
         raise
+    if rc == 130:  # typer turns a Ctrl-C into Exit(130) and returns its code silently
+        print("eaglewire: interrupted", file=sys.stderr)
     return rc if isinstance(rc, int) else EXIT_OK
 
 
