@@ -158,3 +158,53 @@ def test_the_output_of_a_child_process_is_read_back(tmp_path):
         subprocess.run([sys.executable, "-c", "import sys; print('out'); print('Traceback x', file=sys.stderr)"],
                        check=True)  # fmt: skip
     assert "out" in box["text"] and "Traceback x" in box["text"]
+
+
+def test_worker_processes_a_finished_engine_left_are_stopped():
+    """A release whose engine runs its model in a worker process leaves it alive after the engine is dropped: the
+    side script stops it before the next engine (a real spawned child)."""
+    import multiprocessing as mp
+    import time
+
+    from real_engine.vllm_side import _reap_workers
+
+    child = mp.get_context("spawn").Process(target=time.sleep, args=(60,))
+    child.start()
+    assert _reap_workers() == 1 and not child.is_alive()
+    assert _reap_workers() == 0
+
+
+def test_shared_memory_the_engine_left_is_freed_and_a_mapped_segment_kept():
+    """Segments that appeared during a run and that no live process maps are removed; one still mapped stays."""
+    import mmap
+    import os
+
+    import pytest
+    from real_engine.engine import SHM, free_shm, shm_names
+
+    if not SHM.is_dir():
+        pytest.skip("no /dev/shm")
+    before = shm_names()
+    left, held = SHM / f"eaglewire-test-left-{os.getpid()}", SHM / f"eaglewire-test-held-{os.getpid()}"
+    left.write_bytes(b"x" * 4096)
+    held.write_bytes(b"x" * 4096)
+    try:
+        with open(held, "r+b") as f, mmap.mmap(f.fileno(), 4096):
+            gone = free_shm(before)
+        assert left.name in gone and held.name not in gone
+        assert held.exists() and not left.exists()
+    finally:
+        left.unlink(missing_ok=True)
+        held.unlink(missing_ok=True)
+
+
+def test_the_generator_counts_its_own_cpu_and_everyone_elses():
+    """The record of a release says how much CPU the generator's processes used and how much others did."""
+    from real_engine.observe import _machine_now, machine
+
+    start = _machine_now()
+    sum(i * i for i in range(2_000_000))
+    m = machine(start, {"total": 1.0})
+    assert m["cores"] >= 1 and m["cpu_seconds"] > 0
+    assert m["other_cpu_seconds"] is not None and m["other_cpu_seconds"] >= 0
+    assert len(m["load_1min"]) == 2

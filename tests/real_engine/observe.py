@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import shutil
 import sys
 import tempfile
@@ -66,6 +67,34 @@ FAMILY_DRAFTER = "eagle/top-only"  # the zoo drafter, ids [2, 4, 5] top-level, o
 # MoE on some CPU builds corrupts the heap, and the crash handler can then deadlock) is recorded as a crash after this
 FAMILY_TIMEOUT = 300
 PROMPT_TOKENS = 64  # the id cases' prompt (their fc error turns into a count of states with it)
+# engines side by side (vllm_side.main): on 2 cores one engine's single-threaded start-up overlaps another's; the
+# results are a single lane's (each engine keeps its thread count)
+LANES = 2
+
+
+def _machine_now() -> tuple[float, float, float | None]:
+    """(CPU seconds of this process and the children it waited for, the 1-minute load, CPU seconds every process
+    of the machine has used: /proc/stat, None where there is none)."""
+    t = os.times()
+    try:
+        fields = [int(x) for x in Path("/proc/stat").read_text().split("\n", 1)[0].split()[1:]]
+        machine = (sum(fields) - fields[3] - fields[4]) / os.sysconf("SC_CLK_TCK")  # all but idle and iowait
+    except (OSError, ValueError, IndexError):
+        machine = None
+    return t.user + t.system + t.children_user + t.children_system, os.getloadavg()[0], machine
+
+
+def machine(start: tuple, seconds: dict) -> dict:
+    """What the machine did while the release was observed: its cores, the CPU seconds of the generator and every
+    process it waited for (pip, the engine), the CPU seconds every other process used meanwhile, and the 1-minute
+    load at the start and the end. Where others used a share of the cores, `seconds` overstates the release's
+    cost by about that share."""
+    now = _machine_now()
+    own = now[0] - start[0]
+    others = None if now[2] is None or start[2] is None else max(0.0, now[2] - start[2] - own)
+    return {"cores": len(os.sched_getaffinity(0)), "cpu_seconds": round(own, 1),
+            "other_cpu_seconds": None if others is None else round(others, 1),
+            "load_1min": [round(start[1], 2), round(now[1], 2)]}  # fmt: skip
 
 
 def releases() -> list[str]:
@@ -233,22 +262,32 @@ def _unquantized(path: Path) -> dict | None:
 
 
 def observe_quantized(python: Path, release: str, workdir: Path, state: dict, drafter: Path, target: Path,
-                      unquantized: dict | None) -> tuple[dict, dict]:  # fmt: skip
+                      unquantized: dict | None, more: list[dict] = ()) -> tuple[dict, dict, dict]:  # fmt: skip
     """The zoo drafter beside a W8A8 copy of the (served) zoo target: the draft_quantization record and the
-    engine's provenance of that run."""
+    engine's provenance of that run; `more` cases ride in the same run (one set of engine processes, its lanes kept
+    full), returned apart, as a run of their own."""
     qtarget = quantized.write_w8a8_target(target, workdir / "target-w8a8")
     for stale in workdir.glob(f"observe-{release}-quantized.json*"):
         stale.unlink()
     cases = quantized.cases(qtarget, drafter, state["ids"], NEW_TOKENS)
-    run = run_vllm(python, cases, workdir, f"observe-{release}-quantized", release, target)
-    return quantized.record(run, unquantized), run["__provenance__"]
+    run = run_vllm(python, [*more, *cases], workdir, f"observe-{release}-quantized", release, target, LANES)
+    mine = split(run, {c["name"] for c in cases})
+    return quantized.record(mine, unquantized), mine["__provenance__"], split(run, {c["name"] for c in more})
+
+
+def split(run: dict[str, dict], names: set[str]) -> dict[str, dict]:
+    """The part of a run that `names` are: their results, and a provenance whose inputs name only them."""
+    prov = dict(run["__provenance__"])
+    prov["inputs"] = {k: ({n: x for n, x in v.items() if n in names} if isinstance(v, dict) and k != "target" else v)
+                      for k, v in prov.get("inputs", {}).items()}  # fmt: skip
+    return {n: r for n, r in run.items() if n in names} | {"__provenance__": prov}
 
 
 def observe(release: str, workdir: Path, keep_venv: bool = False, out: tuple[Path, Path] = (OBSERVED, RECORDS),
             state: dict | None = None, quantized_only: bool = False) -> dict:  # fmt: skip
     """Observe one release end to end; the records written and the seconds of each stage. `quantized_only`: a
     release already observed gets the quantized-target case alone, merged into its record."""
-    t0, seconds = time.time(), {}
+    t0, seconds, start = time.time(), {}, _machine_now()
     engine = f"vllm=={release}"
     venv = workdir / f"venv-{release}"
     state = state if state is not None else {}
@@ -265,6 +304,9 @@ def observe(release: str, workdir: Path, keep_venv: bool = False, out: tuple[Pat
             state["ids"] = prompts(tgt.tokenizer)
             state["id_prompt"] = prompts(tgt.tokenizer, 1, PROMPT_TOKENS)
             state["chain"] = chain(tgt, state["ids"], PROMPT_LEN, NEW_TOKENS)
+            seconds["chain"] = round(
+                time.time() - t, 1
+            )  # in `prepare`: the first release of a generator pays it
         shutil.rmtree(workdir / f"drafters-{release}", ignore_errors=True)  # the copies are made per run
         drafters = build_drafters(workdir / f"drafters-{release}", engine)
         chosen = [v for v in variants() if v.name in IDS]
@@ -281,12 +323,14 @@ def observe(release: str, workdir: Path, keep_venv: bool = False, out: tuple[Pat
             t = time.time()
             path = out[0] / f"vllm-{release}-cpu.json"
             rec = json.loads(path.read_text())
-            q, prov = observe_quantized(py, release, workdir, state, drafters[quantized.DRAFTER], target,
-                                        _unquantized(out[1] / f"vllm-{release}-cpu-accept.json"))  # fmt: skip
+            q, prov, _ = observe_quantized(py, release, workdir, state, drafters[quantized.DRAFTER], target,
+                                           _unquantized(out[1] / f"vllm-{release}-cpu-accept.json"))  # fmt: skip
             seconds["engine"] = round(time.time() - t, 1)
             seconds["total"] = round(time.time() - t0, 1)
             rec["draft_quantization"] = q
-            rec["draft_quantization_provenance"] = prov | {"observe": {"seconds": seconds}}
+            rec["draft_quantization_provenance"] = prov | {
+                "observe": {"seconds": seconds, "machine": machine(start, seconds)}
+            }
             path.write_text(json.dumps(rec, indent=1) + "\n")
             return {"release": release, "draft_quantization": q, "seconds": seconds}
         t = time.time()
@@ -295,32 +339,35 @@ def observe(release: str, workdir: Path, keep_venv: bool = False, out: tuple[Pat
         stopped = None
         if tier is None:  # the first batch; the rest only where the release speculates or fails case by case
             run = run_vllm(
-                py, [c for c in cases if first(c)], workdir, f"observe-{release}-first", release, target
+                py,
+                [c for c in cases if first(c)],
+                workdir,
+                f"observe-{release}-first",
+                release,
+                target,
+                LANES,
             )
             stopped = one_failure(run)
             rest = [c for c in cases if not first(c) and (stopped is None or c["name"].startswith("family/"))]
             for stale in workdir.glob(f"observe-{release}-rest.json*"):
                 stale.unlink()
             if rest:
-                run = merge(run, run_vllm(py, rest, workdir, f"observe-{release}-rest", release, target))
+                run = merge(
+                    run, run_vllm(py, rest, workdir, f"observe-{release}-rest", release, target, LANES)
+                )
         else:
-            run = run_vllm(py, cases, workdir, f"observe-{release}", release, target)
+            run = run_vllm(py, cases, workdir, f"observe-{release}", release, target, LANES)
         # a family the engine refused with the drafter: does the CPU build run that target at all, without it?
         # (not asked where the target's own forward already ran in the engine's profile run: warm-up failed after)
         plain = [{"name": f"family-plain/{f}", "drafter": None, "k": 0, "prompts": state["id_prompt"], "max_tokens": 8,
                   **family_case(f, t)} for f, t in fams.items() if refused_before_forward(run[f"family/{f}"])]  # fmt: skip
-        if plain:
-            for stale in workdir.glob(f"observe-{release}-plain.json*"):
-                stale.unlink()
-            more = run_vllm(
-                venv / "bin" / "python", plain, workdir, f"observe-{release}-plain", release, target
-            )
-            run = merge(run, more)
         unquantized = run.get(f"{quantized.DRAFTER}/K={quantized.K}") or _unquantized(
             out[1] / f"vllm-{release}-cpu-accept.json"
         )
-        quant, quant_prov = observe_quantized(py, release, workdir, state, drafters[quantized.DRAFTER], target,
-                                              unquantized)  # fmt: skip
+        quant, quant_prov, more = observe_quantized(py, release, workdir, state, drafters[quantized.DRAFTER], target,
+                                                    unquantized, plain)  # fmt: skip
+        if plain:
+            run = merge(run, more)
         seconds["engine"] = round(time.time() - t, 1)
         t = time.time()
         prov_note = {"install": {k: v for k, v in info.items() if k != "install_seconds"}, "target_edits": edits,
@@ -330,7 +377,8 @@ def observe(release: str, workdir: Path, keep_venv: bool = False, out: tuple[Pat
             seconds["total"] = round(time.time() - t0, 1)
             tier |= {"families": families, "family_drafter": {"variant": FAMILY_DRAFTER, "load_format": "dummy"},
                      "draft_quantization": quant, "draft_quantization_provenance": quant_prov,
-                     "families_provenance": run["__provenance__"] | {"observe": prov_note | {"seconds": seconds}}}  # fmt: skip
+                     "families_provenance": run["__provenance__"] | {"observe": prov_note | {
+                         "seconds": seconds, "machine": machine(start, seconds)}}}  # fmt: skip
             tier.pop("file", None)
             (out[0] / f"vllm-{release}-cpu.json").write_text(json.dumps(tier, indent=1) + "\n")
             return {"release": release, "families_merged_into_tier_record": True, "family_disagreements": fam_wrong,
@@ -386,7 +434,8 @@ def observe(release: str, workdir: Path, keep_venv: bool = False, out: tuple[Pat
         seconds["predict"] = round(time.time() - t, 1)
         seconds["total"] = round(time.time() - t0, 1)
         result["seconds"] = seconds
-        ids_rec["provenance"]["observe"] = prov_note | {"seconds": seconds, "goal_seconds": GOAL_SECONDS}
+        ids_rec["provenance"]["observe"] = prov_note | {"seconds": seconds, "goal_seconds": GOAL_SECONDS,
+                                                        "machine": machine(start, seconds)}  # fmt: skip
         ids_rec["what"] = "make observe (tests/real_engine/observe.py): id matrix subset" + (
             ", accept length, lossless" if acc else f"; cannot speculate on the CPU ({spec.get('stage')})"
         )

@@ -47,7 +47,9 @@ def serial_runs(python: Path, release: str, cases: dict[str, tuple[Path, int]], 
     spec = [{"name": n, "drafter": str(d), "k": k, "prompts": ids, "max_tokens": NEW_TOKENS, "per_request": True}
             for n, (d, k) in cases.items()]  # fmt: skip
     workdir.mkdir(parents=True, exist_ok=True)
-    got = run_vllm(python, spec, workdir, "serial", release)
+    got = run_vllm(
+        python, spec, workdir, "serial", release, lanes=2
+    )  # side by side: each engine's numerics alone
     out = {}
     for name in cases:
         res = got[name]

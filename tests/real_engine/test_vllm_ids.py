@@ -42,7 +42,7 @@ def engine(vllm_python, built, tmp_path_factory) -> dict[str, dict]:
     cases = [
         {"name": n, "drafter": str(d), "k": 3, "prompts": prompt, "max_tokens": 8} for n, d in built.items()
     ]
-    return run_vllm(vllm_python, cases, tmp_path_factory.mktemp("vllm-ids-run"), "ids")
+    return run_vllm(vllm_python, cases, tmp_path_factory.mktemp("vllm-ids-run"), "ids", lanes=2)
 
 
 def test_engine_and_eaglewire_agree_on_every_variant(engine, built):

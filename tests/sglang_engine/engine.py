@@ -10,7 +10,7 @@ import subprocess
 import time
 from pathlib import Path
 
-from real_engine.engine import inputs_key
+from real_engine.engine import free_shm, inputs_key, shm_names
 
 from eaglewire import zoo
 
@@ -41,6 +41,7 @@ def run_sglang(
                                     "parallel": parallel}))  # fmt: skip
         env = {k: v for k, v in os.environ.items() if not k.startswith("PYTHON")}
         t0 = time.time()
+        shm_before = shm_names()
         proc = subprocess.Popen(
             [str(python), str(SIDE), str(spec), str(out)], env=env, stdout=subprocess.PIPE,
             stderr=subprocess.STDOUT, text=True, start_new_session=True,
@@ -58,6 +59,7 @@ def run_sglang(
                 with contextlib.suppress(ProcessLookupError, ValueError):
                     os.killpg(int(pgid.read_text()), signal.SIGKILL)
             proc.wait()
+            free_shm(shm_before)  # SGLang's `sglang_loads_*` segments, left by every server
         (workdir / f"{name}.log").write_text(log or "")
         assert proc.returncode == 0 and out.exists(), (log or "")[-4000:]
         TIMINGS[name] = time.time() - t0
