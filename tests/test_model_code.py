@@ -94,3 +94,30 @@ def test_every_model_code_cell_is_what_its_record_covers():
             assert any(i["platform"] == c.platform and c.family in i["families"] for i in rec["covers"]), c
         else:
             assert c.family in model_code_families(rec) and c.platform == "cuda", c
+
+
+@pytest.mark.parametrize(("engine", "release", "arch"), [("vllm", "0.33.0", "MiniCPM3ForCausalLM"),
+                                                         ("vllm", "0.33.0", "DeepseekV3ForCausalLM"),
+                                                         ("sglang", "0.5.23", "Qwen3ForCausalLM")])  # fmt: skip
+def test_an_architecture_observed_again_merges_back_into_its_release(engine, release, arch):
+    """`model_code --arch A` reruns one architecture and merges it into the release's record: the record with A's
+    rows taken out and merged back is the record (family order, case order, the reasons, what it covers); an
+    architecture two families share (Kimi-K2 is DeepseekV3ForCausalLM under another model_type) keeps its place."""
+    import json
+
+    from engines.model_code import _key, merge_archs, out_dir
+
+    record = json.loads((out_dir(engine) / f"{engine}-{release}-model-code.json").read_text())
+    only = frozenset({arch})
+    part = {"families": [f for f in record["families"] if f["architecture"] == arch],
+            "cases": [r for r in record["cases"] if r[0] == arch],
+            "not_run": {k: v for k, v in record["not_run"].items() if _key(k)[1] == arch},
+            "entry": record["entry"], "provenance": {"probe": "capture_probe.py", "seconds": 1.0}}  # fmt: skip
+    assert part["families"] and part["cases"]
+    rest = record | {"families": [f for f in record["families"] if f["architecture"] != arch],
+                     "cases": [r for r in record["cases"] if r[0] != arch],
+                     "not_run": {k: v for k, v in record["not_run"].items() if _key(k)[1] != arch}}  # fmt: skip
+    merged = merge_archs(rest, part, only, engine, release)
+    assert merged["provenance"].pop("merged") == [{"architectures": [arch], "probe": "capture_probe.py",
+                                                   "seconds": 1.0}]  # fmt: skip
+    assert merged == record

@@ -226,12 +226,16 @@ def agrees(result: dict, table: dict, engine: str = "sglang") -> bool | None:
     return None
 
 
-def observe(python: str, engine: str, release: str) -> dict:
+def observe(python: str, engine: str, release: str, only: frozenset[str] = frozenset()) -> dict:
     """One release's record: the cases the forward decided (each with the table's agreement; tests/test_model_code.py
-    recomputes the table's side), what it covers per runner and platform, and what made no claim, with why."""
+    recomputes the table's side), what it covers per runner and platform, and what made no claim, with why.
+    `only`: those architectures' cases alone (`merge_archs` puts them into the release's record)."""
     t0 = time.time()
     install(python, engine, release)
     cases, meta = cases_for(engine, release)
+    if only:
+        kept = [i for i, m in enumerate(meta) if m[0] in only]
+        cases, meta = [cases[i] for i in kept], [meta[i] for i in kept]
     data = run_probe(python, engine, cases)
     assert data["version"] == release, (data["version"], release)
     rows, fams, why, entries, inside, decided = [], {}, {}, set(), set(), set()
@@ -292,7 +296,7 @@ def observe(python: str, engine: str, release: str) -> dict:
            for (fam, arch, runner), c in sorted(fams.items()) if c["claims"]]  # fmt: skip
     claimed = {(f["family"], f["architecture"], f["runner"]) for f in ran}
     for arch, family in archs(engine, release):
-        if family == GENERIC and not generates(arch):
+        if family == GENERIC and not generates(arch) and (not only or arch in only):
             why[f"{family} ({arch})"] = (
                 "not a text-generating target (no drafter is served beside it): not run"
             )
@@ -309,6 +313,28 @@ def observe(python: str, engine: str, release: str) -> dict:
         "provenance": {"probe": "tests/engines/capture_probe.py", engine: data["version"],
                        "python": sys.version.split()[0], "seconds": round(time.time() - t0, 1)},
     }  # fmt: skip
+
+
+def merge_archs(record: dict, part: dict, only: frozenset[str], engine: str, release: str) -> dict:
+    """The release's record with the architectures in `only` observed again (`part`, from `observe(..., only)`):
+    their families, cases and reasons replaced, everything else kept, in the order a whole run writes them (a whole
+    run and a merge differ only in the provenance, which names the merge); `covers` recomputed."""
+    order = {(arch, model_type): i for i, (arch, _, model_type) in enumerate(_targets(engine, release))}
+    keep = lambda arch: arch not in only  # noqa: E731
+    out = dict(record)
+    out["families"] = sorted([f for f in record["families"] if keep(f["architecture"])] + part["families"],
+                             key=lambda f: (f["family"], f["architecture"], f["runner"]))  # fmt: skip
+    out["cases"] = sorted(
+        [r for r in record["cases"] if keep(r[0])] + part["cases"], key=lambda r: order.get((r[0], r[8]), -1)
+    )
+    out["not_run"] = dict(sorted(({k: v for k, v in record["not_run"].items() if keep(_key(k)[1])}
+                                  | part["not_run"]).items()))  # fmt: skip
+    out["entry"] = sorted(set(record["entry"]) | set(part["entry"]))
+    out["covers"] = covers(engine, release, out["families"])
+    merged = {"architectures": sorted(only), "probe": part["provenance"]["probe"],
+              "seconds": part["provenance"]["seconds"]}  # fmt: skip
+    out["provenance"] = record["provenance"] | {"merged": [*record["provenance"].get("merged", []), merged]}
+    return out
 
 
 def covers(engine: str, release: str, ran: list[dict]) -> list[dict]:
@@ -356,15 +382,20 @@ def main() -> None:
     ap.add_argument("--release", action="append", default=[])
     ap.add_argument("--out", type=Path, default=None)
     ap.add_argument("--force", action="store_true")
+    ap.add_argument("--arch", action="append", default=[],
+                    help="observe only these architectures again and merge them into each release's record")  # fmt: skip
     args = ap.parse_args()
+    only = frozenset(args.arch)
     out = args.out or out_dir(args.engine)
     out.mkdir(parents=True, exist_ok=True)
     for v in args.release or releases(args.engine):
         path = out / f"{args.engine}-{v}-model-code.json"
-        if path.exists() and not args.force:
+        if (path.exists() and not args.force and not only) or (only and not path.exists()):
             continue
         try:
-            rec = observe(args.python, args.engine, v)
+            rec = observe(args.python, args.engine, v, only)
+            if only:
+                rec = merge_archs(json.loads(path.read_text()), rec, only, args.engine, v)
         except Exception as exc:  # recorded in the log, not fatal: the next release goes on
             print(json.dumps({"release": v, "error": f"{type(exc).__name__}: {exc}"[-1500:]}), flush=True)
             continue
