@@ -193,3 +193,22 @@ def test_sglang_qwen3_5_wrappers_captured_nothing_until_the_decoder_took_the_req
     assert v.status == "fails" and "sglang-0.5.21-model-code.json" in v.served.failure
     v = _on_gpu(drafter, arch, "sglang==0.5.23")
     assert v.status == "ok"
+
+
+def test_minicpm_runs_in_every_vllm_record_from_the_release_that_serves_it(drafter):
+    """MiniCPM's config is its checkpoints' remote code, so the probe's config is a Llama one: until the probe gave
+    it the muP fields those checkpoints carry (capture_probe.ARCH_KEYS), vLLM's MiniCPM forward stopped on
+    `scale_emb` at every release from 0.11.0 and no record ran it. Now every record runs it on each runner the
+    release has, and `check` on a GPU decides from the record."""
+    from packaging.version import Version
+
+    recs = [r for r in records("model-code") if r["engine"].startswith("vllm==")
+            and Version(r["engine"].split("==")[1]) >= Version("0.11.0")]  # fmt: skip
+    assert len(recs) >= 39
+    for rec in recs:
+        runs = {f["runner"]: f for f in rec["families"] if f["architecture"] == "MiniCPMForCausalLM"}
+        assert runs.get("v1", {}).get("claims", 0) == 31, rec["engine"]
+        assert not any("MiniCPMForCausalLM" in k and "scale_emb" in v for k, v in rec["not_run"].items())
+    for spec in ("vllm==0.12.0", "vllm==0.28.0"):
+        v = _on_gpu(drafter, "MiniCPMForCausalLM", spec)
+        assert v.status != "unverified" and v.evidence["level"] == "model-code", (spec, v.status, v.unknowns)
