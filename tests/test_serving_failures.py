@@ -47,6 +47,15 @@ def _table_refuses(engine: str, version: str, fam: dict) -> bool:
     return bool(rows) and all(m.row.rule is Rule.UNSUPPORTED for m in rows)
 
 
+def _captures_nothing(engine: str, version: str, fam: dict) -> bool:
+    """The release's own code for the family's target captured nothing (its model-code record: vLLM's MiMo): the
+    target fails with the unpack words for its own reason, at any release, whoever sets the capture."""
+    from eaglewire.jobs.coverage import generic_run
+
+    run = generic_run(engine, version, fam.get("architecture"), None)
+    return run is not None and run.captures_nothing
+
+
 @pytest.mark.parametrize("row", FAMILY_ROWS, ids=[r.name for r in FAMILY_ROWS])
 def test_the_row_is_what_the_records_show(row):
     seen = list(_family_rows(row))
@@ -74,7 +83,11 @@ def test_the_row_is_what_the_records_show(row):
             or (stage == "load" and _table_refuses(row.engine, version, fam))
         )  # its config check, met first
         where = (row.name, version, fam["family"], fam["engine"])
-        assert (failed or earlier) if row.covers(version) else not failed, where
+        assert (
+            (failed or earlier)
+            if row.covers(version)
+            else not failed or _captures_nothing(row.engine, version, fam)
+        ), where
 
 
 def test_a_drafter_with_mla_attention_is_not_caught_by_the_mla_row():
