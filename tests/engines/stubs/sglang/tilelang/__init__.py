@@ -21,7 +21,6 @@ def _placeholder(name: str) -> type:  # the machinery's names find this one at c
     return _Meta(name, (), {"__init__": lambda self, *a, **k: None, "__call__": _call})  # noqa: F821
 
 
-
 class _CallableModule(types.ModuleType):  # noqa: F821
     __call__ = _call
 
