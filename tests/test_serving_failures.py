@@ -41,7 +41,10 @@ def _table_refuses(engine: str, version: str, fam: dict) -> bool:
     from eaglewire.rules.taps import Rule
 
     arch = fam.get("architecture") or ""
-    if registries.refusal(engine, version, arch) is not None:
+    model_type = (fam.get("config") or {}).get(
+        "model_type", ""
+    )  # the eagle3 gate reads the target's model_type
+    if registries.refusal(engine, version, arch, model_type) is not None:
         return True
     rows = rows_for(parse_spec(f"{engine}=={version}"), fam["family"], arch)
     return bool(rows) and all(m.row.rule is Rule.UNSUPPORTED for m in rows)
