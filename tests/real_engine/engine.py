@@ -74,6 +74,9 @@ def inputs_key(target: Path, cases: list[dict], release: str) -> str:
     return sha256_json({"release": release, "target": files_sha256(target), "cases": shown})
 
 
+# engines side by side (vllm_side.main) where a run does not ask otherwise: on 2 cores one engine's single-threaded
+# start-up overlaps another's; each engine keeps the threads it has alone, so the results are a single lane's
+LANES = 2
 SHM = Path("/dev/shm")
 
 

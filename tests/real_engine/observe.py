@@ -39,7 +39,7 @@ from eaglewire.targets import load_target
 
 from . import quantized
 from .cases import KS, build_drafters, chain, predict
-from .engine import NEW_TOKENS, PROMPT_LEN, files_sha256, prompts, run_vllm
+from .engine import LANES, NEW_TOKENS, PROMPT_LEN, files_sha256, prompts, run_vllm
 from .families import FAMILIES, REMOTE_CONFIG, write_target
 from .install import install, installed
 from .recording import accept_record, accept_rows, cpu_verdict, ids_record, model_code
@@ -67,9 +67,6 @@ FAMILY_DRAFTER = "eagle/top-only"  # the zoo drafter, ids [2, 4, 5] top-level, o
 # MoE on some CPU builds corrupts the heap, and the crash handler can then deadlock) is recorded as a crash after this
 FAMILY_TIMEOUT = 300
 PROMPT_TOKENS = 64  # the id cases' prompt (their fc error turns into a count of states with it)
-# engines side by side (vllm_side.main): on 2 cores one engine's single-threaded start-up overlaps another's; the
-# results are a single lane's (each engine keeps its thread count)
-LANES = 2
 
 
 def _machine_now() -> tuple[float, float, float | None]:

@@ -21,7 +21,7 @@ import tempfile
 from pathlib import Path
 
 from .cases import build_drafters, engine_counters
-from .engine import NEW_TOKENS, decode_prompts, files_sha256, run_vllm
+from .engine import LANES, NEW_TOKENS, decode_prompts, files_sha256, run_vllm
 
 KEYS = ("num_drafts", "num_accepted_tokens_per_pos")
 # the most a batch's scheduling moved a case's counters in any run seen (drafts, and accepted at any position): 4
@@ -48,7 +48,7 @@ def serial_runs(python: Path, release: str, cases: dict[str, tuple[Path, int]], 
             for n, (d, k) in cases.items()]  # fmt: skip
     workdir.mkdir(parents=True, exist_ok=True)
     got = run_vllm(
-        python, spec, workdir, "serial", release, lanes=2
+        python, spec, workdir, "serial", release, lanes=LANES
     )  # side by side: each engine's numerics alone
     out = {}
     for name in cases:

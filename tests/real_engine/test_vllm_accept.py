@@ -30,6 +30,7 @@ from eaglewire.targets import load_target
 
 from .cases import KS, build_drafters, chain, engine_counters, predict, walk_counters
 from .engine import (
+    LANES,
     NEW_TOKENS,
     PROMPT_LEN,
     PROMPTS,
@@ -69,11 +70,6 @@ def ids(target) -> list[list[int]]:
     return prompts(target.tokenizer)
 
 
-# two engines side by side (vllm_side.main), each with the threads it has alone: the counters below must still equal
-# the walk case by case, which is the test that a lane changes nothing an engine computes
-LANES = 2
-
-
 @pytest.fixture(scope="module")
 def vllm(vllm_python, drafters, ids, workdir) -> dict[str, dict]:
     cases = [{"name": "plain", "drafter": None, "k": 0, "prompts": ids, "max_tokens": NEW_TOKENS}]
@@ -85,6 +81,7 @@ def vllm(vllm_python, drafters, ids, workdir) -> dict[str, dict]:
     cases.append({"name": "custom-taps/sampled", "drafter": str(drafters["custom-taps"]), "k": SAMPLED_K,
                   "prompts": ids[:SAMPLED_PROMPTS], "max_tokens": NEW_TOKENS, "temperature": SAMPLING.temperature,
                   "top_p": SAMPLING.top_p, "seeds": SAMPLING.seeds})  # fmt: skip
+    # in lanes: the counters below must still equal the walk case by case (a lane changes nothing an engine computes)
     return run_vllm(vllm_python, cases, workdir, "accept", lanes=LANES)
 
 

@@ -18,7 +18,7 @@ import pytest
 
 from eaglewire import zoo
 
-from .engine import prompts, run_vllm
+from .engine import LANES, prompts, run_vllm
 from .recording import ids_record
 from .variants import variants, write_variant
 
@@ -42,7 +42,7 @@ def engine(vllm_python, built, tmp_path_factory) -> dict[str, dict]:
     cases = [
         {"name": n, "drafter": str(d), "k": 3, "prompts": prompt, "max_tokens": 8} for n, d in built.items()
     ]
-    return run_vllm(vllm_python, cases, tmp_path_factory.mktemp("vllm-ids-run"), "ids", lanes=2)
+    return run_vllm(vllm_python, cases, tmp_path_factory.mktemp("vllm-ids-run"), "ids", lanes=LANES)
 
 
 def test_engine_and_eaglewire_agree_on_every_variant(engine, built):
