@@ -6,6 +6,7 @@ bad inputs (one line, exit 2, nothing left running). The real engine: tests/real
 from __future__ import annotations
 
 import json
+import mmap
 import os
 import re
 import signal
@@ -695,6 +696,28 @@ def test_engine_stops_the_whole_group(tmp_path, how):
     except (RuntimeError, KeyboardInterrupt) as e:
         assert raised is not None and isinstance(e, raised)
     assert _gone(pids) and not group_members(pids[0])
+
+
+@pytest.mark.skipif(not Path("/dev/shm").is_dir(), reason="POSIX shared memory in /dev/shm (Linux)")
+def test_engine_removes_the_shared_memory_its_group_held(tmp_path):
+    """The group's child maps a /dev/shm segment and never unlinks it (vLLM's CPU all-reduce buffer under SIGTERM):
+    stopping removes it. A segment that was there before the start and one that a process outside the group
+    created meanwhile and still maps stay."""
+    tag = f"eaglewire-test-{os.getpid()}-{time.monotonic_ns()}"
+    ours, before, other = f"{tag}-engine", Path(f"/dev/shm/{tag}-before"), Path(f"/dev/shm/{tag}-other")
+    before.write_bytes(b"x")
+    try:
+        with Engine(_group_cmd(tmp_path, "--shm", ours), startup_timeout=30, engine="vllm") as engine:
+            assert Path(f"/dev/shm/{ours}").exists()
+            other.write_bytes(b"y" * 4096)
+            with open(other, "r+b") as fh, mmap.mmap(fh.fileno(), 4096):
+                engine.stop()
+                assert other.exists()
+        assert engine.freed_shm == [ours] and not Path(f"/dev/shm/{ours}").exists()
+        assert before.exists()
+    finally:
+        for p in (before, other, Path(f"/dev/shm/{ours}")):
+            p.unlink(missing_ok=True)
 
 
 def test_engine_that_fails_to_start(tmp_path):

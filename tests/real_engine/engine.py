@@ -16,6 +16,7 @@ import torch
 
 from eaglewire import zoo
 from eaglewire.data import Sample
+from eaglewire.server import shm
 
 SIDE = Path(__file__).with_name("vllm_side.py")
 PROMPTS, PROMPT_LEN, NEW_TOKENS = 16, 256, 128  # held-out stdlib prompts, as in the issue that found the gap
@@ -77,31 +78,16 @@ def inputs_key(target: Path, cases: list[dict], release: str) -> str:
 # engines side by side (vllm_side.main) where a run does not ask otherwise: on 2 cores one engine's single-threaded
 # start-up overlaps another's; each engine keeps the threads it has alone, so the results are a single lane's
 LANES = 2
-SHM = Path("/dev/shm")
-
-
-def shm_names() -> set[str]:
-    return {p.name for p in SHM.iterdir()} if SHM.is_dir() else set()
+SHM = shm.SHM
+shm_names = shm.names
 
 
 def free_shm(before: set[str]) -> list[str]:
-    """Remove the shared-memory segments that appeared since `before` and that no live process maps: what the
+    """Remove the shared-memory segments that appeared since `before` and that no live process holds: what the
     engine's processes left when they ended or were killed (vLLM's CPU all-reduce buffers
-    `deepspeed_allreduce_buffer_*`, torch's `psm_*`, up to 250 MB each). /dev/shm is memory: a day of runs left
-    16 GB of it on a 24 GB machine, and every later engine then swapped. The names removed."""
-    new = shm_names() - before
-    if not new:
-        return []
-    mapped: set[str] = set()
-    for maps in Path("/proc").glob("[0-9]*/maps"):
-        with contextlib.suppress(OSError):
-            mapped |= {line.rsplit("/dev/shm/", 1)[1].split(" ")[0] for line in maps.read_text().splitlines()
-                       if "/dev/shm/" in line}  # fmt: skip
-    gone = sorted(n for n in new if n not in mapped and not n.endswith(" (deleted)"))
-    for name in gone:
-        with contextlib.suppress(OSError):
-            (SHM / name).unlink()
-    return gone
+    `deepspeed_allreduce_buffer_*`, torch's `psm_*`, up to 250 MB each; eaglewire/server/shm.py). The names
+    removed."""
+    return shm.remove_unheld(shm.names() - before)
 
 
 def run_vllm(python: Path, cases: list[dict], workdir: Path, name: str, release: str | None = None,

@@ -25,6 +25,7 @@ import pytest
 
 from eaglewire import zoo
 from eaglewire.jobs.probe import ProbeOptions, probe
+from eaglewire.server import shm
 from eaglewire.server.counters import read_counters
 from eaglewire.server.http import Http
 from eaglewire.server.launch import Engine, group_members
@@ -199,15 +200,22 @@ def _gone(pgid: int) -> bool:
     return not group_members(pgid)
 
 
+def _left_in_shm(before: set[str]) -> set[str]:
+    """Shared-memory segments that appeared since `before` and that no live process holds: what the stopped
+    engine left behind (vLLM's CPU all-reduce buffer survives SIGTERM unless `probe --launch` removes it)."""
+    return shm.names() - before - shm.held()
+
+
 def test_flags_capped_through_launch_leaves_nothing(vllm_python, vllm_version, tmp_path):
     """One speculative token: `probe --launch` (success path) says flags, prints the fix, stops the engine; the
     platform and the runner come from the engine's log."""
+    shm_before = shm.names()
     proc = _launch(vllm_python, zoo.drafter_dir("default"), 1, "--report", str(tmp_path / "report"))
     pid = int(_wait_for(proc, r"healthy at \S+ \(pid (\d+)\)", 900).group(1))
     out, err = proc.communicate(timeout=900)
     assert proc.returncode == 1 and "Traceback" not in err, err[-2000:]
     assert "DIAGNOSIS: flags" in out and "num_speculative_tokens" in out
-    assert _gone(pid)
+    assert _gone(pid) and not _left_in_shm(shm_before)
     report = json.loads((tmp_path / "report" / "report.json").read_text())
     print("\nPROBE", json.dumps({"diagnosis": report["diagnosis"], "summary": report["summary"],
                                  "measured": report["measured"]["accept_length"],
@@ -223,17 +231,19 @@ def test_flags_capped_through_launch_leaves_nothing(vllm_python, vllm_version, t
 
 def test_server_without_speculation_fails_cleanly(vllm_python):
     """`probe --launch` of a server without speculation: one line, exit 2, the engine stopped (failure path)."""
+    shm_before = shm.names()
     proc = _launch(vllm_python, None, 0)
     pid = int(_wait_for(proc, r"healthy at \S+ \(pid (\d+)\)", 900).group(1))
     _, err = proc.communicate(timeout=300)
     assert proc.returncode == 2
     errors = [line for line in err.splitlines() if line.startswith("eaglewire: error:")]
     assert len(errors) == 1 and "without speculative decoding" in errors[0]
-    assert _gone(pid)
+    assert _gone(pid) and not _left_in_shm(shm_before)
 
 
 def test_sigint_stops_the_engine(vllm_python):
     """Ctrl-C while `probe --launch` measures: exit 130 and no process of the engine's group left."""
+    shm_before = shm.names()
     proc = _launch(vllm_python, zoo.drafter_dir("default"), 3)
     pid = int(_wait_for(proc, r"healthy at \S+ \(pid (\d+)\)", 900).group(1))
     members = group_members(pid)
@@ -242,3 +252,4 @@ def test_sigint_stops_the_engine(vllm_python):
     _, err = proc.communicate(timeout=120)
     assert proc.returncode == 130 and "eaglewire: interrupted" in err, err[-3000:]
     assert _gone(pid)  # every process of the group, the engine core included (zombies hold nothing)
+    assert not _left_in_shm(shm_before)

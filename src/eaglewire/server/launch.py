@@ -7,7 +7,9 @@ The engine runs in its own process group (a new session), on 127.0.0.1 only: `--
 command that binds anywhere else is refused; `--port` is added (a free one) when absent. On leaving the block, on
 success, on an exception, on Ctrl-C (SIGINT) and on SIGTERM (turned into an exception while the block runs in the
 main thread), the whole group gets SIGTERM, then SIGKILL after `stop_timeout` seconds, and the block waits until
-no process of the group is left. A second Ctrl-C while stopping does not interrupt the stopping.
+no process of the group is left. A second Ctrl-C while stopping does not interrupt the stopping. The shared-memory
+segments the group's processes held (seen while it started and when it is stopped; `shm.py`) and that no live
+process holds afterwards are removed: a stopped engine leaves nothing behind.
 
 `vllm serve MODEL ...` runs as `python -m vllm.entrypoints.openai.api_server --model MODEL ...` with the
 interpreter of the `vllm` script: the same server (vllm 0.32.0 entrypoints/cli/serve.py runs the api_server's
@@ -32,6 +34,7 @@ from pathlib import Path
 from eaglewire.engines.parse import parse_launch
 from eaglewire.errors import InputError
 from eaglewire.rules.launch import LaunchCommand
+from eaglewire.server import shm
 from eaglewire.server.http import Http
 
 _ENV_ASSIGN = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*=")
@@ -163,6 +166,9 @@ class Engine:
         self.keep_log = keep_log
         self.log_path: Path | None = None
         self._old_term = None
+        self._shm_before: set[str] = set()
+        self._shm_seen: set[str] = set()
+        self.freed_shm: list[str] = []  # what stop() removed
 
     @property
     def engine(self) -> str:
@@ -175,6 +181,7 @@ class Engine:
     def start(self) -> None:
         fd, name = tempfile.mkstemp(prefix="eaglewire-engine-", suffix=".log", dir=self.log_dir)
         self.log_path = Path(name)
+        self._shm_before = shm.names()
         try:
             with os.fdopen(fd, "wb") as log:
                 self.proc = subprocess.Popen(
@@ -209,6 +216,7 @@ class Engine:
                     f"the engine exited during startup (exit code {code}): {self._last_error()} "
                     f"(log: {self.log_path})"
                 )
+            self._note_shm()
             with contextlib.suppress(InputError):
                 if http.get("/health").status == 200:
                     return
@@ -227,6 +235,7 @@ class Engine:
         pgid = self.proc.pid  # the session leader: its pid is the group id
         interrupted = False
         sent_kill = False
+        self._note_shm()
         deadline = time.monotonic() + self.stop_timeout
         with contextlib.suppress(ProcessLookupError):
             os.killpg(pgid, signal.SIGTERM)
@@ -245,8 +254,14 @@ class Engine:
                 interrupted = True
         with contextlib.suppress(subprocess.TimeoutExpired):
             self.proc.wait(timeout=5)
+        self.freed_shm += shm.remove_unheld(self._shm_seen)
         if interrupted:
             raise KeyboardInterrupt
+
+    def _note_shm(self) -> None:
+        """Remember the segments the group's processes hold that were not there before the start."""
+        if self.proc is not None and shm.SHM.is_dir():
+            self._shm_seen |= shm.held(group_members(self.proc.pid)) - self._shm_before
 
     def _on_term(self, signum, frame):
         raise SystemExit(128 + signum)
