@@ -122,3 +122,20 @@ def test_an_architecture_observed_again_merges_back_into_its_release(engine, rel
     assert merged["provenance"].pop("merged") == [*before, {"architectures": [arch], "probe": "capture_probe.py",
                                                             "seconds": 1.0}]  # fmt: skip
     assert merged == record | {"provenance": {k: v for k, v in record["provenance"].items() if k != "merged"}}
+
+
+def test_a_none_handed_to_a_stand_in_is_the_probes_failure_not_the_engines():
+    """A forward that fails on None is the engine's answer (Llama's loop adding a None residual at id 0) only where
+    the release's code raised it: a stand-in handed None (a TapLayer inside a real layer whose block the probe stood
+    in, as Bailing's at SGLang 0.5.23 with guessed config fields) makes no claim."""
+    import torch
+    from engines import capture_probe as cp
+
+    with pytest.raises(TypeError) as stand_in:
+        cp._tap_layer(1)(torch.arange(3), None)
+    assert cp._forward_failure(stand_in.value, "forward").startswith(cp.PROBE_FAILED)
+    with pytest.raises(TypeError) as engines:
+        torch.zeros(3) + None  # what a release's own loop raises, in its own frame
+    assert cp._forward_failure(engines.value, "forward") == (
+        "TypeError: unsupported operand type(s) for +: 'Tensor' and 'NoneType'"
+    )

@@ -271,7 +271,10 @@ EMBEDDINGS = ("embedding", "word_embeddings")
 def _stand_ins(inner, config=None) -> None:
     """The parts of the decoder around its loop: embeddings (h_0 = 0; under its own name: `EMBEDDINGS`), the final
     norm (hidden + residual), first and last pipeline rank, the config its __init__ keeps (its loop reads
-    options from it) and the layout flags of one GPU (`ONE_GPU`)."""
+    options from it) and the layout flags of one GPU (`ONE_GPU`); the rotary tables its forward builds for its
+    layers (`Aside`: the stand-ins read none)."""
+    import re
+
     import torch
 
     class Embed(torch.nn.Module):
@@ -282,7 +285,16 @@ def _stand_ins(inner, config=None) -> None:
         def forward(self, hidden_states, residual=None, *args, **kwargs):
             return hidden_states if residual is None else (hidden_states + residual, hidden_states + residual)
 
+    class Aside(torch.nn.Module):  # a positional table only the real layers read (the stand-ins ignore it)
+        def forward(self, *args, **kwargs):
+            return None
+
     inner.embed_tokens, inner.norm = Embed(), Norm()
+    # rotary tables the decoder builds once and hands its layers (SGLang Gemma-3's `rotary_emb`, `rotary_emb_local`)
+    forward = _method_source(type(inner), "forward")
+    for name in dict.fromkeys(re.findall(r"self\.(\w*(?:rotary|rope)\w*)\(", forward)):
+        if not hasattr(inner, name):
+            setattr(inner, name, Aside())
     for name in EMBEDDINGS:  # the decoder's own name for them
         if f"self.{name} =" in _class_source(type(inner)):
             setattr(inner, name, inner.embed_tokens)
@@ -294,6 +306,14 @@ def _stand_ins(inner, config=None) -> None:
     for name, value in ONE_GPU.items():
         if not hasattr(inner, name):
             setattr(inner, name, value)
+
+
+def _method_source(cls: type, name: str) -> str:
+    """The source of a method as the class resolves it (its own or a base class's); "" where there is none."""
+    try:
+        return inspect.getsource(getattr(cls, name))
+    except (AttributeError, OSError, TypeError):
+        return ""
 
 
 @functools.cache
@@ -476,8 +496,17 @@ def _forward_failure(exc: Exception, where: str) -> str:
     """A forward's failure as a result says it: the loop's own (a TypeError on None, what the engine meets) in the
     engine's words; anything else a stand-in the forward could not use (no claim)."""
     text = f"{type(exc).__name__}: {exc}"
-    own = isinstance(exc, TypeError) and "NoneType" in str(exc)
+    own = isinstance(exc, TypeError) and "NoneType" in str(exc) and not _raised_by_a_stand_in(exc)
     return text if own else f"{PROBE_FAILED}: {where}: {text}"
+
+
+def _raised_by_a_stand_in(exc: BaseException) -> bool:
+    """Whether the innermost frame of the exception is this probe's own code (a stand-in handed None, such as a
+    TapLayer inside a real layer whose block it stood in): the probe's failure, never the engine's answer."""
+    tb = exc.__traceback__
+    while tb is not None and tb.tb_next is not None:
+        tb = tb.tb_next
+    return tb is not None and Path(tb.tb_frame.f_code.co_filename).resolve() == Path(__file__).resolve()
 
 
 @functools.cache
@@ -544,7 +573,7 @@ def _found_text(cls: type) -> type | None:
     import re
 
     for k in cls.__mro__:
-        if not k.__module__.startswith("vllm"):
+        if not k.__module__.startswith(("vllm", "sglang")):
             continue
         built = re.search(
             r"self\.language_model\s*(?::[^=\n]+)?=\s*(\w+)\((.{0,600})", _class_source(k), re.S
@@ -611,7 +640,12 @@ CHECKPOINT_KEYS = {
 # architectures whose config class is their checkpoints' remote code, a type transformers does not know (their
 # config is then a Llama one): the fields those checkpoints carry that the model code reads. MiniCPM's muP scales
 # (configuration_minicpm.py; openbmb/MiniCPM-2B's values; vLLM minicpm.py reads scale_emb in its forward)
-ARCH_KEYS = {"MiniCPMForCausalLM": {"scale_emb": 12, "dim_model_base": 256, "scale_depth": 1.4}}
+ARCH_KEYS = {
+    "MiniCPMForCausalLM": {"scale_emb": 12, "dim_model_base": 256, "scale_depth": 1.4},
+    # GLM-4.7-Flash's config.json (DeepSeek-V3 lineage: one dense layer first); transformers 5's Glm4MoeLiteConfig
+    # says it as `mlp_layer_types` only, and SGLang's real layers (0.5.21+) read the key
+    "Glm4MoeLiteForCausalLM": {"first_k_dense_replace": 1},
+}
 
 
 @functools.cache
@@ -808,10 +842,15 @@ def _sglang_case(case: dict) -> dict:
         # the config its class keeps: the top level, or a wrapper's text_config where the top has no layers
         module_name, text_path, keeps = case["module"].removeprefix(package + "."), None, "auto"
         try:
-            inner = _found_inner(getattr(importlib.import_module(f"{package}.{module_name}"), arch))
+            outer = getattr(importlib.import_module(f"{package}.{module_name}"), arch)
+            inner, text = _found_inner(outer), None
+            # a multimodal wrapper: the decoder of the text model its code builds
+            if inner is None and (text := _found_text(outer)) is not None:
+                inner = _found_inner(text)
         except Exception as exc:
             return {"ids": None, "inner": None, "error": f"{type(exc).__name__}: {exc}"}
         inner_path = None if inner is None else _qualname(inner, package)
+        text_path = None if inner is None or text is None else _qualname(text, package)
     try:
         module = importlib.import_module(f"{package}.{module_name}")
         cls = getattr(module, arch)
