@@ -208,7 +208,13 @@ TOKENS = 3  # the stand-in forward's prompt
 # a decoder layer's keywords through which its own code (not the decoder's loop) makes the capture
 # (vLLM deepseek_v41/nvidia/model.py @0.33.0: `capture_previous_aux`, the layer returns its predecessor's tap)
 INSIDE = ("capture_output", "capture_gathered", "captured_last_layer_outputs", "capture_previous_aux")
-INSIDE_WORDS = "the release captures inside the decoder layer"  # why the stand-ins make no claim there
+INSIDE_WORDS = "the release captures inside the decoder layer"
+# vLLM Kimi-K3 (models/kimi_k3/nvidia/model.py @0.33.0, `attn_res_block_size` set): the state its loop captures after
+# a layer is the block's prefix sum, or with VLLM_KIMI_K3_AUX_ATTN_RES_STREAM=1 the attention-residual stream the next
+# layer reads (a Triton kernel): which layer it is taken after, stand-in layers show; what it is, they cannot
+ATTN_RES_WORDS = ("an attention-residuals decoder: what it captures after a layer is the block's prefix sum, or the "
+                  "attention-residual stream under VLLM_KIMI_K3_AUX_ATTN_RES_STREAM=1, not a state stand-in layers "
+                  "can tell apart")  # fmt: skip  # why the stand-ins make no claim there
 
 
 def _tap_layer(k: int):
@@ -248,6 +254,10 @@ def _tap_class() -> type:
                 n, tokens = TapLayer.streams, positions.shape[0]  # its first argument has a row per token
                 return (torch.full((tokens, HIDDEN), float(self.k)), torch.zeros(tokens, n, HIDDEN),
                         torch.ones(tokens, n, 1), torch.eye(n).expand(tokens, n, n))  # fmt: skip
+            if (
+                "prefix_sum" in kwargs
+            ):  # Kimi-Linear's layers: (hidden, prefix_sum, residual); None without AttnRes
+                return torch.full_like(hidden_states, float(self.k)), None, torch.zeros_like(hidden_states)
             if TapLayer.single:
                 return torch.full_like(hidden_states, float(self.k))
             more = (None,) * TapLayer.extra  # a plain layer's: its output is already the summed stream
@@ -272,7 +282,7 @@ def _stand_ins(inner, config=None) -> None:
     """The parts of the decoder around its loop: embeddings (h_0 = 0; under its own name: `EMBEDDINGS`), the final
     norm (hidden + residual), first and last pipeline rank, the config its __init__ keeps (its loop reads
     options from it) and the layout flags of one GPU (`ONE_GPU`); the rotary tables its forward builds for its
-    layers (`Aside`: the stand-ins read none)."""
+    layers (`Aside`: the stand-ins read none); a front module holding the embeddings (`Front`)."""
     import re
 
     import torch
@@ -289,7 +299,19 @@ def _stand_ins(inner, config=None) -> None:
         def forward(self, *args, **kwargs):
             return None
 
+    class Front(torch.nn.Module):  # vLLM Gemma-4's `self_decoder`: the embeddings and per-layer inputs (PLE)
+        def embed_input_ids(self, input_ids):
+            return torch.zeros(input_ids.shape[0], HIDDEN)
+
+        def get_per_layer_inputs(self, input_ids):
+            return None  # no per-layer input: the stand-in layers read none
+
+        def project_per_layer_inputs(self, inputs_embeds, per_layer_inputs):
+            return None
+
     inner.embed_tokens, inner.norm = Embed(), Norm()
+    if "self.self_decoder" in _class_source(type(inner)) and not hasattr(inner, "self_decoder"):
+        inner.self_decoder = Front()  # a decoder whose embeddings live in a front module of its own
     # rotary tables the decoder builds once and hands its layers (SGLang Gemma-3's `rotary_emb`, `rotary_emb_local`)
     forward = _method_source(type(inner), "forward")
     for name in dict.fromkeys(re.findall(r"self\.(\w*(?:rotary|rope)\w*)\(", forward)):
@@ -456,6 +478,8 @@ def _forward_taps(inner, engine: str = "sglang", config=None) -> dict:
     layer_cls = type(inner.layers[0])
     layer_cls.asked_inside = layer_cls.offered_inside = False
     layer_cls.streams = 0
+    if getattr(inner, "use_attn_res", False):
+        return {"forward_error": f"{PROBE_FAILED}: {ATTN_RES_WORDS}"}
     ids, positions = torch.zeros(TOKENS, dtype=torch.long), torch.arange(TOKENS)
     mode = SimpleNamespace(is_extend=lambda: True, is_decode=lambda: False, is_idle=lambda: False,
                            is_target_verify=lambda: False, is_extend_or_draft_extend_or_mixed=lambda: True)  # fmt: skip
@@ -645,6 +669,9 @@ ARCH_KEYS = {
     # GLM-4.7-Flash's config.json (DeepSeek-V3 lineage: one dense layer first); transformers 5's Glm4MoeLiteConfig
     # says it as `mlp_layer_types` only, and SGLang's real layers (0.5.21+) read the key
     "Glm4MoeLiteForCausalLM": {"first_k_dense_replace": 1},
+    # Kimi-K3's attention residuals (moonshotai/Kimi-K3 config.json: blocks of 12 layers); Kimi-Linear has none
+    "KimiK3ForConditionalGeneration": {"attn_res_block_size": 12},
+    "KimiLinearForCausalLM": {"attn_res_block_size": None},
 }
 
 
@@ -1270,10 +1297,10 @@ def _config_arch(arch: str) -> str:
 
 
 @functools.cache
-def _vllm_text_config(arch: str, num_layers: int, model_type: str | None = None):
+def _vllm_text_config(arch: str, num_layers: int, model_type: str | None = None, outer: str | None = None):
     """The config a decoder's __init__ keeps (`self.config`): transformers' for the target's model type (a wrapper's
     text_config), with L layers; a bare PretrainedConfig for a type transformers does not know (its options then
-    read as absent, their defaults)."""
+    read as absent, their defaults). `ARCH_KEYS` of the architecture, then of the wrapper it serves (`outer`)."""
     from transformers import AutoConfig, PretrainedConfig
 
     model_type, wrapped = _model_type(arch, model_type)
@@ -1284,7 +1311,7 @@ def _vllm_text_config(arch: str, num_layers: int, model_type: str | None = None)
     if wrapped:
         config = getattr(config, "text_config", config)
     config.num_hidden_layers = num_layers
-    for key, value in ARCH_KEYS.get(arch, {}).items():
+    for key, value in (ARCH_KEYS.get(arch, {}) | ARCH_KEYS.get(outer or arch, {})).items():
         setattr(config, key, value)
     return config
 
@@ -1402,6 +1429,12 @@ def _vllm_case(case: dict) -> dict:
             if runner == "mrv2" and set_eagle3_aux_hidden_state_layers is None:
                 raise ProbeError("no Model Runner V2 in this release")
             model, inner, entry["inner"] = _vllm_model(arch, num_layers)
+            if (
+                inner is not None
+            ):  # what the request reads of its decoder's __init__ (Kimi-K3's `use_attn_res`)
+                _init_attributes(
+                    inner, _vllm_text_config(_config_arch(arch), num_layers, case.get("model_type"), arch)
+                )
             read = run(model)
             entry["from_config"] = None if read is None else list(read)
             entry["captured"] = list(inner.aux_hidden_state_layers)
@@ -1420,7 +1453,9 @@ def _vllm_case(case: dict) -> dict:
             entry["entry"] = entries.get(runner)
             if case.get("forward") and inner is not None:
                 entry |= _forward_taps(
-                    inner, "vllm", _vllm_text_config(_config_arch(arch), num_layers, case.get("model_type"))
+                    inner,
+                    "vllm",
+                    _vllm_text_config(_config_arch(arch), num_layers, case.get("model_type"), arch),
                 )
         out[runner] = entry
     return out
