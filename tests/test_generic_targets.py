@@ -212,3 +212,45 @@ def test_minicpm_runs_in_every_vllm_record_from_the_release_that_serves_it(draft
     for spec in ("vllm==0.12.0", "vllm==0.28.0"):
         v = _on_gpu(drafter, "MiniCPMForCausalLM", spec)
         assert v.status != "unverified" and v.evidence["level"] == "model-code", (spec, v.status, v.unknowns)
+
+
+@pytest.mark.parametrize(
+    "engine, arch, first, last",
+    [
+        ("sglang", "Gemma3ForCausalLM", "0.5.12", "0.5.23"),
+        ("sglang", "Gemma3ForConditionalGeneration", "0.5.12", "0.5.23"),
+        ("vllm", "Gemma4ForCausalLM", "0.19.1", "0.33.0"),
+        ("vllm", "Gemma4ForConditionalGeneration", "0.19.1", "0.33.0"),
+    ],
+)
+def test_gemma_runs_in_every_record_of_the_releases_that_serve_it(drafter, engine, arch, first, last):
+    """Gemma's decoders keep parts around their loop the probe did not stand in: SGLang Gemma-3's rotary tables
+    (`rotary_emb`, handed to every layer) and vLLM Gemma-4's `self_decoder` (its embeddings and per-layer inputs);
+    SGLang's Gemma-3 wrapper builds its text model as `self.language_model`. No record ran them. Now every record
+    of the releases that serve them runs every case, and `check` on a GPU decides from the record wherever the
+    drafter's ids are ones the run answered like the generic capture."""
+    from packaging.version import Version
+
+    recs = [r for r in records("model-code") if r["engine"].startswith(f"{engine}==")
+            and Version(first) <= Version(r["engine"].split("==")[1]) <= Version(last)]  # fmt: skip
+    assert len(recs) >= 12
+    for rec in recs:
+        runs = [f for f in rec["families"] if f["architecture"] == arch]
+        assert runs and all(f["claims"] == f["cases"] == 31 for f in runs), rec["engine"]
+        assert not any(f"({arch})" in k for k in rec["not_run"]), rec["engine"]
+    v = _on_gpu(drafter, arch, f"{engine}=={last}")
+    assert v.status != "unverified" and v.evidence["level"] == "model-code", (v.status, v.unknowns)
+
+
+def test_kimi_linear_is_decided_and_kimi_k3_says_why_no_record_could_run_it(drafter):
+    """vLLM's Kimi-Linear decoder (KimiLinearModel without attention residuals) captures as the generic capture in
+    every case (its layers return hidden, prefix sum and residual); the same decoder with Kimi-K3's attention
+    residuals captures, after a layer, the block's prefix sum or (VLLM_KIMI_K3_AUX_ATTN_RES_STREAM=1) the residual
+    stream: no stand-in tells those apart, so `check` stays unverified for Kimi-K3 and says why, naming the record."""
+    run = generic_run("vllm", "0.33.0", "KimiLinearForCausalLM", "v1")
+    assert run is not None and run.holds
+    assert _on_gpu(drafter, "KimiLinearForCausalLM", "vllm==0.33.0").status == "ok"
+    v = _on_gpu(drafter, "KimiK3ForConditionalGeneration", "vllm==0.33.0")
+    said = " ".join(v.unknowns)
+    assert v.status == "unverified" and "attention-residuals decoder" in said and "VLLM_KIMI_K3_AUX_ATTN_RES_STREAM" in said
+    assert "vllm-0.33.0-model-code.json" in said and "capture_probe" not in said

@@ -24,7 +24,14 @@ from eaglewire.formats import DrafterCheckpoint, read_drafter, write_drafter
 from eaglewire.formats.checkpoint import PROVENANCE_KEY
 from eaglewire.formats.trained import Assumption, TrainedTaps, target_from_provenance, trained_taps
 from eaglewire.formats.vocab import VocabReport, checkpoint_vocab_report
-from eaglewire.jobs.coverage import GenericRun, evidence, executed_at, generic_run, inside_loop
+from eaglewire.jobs.coverage import (
+    GenericRun,
+    evidence,
+    executed_at,
+    generic_not_run,
+    generic_run,
+    inside_loop,
+)
 from eaglewire.jobs.structure import findings_for
 from eaglewire.jsonio import str_list
 from eaglewire.rules import taps as conv
@@ -528,6 +535,13 @@ def _row_unknowns(
         )
         seen = (f", but the release's own code, executed, captured otherwise in {run.claims - run.agree} of "
                 f"{run.claims} cases{edges} ({run.record})" if run else "")  # fmt: skip
+        tried = (
+            generic_not_run(spec.framework, str(spec.version), target.architecture) if spec.version else None
+        )
+        if (
+            run is None and tried is not None
+        ):  # the release's model-code record tried it and says why it could not
+            seen = f" (its model-code record could not run it: {tried[0]} [{tried[1]}])"
         out.append(
             f"target architecture {target.architecture} is not in eaglewire's table for {spec.framework}{said}: "
             f"its generic capture ({m.model}) is {how}{seen}; `eaglewire test --search` on the target settles it"

@@ -18,6 +18,7 @@ read from the zoo target's config (package data, read as a file).
 from __future__ import annotations
 
 import json
+import re
 from collections import Counter
 from dataclasses import dataclass, field
 from functools import cache, cached_property
@@ -675,6 +676,30 @@ def _generic_runs(engine: str) -> dict[tuple[str, str, str], GenericRun]:
                 cases,
             )
     return out
+
+
+@cache
+def _not_run(engine: str) -> dict[tuple[str, str], tuple[str, str]]:
+    """(release, architecture) -> (why its model-code record did not run it, the record), per runner label."""
+    out: dict[tuple[str, str], tuple[str, str]] = {}
+    for rec in records("model-code"):
+        name, _, version = rec["engine"].partition("==")
+        if name != engine:
+            continue
+        for label, why in rec.get("not_run", {}).items():
+            arch = label.partition("(")[2].partition(")")[0]
+            if arch and "not a text-generating target" not in why:
+                why = re.sub(r" \(add it to capture_probe\.\w+\)", "", why)  # the probe's note to its authors
+                out.setdefault(
+                    (str(Version(version)), arch), (why, f"engines/{engine}/data/observed/{rec['file']}")
+                )
+    return out
+
+
+def generic_not_run(engine: str, version: str, arch: str | None) -> tuple[str, str] | None:
+    """(why, record) where the release's model-code record lists a text-generating architecture it could not run
+    (the probe's reason, such as a decoder whose captured state stand-in layers cannot tell apart)."""
+    return _not_run(engine).get((str(Version(version)), arch)) if arch else None
 
 
 def inside_loop(ids: list[int] | tuple[int, ...] | None, num_layers: int) -> bool:
