@@ -689,7 +689,12 @@ def _not_run(engine: str) -> dict[tuple[str, str], tuple[str, str]]:
         for label, why in rec.get("not_run", {}).items():
             arch = label.partition("(")[2].partition(")")[0]
             if arch and "not a text-generating target" not in why:
-                why = re.sub(r" \(add it to capture_probe\.\w+\)", "", why)  # the probe's note to its authors
+                # the probe's own prefix and its note to its authors
+                why = re.sub(
+                    r" \(add it to capture_probe\.\w+\)",
+                    "",
+                    why.removeprefix("probe could not build the model: "),
+                )
                 out.setdefault(
                     (str(Version(version)), arch), (why, f"engines/{engine}/data/observed/{rec['file']}")
                 )
