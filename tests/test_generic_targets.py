@@ -252,5 +252,9 @@ def test_kimi_linear_is_decided_and_kimi_k3_says_why_no_record_could_run_it(draf
     assert _on_gpu(drafter, "KimiLinearForCausalLM", "vllm==0.33.0").status == "ok"
     v = _on_gpu(drafter, "KimiK3ForConditionalGeneration", "vllm==0.33.0")
     said = " ".join(v.unknowns)
-    assert v.status == "unverified" and "attention-residuals decoder" in said and "VLLM_KIMI_K3_AUX_ATTN_RES_STREAM" in said
+    assert (
+        v.status == "unverified"
+        and "attention-residuals decoder" in said
+        and "VLLM_KIMI_K3_AUX_ATTN_RES_STREAM" in said
+    )
     assert "vllm-0.33.0-model-code.json" in said and "capture_probe" not in said

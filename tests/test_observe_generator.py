@@ -208,3 +208,39 @@ def test_the_generator_counts_its_own_cpu_and_everyone_elses():
     assert m["cores"] >= 1 and m["cpu_seconds"] > 0
     assert m["other_cpu_seconds"] is not None and m["other_cpu_seconds"] >= 0
     assert len(m["load_1min"]) == 2
+
+
+def test_shared_memory_of_a_dying_engine_is_freed_once_its_group_is_gone(tmp_path):
+    """A killed engine's worker can still map its segment for a moment after the signal (vLLM's CPU all-reduce
+    buffer, 66 MB): `free_shm` waits until no process of the killed group is left, so the segment is removed
+    rather than kept as in use and leaked once the worker is gone."""
+    import os
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    import pytest
+    from real_engine.engine import SHM, free_shm, shm_names
+
+    if not SHM.is_dir():
+        pytest.skip("no /dev/shm")
+    name = f"eaglewire-test-dying-{os.getpid()}"
+    before = shm_names()
+    worker = (f"import mmap, os, signal, sys, time; fd = os.open('/dev/shm/{name}', os.O_CREAT | os.O_RDWR, 0o600); "
+              "os.ftruncate(fd, 4096); m = mmap.mmap(fd, 4096); "
+              "signal.signal(signal.SIGTERM, lambda *a: (time.sleep(1.0), sys.exit(0))); "
+              "print('mapped', flush=True); time.sleep(60)")  # fmt: skip
+    proc = subprocess.Popen(
+        [sys.executable, "-c", worker], stdout=subprocess.PIPE, text=True, start_new_session=True
+    )
+    try:
+        assert proc.stdout.readline().strip() == "mapped"
+        os.killpg(proc.pid, signal.SIGTERM)  # it keeps the segment mapped for a second while it stops
+        t0 = time.monotonic()
+        gone = free_shm(before, (proc.pid,))
+        assert name in gone and not (SHM / name).exists() and time.monotonic() - t0 >= 0.5
+    finally:
+        proc.kill()
+        proc.wait()
+        (SHM / name).unlink(missing_ok=True)

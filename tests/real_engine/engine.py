@@ -17,6 +17,7 @@ import torch
 from eaglewire import zoo
 from eaglewire.data import Sample
 from eaglewire.server import shm
+from eaglewire.server.launch import group_members
 
 SIDE = Path(__file__).with_name("vllm_side.py")
 PROMPTS, PROMPT_LEN, NEW_TOKENS = 16, 256, 128  # held-out stdlib prompts, as in the issue that found the gap
@@ -82,11 +83,15 @@ SHM = shm.SHM
 shm_names = shm.names
 
 
-def free_shm(before: set[str]) -> list[str]:
+def free_shm(before: set[str], groups: tuple[int, ...] = ()) -> list[str]:
     """Remove the shared-memory segments that appeared since `before` and that no live process holds: what the
     engine's processes left when they ended or were killed (vLLM's CPU all-reduce buffers
-    `deepspeed_allreduce_buffer_*`, torch's `psm_*`, up to 250 MB each; eaglewire/server/shm.py). The names
-    removed."""
+    `deepspeed_allreduce_buffer_*`, torch's `psm_*`, up to 250 MB each; eaglewire/server/shm.py). First waits (up
+    to 30 s) until no process of the killed process `groups` is left: one still dying maps its segments, which
+    would then be kept, and leak once it is gone. The names removed."""
+    end = time.monotonic() + 30
+    while any(group_members(g) for g in groups) and time.monotonic() < end:
+        time.sleep(0.1)
     return shm.remove_unheld(shm.names() - before)
 
 
@@ -123,7 +128,7 @@ def run_vllm(python: Path, cases: list[dict], workdir: Path, name: str, release:
             with contextlib.suppress(ProcessLookupError):
                 os.killpg(proc.pid, signal.SIGKILL)
             proc.wait()
-            free_shm(shm_before)
+            free_shm(shm_before, (proc.pid,))
         (workdir / f"{name}.log").write_text(log or "")
         assert proc.returncode == 0 and out.exists() and prov_file.exists(), (log or "")[-4000:]
         print(f"vLLM ran {len(cases)} cases in {time.time() - t0:.0f} s")

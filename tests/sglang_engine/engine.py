@@ -55,11 +55,13 @@ def run_sglang(
                 proc.wait(timeout=30)
             with contextlib.suppress(ProcessLookupError):
                 os.killpg(proc.pid, signal.SIGKILL)
+            groups = [proc.pid]
             for pgid in logs.glob("*.pgid") if logs.is_dir() else []:
                 with contextlib.suppress(ProcessLookupError, ValueError):
-                    os.killpg(int(pgid.read_text()), signal.SIGKILL)
+                    groups.append(int(pgid.read_text()))
+                    os.killpg(groups[-1], signal.SIGKILL)
             proc.wait()
-            free_shm(shm_before)  # SGLang's `sglang_loads_*` segments, left by every server
+            free_shm(shm_before, tuple(groups))  # SGLang's `sglang_loads_*` segments, left by every server
         (workdir / f"{name}.log").write_text(log or "")
         assert proc.returncode == 0 and out.exists(), (log or "")[-4000:]
         TIMINGS[name] = time.time() - t0
