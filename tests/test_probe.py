@@ -705,18 +705,23 @@ def test_engine_removes_the_shared_memory_its_group_held(tmp_path):
     created meanwhile and still maps stay."""
     tag = f"eaglewire-test-{os.getpid()}-{time.monotonic_ns()}"
     ours, before, other = f"{tag}-engine", Path(f"/dev/shm/{tag}-before"), Path(f"/dev/shm/{tag}-other")
+    # an orphaned multiprocessing semaphore (a killed resource tracker's, one per SGLang launch) and a segment another
+    # process made meanwhile and holds no longer: the first goes, the second is none of the engine's business
+    orphan, unheld = Path(f"/dev/shm/sem.mp-{tag}"), Path(f"/dev/shm/{tag}-unheld")
     before.write_bytes(b"x")
     try:
         with Engine(_group_cmd(tmp_path, "--shm", ours), startup_timeout=30, engine="vllm") as engine:
             assert Path(f"/dev/shm/{ours}").exists()
+            orphan.write_bytes(b"s" * 32)
+            unheld.write_bytes(b"u")
             other.write_bytes(b"y" * 4096)
             with open(other, "r+b") as fh, mmap.mmap(fh.fileno(), 4096):
                 engine.stop()
                 assert other.exists()
-        assert engine.freed_shm == [ours] and not Path(f"/dev/shm/{ours}").exists()
-        assert before.exists()
+        assert engine.freed_shm == sorted([ours, orphan.name]) and not Path(f"/dev/shm/{ours}").exists()
+        assert before.exists() and unheld.exists() and not orphan.exists()
     finally:
-        for p in (before, other, Path(f"/dev/shm/{ours}")):
+        for p in (before, other, orphan, unheld, Path(f"/dev/shm/{ours}")):
             p.unlink(missing_ok=True)
 
 

@@ -22,10 +22,11 @@ from pathlib import Path
 
 import pytest
 from real_engine.probe_table import case_of, write_case
-from real_engine.test_probe import _gone, _interruptible, _wait_for, ids_removed
+from real_engine.test_probe import _gone, _interruptible, _left_in_shm, _wait_for, ids_removed
 
 from eaglewire import zoo
 from eaglewire.jobs.probe import ProbeOptions
+from eaglewire.server import shm
 
 from .conftest import ENGINE
 from .sglang_side import HARNESS, has_avx512
@@ -172,18 +173,23 @@ def test_weak_drafter(sglang_python, tmp_path, weak_drafter):
 
 
 def test_server_without_speculation_fails_cleanly(sglang_python):
+    """`probe --launch` of a server without speculation: one line, exit 2, the engine stopped, and nothing of it left
+    in /dev/shm (SGLang's CPU server leaves a 66 MB all-reduce buffer, `sglang_loads_*` and a semaphore unless the
+    launch removes them)."""
+    shm_before = shm.names()
     proc = launch(serve_argv(sglang_python, None, 0))
     pid = int(_wait_for(proc, r"healthy at \S+ \(pid (\d+)\)", 600).group(1))
     _, err = proc.communicate(timeout=300)
     assert proc.returncode == 2, err[-2000:]
     errors = [line for line in err.splitlines() if line.startswith("eaglewire: error:")]
     assert len(errors) == 1 and "without speculative decoding" in errors[0], err[-2000:]
-    assert _gone(pid)
+    assert _gone(pid) and not _left_in_shm(shm_before)
 
 
 def test_sigint_stops_the_engine(sglang_python):
     """Ctrl-C while `probe --launch` measures: exit 130 and no process of SGLang's group left (the tokenizer,
     scheduler and detokenizer processes included)."""
+    shm_before = shm.names()
     proc = launch(serve_argv(sglang_python, zoo.drafter_dir("default"), 3))
     pid = int(_wait_for(proc, r"healthy at \S+ \(pid (\d+)\)", 600).group(1))
     from eaglewire.server.launch import group_members
@@ -192,7 +198,7 @@ def test_sigint_stops_the_engine(sglang_python):
     proc.send_signal(signal.SIGINT)
     proc.communicate(timeout=120)
     assert proc.returncode == 130
-    assert _gone(pid)
+    assert _gone(pid) and not _left_in_shm(shm_before)
 
 
 def test_no_case_writes_an_engine_path(tmp_path):

@@ -8,8 +8,9 @@ command that binds anywhere else is refused; `--port` is added (a free one) when
 success, on an exception, on Ctrl-C (SIGINT) and on SIGTERM (turned into an exception while the block runs in the
 main thread), the whole group gets SIGTERM, then SIGKILL after `stop_timeout` seconds, and the block waits until
 no process of the group is left. A second Ctrl-C while stopping does not interrupt the stopping. The shared-memory
-segments the group's processes held (seen while it started and when it is stopped; `shm.py`) and that no live
-process holds afterwards are removed: a stopped engine leaves nothing behind.
+segments the group's processes held (seen while it started and when it is stopped; `shm.py`), and the orphaned
+multiprocessing semaphores that appeared meanwhile, are removed once no live process holds them: a stopped engine
+leaves nothing behind (SGLang's CPU server: a 66 MB all-reduce buffer, its `sglang_loads_*` and one semaphore).
 
 `vllm serve MODEL ...` runs as `python -m vllm.entrypoints.openai.api_server --model MODEL ...` with the
 interpreter of the `vllm` script: the same server (vllm 0.32.0 entrypoints/cli/serve.py runs the api_server's
@@ -254,7 +255,7 @@ class Engine:
                 interrupted = True
         with contextlib.suppress(subprocess.TimeoutExpired):
             self.proc.wait(timeout=5)
-        self.freed_shm += shm.remove_unheld(self._shm_seen)
+        self.freed_shm += shm.remove_unheld(self._shm_seen | shm.orphans(shm.names() - self._shm_before))
         if interrupted:
             raise KeyboardInterrupt
 

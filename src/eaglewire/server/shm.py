@@ -43,6 +43,18 @@ def held(pids: Iterable[int] | None = None) -> set[str]:
     return out
 
 
+# Python multiprocessing's named semaphores (`sem.mp-*`, multiprocessing/synchronize.py): the creating process holds
+# one from creation on and its resource tracker unlinks it; one nobody holds was orphaned by a killed tracker (SGLang's
+# server leaves one per launch), and nothing can open it again meaningfully
+ORPHAN_PREFIXES = ("sem.mp-",)
+
+
+def orphans(names: Iterable[str]) -> set[str]:
+    """Of these segments, the ones only a killed process could have left (`ORPHAN_PREFIXES`), whoever made them:
+    `remove_unheld` still keeps any some live process holds."""
+    return {n for n in names if n.startswith(ORPHAN_PREFIXES)}
+
+
 def remove_unheld(candidates: Iterable[str]) -> list[str]:
     """Unlink the candidates that still exist, belong to this user and that no live process maps or holds open;
     the names removed, sorted. A segment some process still uses is never touched."""
