@@ -180,7 +180,10 @@ def test_shared_memory_the_engine_left_is_freed_and_a_mapped_segment_kept():
     import os
 
     import pytest
-    from real_engine.engine import SHM, free_shm, shm_names
+    from real_engine.engine import free_shm
+
+    from eaglewire.server.shm import SHM
+    from eaglewire.server.shm import names as shm_names
 
     if not SHM.is_dir():
         pytest.skip("no /dev/shm")
@@ -221,7 +224,10 @@ def test_shared_memory_of_a_dying_engine_is_freed_once_its_group_is_gone(tmp_pat
     import time
 
     import pytest
-    from real_engine.engine import SHM, free_shm, shm_names
+    from real_engine.engine import free_shm
+
+    from eaglewire.server.shm import SHM
+    from eaglewire.server.shm import names as shm_names
 
     if not SHM.is_dir():
         pytest.skip("no /dev/shm")

@@ -208,13 +208,13 @@ TOKENS = 3  # the stand-in forward's prompt
 # a decoder layer's keywords through which its own code (not the decoder's loop) makes the capture
 # (vLLM deepseek_v41/nvidia/model.py @0.33.0: `capture_previous_aux`, the layer returns its predecessor's tap)
 INSIDE = ("capture_output", "capture_gathered", "captured_last_layer_outputs", "capture_previous_aux")
-INSIDE_WORDS = "the release captures inside the decoder layer"
+INSIDE_WORDS = "the release captures inside the decoder layer"  # why the stand-ins make no claim there
 # vLLM Kimi-K3 (models/kimi_k3/nvidia/model.py @0.33.0, `attn_res_block_size` set): the state its loop captures after
 # a layer is the block's prefix sum, or with VLLM_KIMI_K3_AUX_ATTN_RES_STREAM=1 the attention-residual stream the next
 # layer reads (a Triton kernel): which layer it is taken after, stand-in layers show; what it is, they cannot
 ATTN_RES_WORDS = ("an attention-residuals decoder: what it captures after a layer is the block's prefix sum, or the "
                   "attention-residual stream under VLLM_KIMI_K3_AUX_ATTN_RES_STREAM=1, not a state stand-in layers "
-                  "can tell apart")  # fmt: skip  # why the stand-ins make no claim there
+                  "can tell apart")  # fmt: skip
 
 
 def _tap_layer(k: int):
@@ -254,9 +254,8 @@ def _tap_class() -> type:
                 n, tokens = TapLayer.streams, positions.shape[0]  # its first argument has a row per token
                 return (torch.full((tokens, HIDDEN), float(self.k)), torch.zeros(tokens, n, HIDDEN),
                         torch.ones(tokens, n, 1), torch.eye(n).expand(tokens, n, n))  # fmt: skip
-            if (
-                "prefix_sum" in kwargs
-            ):  # Kimi-Linear's layers: (hidden, prefix_sum, residual); None without AttnRes
+            # Kimi-Linear's layers: (hidden, prefix_sum, residual); the prefix sum None without AttnRes
+            if "prefix_sum" in kwargs:
                 return torch.full_like(hidden_states, float(self.k)), None, torch.zeros_like(hidden_states)
             if TapLayer.single:
                 return torch.full_like(hidden_states, float(self.k))
@@ -1432,9 +1431,10 @@ def _vllm_case(case: dict) -> dict:
             if (
                 inner is not None
             ):  # what the request reads of its decoder's __init__ (Kimi-K3's `use_attn_res`)
-                _init_attributes(
-                    inner, _vllm_text_config(_config_arch(arch), num_layers, case.get("model_type"), arch)
+                decoder_config = _vllm_text_config(
+                    _config_arch(arch), num_layers, case.get("model_type"), arch
                 )
+                _init_attributes(inner, decoder_config)
             read = run(model)
             entry["from_config"] = None if read is None else list(read)
             entry["captured"] = list(inner.aux_hidden_state_layers)
@@ -1452,11 +1452,7 @@ def _vllm_case(case: dict) -> dict:
         else:
             entry["entry"] = entries.get(runner)
             if case.get("forward") and inner is not None:
-                entry |= _forward_taps(
-                    inner,
-                    "vllm",
-                    _vllm_text_config(_config_arch(arch), num_layers, case.get("model_type"), arch),
-                )
+                entry |= _forward_taps(inner, "vllm", decoder_config)
         out[runner] = entry
     return out
 

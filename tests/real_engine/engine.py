@@ -79,8 +79,6 @@ def inputs_key(target: Path, cases: list[dict], release: str) -> str:
 # engines side by side (vllm_side.main) where a run does not ask otherwise: on 2 cores one engine's single-threaded
 # start-up overlaps another's; each engine keeps the threads it has alone, so the results are a single lane's
 LANES = 2
-SHM = shm.SHM
-shm_names = shm.names
 
 
 def free_shm(before: set[str], groups: tuple[int, ...] = ()) -> list[str]:
@@ -117,7 +115,7 @@ def run_vllm(python: Path, cases: list[dict], workdir: Path, name: str, release:
         spec.write_text(text)
         env = {k: v for k, v in os.environ.items() if not k.startswith("PYTHON")}
         t0 = time.time()
-        shm_before = shm_names()
+        shm_before = shm.names()
         proc = subprocess.Popen(
             [str(python), str(SIDE), str(spec), str(out)], env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
             text=True, start_new_session=True,

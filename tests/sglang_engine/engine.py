@@ -10,9 +10,10 @@ import subprocess
 import time
 from pathlib import Path
 
-from real_engine.engine import free_shm, inputs_key, shm_names
+from real_engine.engine import free_shm, inputs_key
 
 from eaglewire import zoo
+from eaglewire.server import shm
 
 SIDE = Path(__file__).with_name("sglang_side.py")
 # the accept and tree runs: held-out prompts (tests/real_engine/engine.py `prompts`), greedy tokens each, in bf16
@@ -41,7 +42,7 @@ def run_sglang(
                                     "parallel": parallel}))  # fmt: skip
         env = {k: v for k, v in os.environ.items() if not k.startswith("PYTHON")}
         t0 = time.time()
-        shm_before = shm_names()
+        shm_before = shm.names()
         proc = subprocess.Popen(
             [str(python), str(SIDE), str(spec), str(out)], env=env, stdout=subprocess.PIPE,
             stderr=subprocess.STDOUT, text=True, start_new_session=True,

@@ -535,12 +535,13 @@ def _row_unknowns(
         )
         seen = (f", but the release's own code, executed, captured otherwise in {run.claims - run.agree} of "
                 f"{run.claims} cases{edges} ({run.record})" if run else "")  # fmt: skip
+        # the release's model-code record tried it and says why it could not
         tried = (
-            generic_not_run(spec.framework, str(spec.version), target.architecture) if spec.version else None
+            run is None
+            and spec.version
+            and generic_not_run(spec.framework, str(spec.version), target.architecture)
         )
-        if (
-            run is None and tried is not None
-        ):  # the release's model-code record tried it and says why it could not
+        if tried:
             seen = f" (its model-code record could not run it: {tried[0]} [{tried[1]}])"
         out.append(
             f"target architecture {target.architecture} is not in eaglewire's table for {spec.framework}{said}: "

@@ -1,9 +1,10 @@
 """Shared-memory segments an engine leaves in /dev/shm when it is stopped by a signal.
 
-A vLLM CPU server maps a 66 MB all-reduce buffer (`deepspeed_allreduce_buffer_*`) and torch's `psm_*` segments;
-SGLang maps `sglang_loads_*`. Their own shutdown unlinks them, SIGTERM and SIGKILL do not, and /dev/shm is memory
-that outlives every process: a day of launches left 16 GB on a 24 GB machine, and every later engine swapped. So
-whoever stops an engine by signal removes what its processes held, once no live process holds it.
+SGLang's CPU server maps a 66 MB all-reduce buffer (`deepspeed_allreduce_buffer_*`) and `sglang_loads_*`, and
+leaves them and a multiprocessing semaphore when it is stopped by SIGTERM (vLLM 0.32.0's server removes its own
+`psm_*` then; older vLLM CPU builds' killed workers left their all-reduce buffers). /dev/shm is memory that outlives
+every process: a day of engine runs left 16 GB on a 24 GB machine, and every later engine swapped. So whoever stops
+an engine by signal removes what its processes held, once no live process holds it.
 
 Linux only (/proc and /dev/shm); elsewhere every function returns an empty set and removes nothing.
 """
