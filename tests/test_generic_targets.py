@@ -149,7 +149,8 @@ def test_a_target_no_record_ran_is_assumed(drafter):
 
 def test_every_generic_run_decides_check_as_its_outcome_says(drafter):
     """Every run the records hold (coverage's `generic`), at each engine's newest release, one where targets
-    captured nothing (SGLang 0.5.21, vLLM 0.17.1) and one where one fits no row (SGLang 0.5.16): `check` on that
+    captured nothing or were refused (SGLang 0.5.21, vLLM 0.17.1: the Transformers modeling backend under its
+    pinned transformers) and one where one fits no row (SGLang 0.5.16): `check` on that
     target decides as the outcome says, for that runner."""
     from eaglewire.engines import table
     from eaglewire.jobs.coverage import coverage
@@ -160,7 +161,7 @@ def test_every_generic_run_decides_check_as_its_outcome_says(drafter):
     }
     runs = [g for g in coverage().generic if g["release"] in releases[g["engine"]]]
     assert {g["outcome"] for g in runs} == {"holds", "differs", "as listed families", "as listed families inside the loop",
-                                            "captures nothing"}  # fmt: skip
+                                            "captures nothing", "refused"}  # fmt: skip
     assert {g["engine"] for g in runs} == {"sglang", "vllm"}
     for g in runs:
         spec = f"{g['engine']}=={g['release']}"
@@ -173,6 +174,9 @@ def test_every_generic_run_decides_check_as_its_outcome_says(drafter):
             assert not table_unknown and v.evidence["level"] == "model-code", where
         elif g["outcome"] == "captures nothing":
             assert v.status == "fails" and "never captures" in v.served.failure, where
+        elif g["outcome"] == "refused":  # the engine's own error, whatever the ids
+            run = generic_run(g["engine"], g["release"], g["architecture"], g["runner"] or None)
+            assert v.status == "fails" and run.refused in v.served.failure, where
         elif g["outcome"].startswith("as listed families"):  # served by those rows (they answer it alike)
             assert not table_unknown and v.row_key in g["fits"], where
             assert f"as row {v.row_key} says" in v.evidence["basis"], where
@@ -258,3 +262,33 @@ def test_kimi_linear_is_decided_and_kimi_k3_says_why_no_record_could_run_it(draf
         and "VLLM_KIMI_K3_AUX_ATTN_RES_STREAM" in said
     )
     assert "vllm-0.33.0-model-code.json" in said and "capture_probe" not in said
+
+
+def test_the_transformers_backend_is_decided_from_its_own_capture(drafter):
+    """vLLM serves OLMo-2, Phi, GPT-NeoX, Seed-OSS, SmolLM3 and others with its Transformers modeling backend
+    (`TransformersForCausalLM`): its capture is an `OutputRecorder` on the output of decoder layer id-1, h_id as the
+    generic capture, but id 0 asks for `_layer_names[-1]`, a KeyError as the target loads. The records run
+    transformers' own decoder under the release's backend (tests/engines/modeling_backend.py), with the release's
+    pinned transformers: a drafter whose ids are inside 1..L-1 is decided; at 0.13.0-0.19.0, whose pin keeps transformers
+    below 5, the backend refuses EAGLE-3 ("requires transformers>=5.0.0 for Eagle3 support") whatever the ids."""
+    run = generic_run("vllm", "0.33.0", "Olmo2ForCausalLM", "v1")
+    assert run is not None and run.edges_only and not run.holds and not run.refused
+    # DeepSeek's rows at 0.33 say the same in every case (1..L; id 0 fails): check serves it by them
+    assert run.fits == ("vllm-deepseek-v1-0.33", "vllm-deepseek-v4-v1-0.33")
+    differ = [c for c in run.cases if c["agree"] is False]
+    assert differ and all(0 in c["ids"] and c["error"].startswith("KeyError: -1 (raised in") for c in differ)
+    v = _on_gpu(drafter, "Olmo2ForCausalLM", "vllm==0.33.0")
+    assert v.status == "ok" and v.evidence["level"] == "model-code", v.unknowns
+    run = generic_run("vllm", "0.17.1", "TransformersForCausalLM", "v1")
+    assert (
+        run is not None and run.refused_at_load and "requires transformers>=5.0.0 for Eagle3" in run.refused
+    )
+    rec = next(r for r in records("model-code") if r["engine"] == "vllm==0.17.1")
+    assert rec["provenance"]["merged"][-1]["transformers_backend"].startswith(
+        "4."
+    )  # the release's pin, not ours
+    # a Llama checkpoint served with --model-impl transformers (its model_type passes 0.17's eagle3 gate)
+    (v,) = check(drafter, _target("TransformersForCausalLM", "llama"), ["vllm==0.17.1"], TRAINED,
+                 platform="cuda").verdicts  # fmt: skip
+    assert v.status == "fails" and v.served.stage == "load" and "requires transformers>=5" in v.served.failure
+    assert v.fix is not None and "no config value helps" in v.fix.reason

@@ -5,6 +5,9 @@ without the engine."""
 
 from __future__ import annotations
 
+from importlib import import_module
+from types import SimpleNamespace
+
 import pytest
 from engines.capture import configs
 from engines.model_code import ENTRY_FAILS, agrees, releases, table_taps
@@ -139,3 +142,40 @@ def test_a_none_handed_to_a_stand_in_is_the_probes_failure_not_the_engines():
     assert cp._forward_failure(engines.value, "forward") == (
         "TypeError: unsupported operand type(s) for +: 'Tensor' and 'NoneType'"
     )
+
+
+def test_the_backend_probe_puts_back_the_recorders_a_case_added_to_the_class():
+    """vLLM's Transformers modeling backend adds one `OutputRecorder` per id to `self.model._can_record_outputs`,
+    which is the transformers model class's own dict: an engine builds one model per process, the probe one per
+    case, so without putting the class back a case saw the recorders of every case before it (and returned its
+    states in their order: ids [1, 3, 4] came back h4, h1, h3)."""
+    from engines import modeling_backend
+    from transformers import AutoModel
+
+    config = modeling_backend.hf_config("olmo2", 4)
+    assert (config.num_hidden_layers, config.hidden_size, config._attn_implementation) == (4, 16, "eager")
+    hf = AutoModel.from_config(config)
+    saved = modeling_backend._class_recorders(hf)
+    before = dict(type(hf)._can_record_outputs)
+    hf._can_record_outputs["aux_hidden_state_3"] = object()  # as set_aux_hidden_state_layers writes it
+    assert "aux_hidden_state_3" in type(hf)._can_record_outputs  # the class's dict, not the instance's
+    modeling_backend.release(SimpleNamespace(_probe_saved=saved))
+    assert type(hf)._can_record_outputs == before
+
+
+def test_an_error_names_the_engines_functions_that_raised_it():
+    """The backend's capture request fails with a bare KeyError (id 0 asks for `_layer_names[-1]`): the record
+    keeps which of the engine's functions raised it, as its traceback does, so the replay knows it for the request's
+    own failure (ENTRY_FAILS), as the engine fails at load."""
+    from engines import capture_probe as cp
+
+    with pytest.raises(ImportError) as raised:
+        import_module("nothing_of_this_name")
+    assert cp._raised_in(raised.value) is None  # not the engine's code
+    engine: dict = {}  # two functions of a file in an engine's package, the outer calling the inner
+    source = "def set_aux_hidden_state_layers(names, i):\n    return get(names, i - 1)\n\ndef get(names, i):\n    return names[i]\n"
+    exec(compile(source, "/site-packages/vllm/model_executor/models/transformers/base.py", "exec"), engine)
+    with pytest.raises(KeyError) as raised:
+        engine["set_aux_hidden_state_layers"]({0: "layers.0"}, 0)
+    assert cp._raised_in(raised.value) == "set_aux_hidden_state_layers > get"
+    assert any(w in f"KeyError: -1 (raised in {cp._raised_in(raised.value)})" for w in ENTRY_FAILS)

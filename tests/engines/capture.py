@@ -21,6 +21,7 @@ here the engines' own functions are the oracle of the table's rows.
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import tempfile
 from dataclasses import dataclass
@@ -197,18 +198,20 @@ def engine_taps(engine: str, entry: dict, num_layers: int) -> tuple[list[int] | 
 CHUNK = 1500  # cases per probe process (each pays the engine's import once)
 
 
-def run_probe(python: str, engine: str, cases: list[dict]) -> dict:
-    """The probe over `cases`, in chunks (one engine process each)."""
-    parts = [_probe(python, engine, cases[i : i + CHUNK]) for i in range(0, len(cases), CHUNK)]
+def run_probe(python: str, engine: str, cases: list[dict], first_on_path: str | None = None) -> dict:
+    """The probe over `cases`, in chunks (one engine process each); `first_on_path`: a folder whose packages win
+    over the venv's (a release's own transformers: model_code.transformers_overlay)."""
+    parts = [_probe(python, engine, cases[i : i + CHUNK], first_on_path) for i in range(0, len(cases), CHUNK)]
     return {**parts[0], "results": [r for p in parts for r in p["results"]]}
 
 
-def _probe(python: str, engine: str, cases: list[dict]) -> dict:
+def _probe(python: str, engine: str, cases: list[dict], first_on_path: str | None = None) -> dict:
+    env = os.environ | {"PYTHONPATH": first_on_path} if first_on_path else None
     with tempfile.TemporaryDirectory() as tmp:
         req, res = Path(tmp) / "req.json", Path(tmp) / "res.json"
         req.write_text(json.dumps({"engine": engine, "cases": cases}))
         proc = subprocess.run(
-            [python, str(PROBE), str(req), str(res)], capture_output=True, text=True, timeout=3600
+            [python, str(PROBE), str(req), str(res)], capture_output=True, text=True, timeout=3600, env=env
         )
         if not res.is_file():
             raise RuntimeError(f"capture probe failed: {proc.stderr.strip().splitlines()[-1:]}")

@@ -60,6 +60,11 @@ from pathlib import Path
 from types import SimpleNamespace
 from typing import Any
 
+try:  # beside this file: the probe runs as a script there; eaglewire's tests import it as `engines.`
+    import modeling_backend
+except ImportError:
+    from engines import modeling_backend
+
 # architecture -> (module, inner decoder class, wrapper's text class or None, the config the outer class keeps)
 # ("top": the loaded config, "text": its text_config, as the outer __init__ does). Modules are the registry's
 # (each file's EntryClass); a None inner class: the model has no EAGLE-3 entry point, nothing is built.
@@ -513,6 +518,19 @@ def _forward_taps(inner, engine: str = "sglang", config=None) -> dict:
         vals = torch.unique(t)
         taps.append(int(vals[0]) if len(vals) == 1 and float(vals[0]).is_integer() else None)
     return {"forward_taps": taps}
+
+
+def _raised_in(exc: BaseException) -> str | None:
+    """The engine's own functions that raised `exc`, outermost first ("A > B"), as its traceback names them; None
+    where the innermost frame is not the engine's (the error came from elsewhere)."""
+    names, tb, last = [], exc.__traceback__, None
+    while tb is not None:
+        code = tb.tb_frame.f_code
+        last = any(f"/{p}/" in code.co_filename for p in ("vllm", "sglang"))
+        if last:
+            names.append(getattr(code, "co_qualname", code.co_name))
+        tb = tb.tb_next
+    return " > ".join(names) if last else None
 
 
 def _forward_failure(exc: Exception, where: str) -> str:
@@ -1245,6 +1263,32 @@ def _vllm_class(arch: str) -> type:
     return getattr(module, cls_name)
 
 
+def _on_backend(arch: str) -> bool:
+    """Whether the release serves the architecture with its Transformers modeling backend (`modeling_backend`)."""
+    from vllm.model_executor.models.registry import _VLLM_MODELS
+
+    return arch in _VLLM_MODELS and modeling_backend.is_backend(_VLLM_MODELS[arch][0])
+
+
+def _backend_model(arch: str, num_layers: int, model_type: str | None):
+    """The backend's model for the architecture: its class, around the transformers decoder of the model type its
+    checkpoint names (the backend's generic classes: `modeling_backend.GENERIC_MODEL_TYPES`)."""
+    cls = _vllm_class(arch)
+    modeling_backend.check_text_only(cls)
+    found = (
+        model_type or modeling_backend.GENERIC_MODEL_TYPES.get(arch) or (_hf_model_type(arch) or (None,))[0]
+    )
+    if found is None:
+        raise ProbeError(f"transformers {_transformers_version()} here does not know {arch}'s model type")
+    return modeling_backend.build(cls, found, num_layers, _init_attributes)
+
+
+def _transformers_version() -> str:
+    import transformers
+
+    return transformers.__version__
+
+
 def _vllm_model(arch: str, num_layers: int):
     package = "vllm.model_executor.models"
     cls = _vllm_class(arch)
@@ -1422,12 +1466,18 @@ def _vllm_case(case: dict) -> dict:
     out: dict[str, Any] = {}
     for runner, run in (("v1", v1), ("mrv2", mrv2)):
         entry: dict[str, Any] = {"inner": None}
+        requesting, backend = False, None
         if runner == "v1":  # the CPU build's V1 runner: the same request (its answer holds there), or its own
             entry["cpu_runner"] = _vllm_cpu_runner()
         try:
             if runner == "mrv2" and set_eagle3_aux_hidden_state_layers is None:
                 raise ProbeError("no Model Runner V2 in this release")
-            model, inner, entry["inner"] = _vllm_model(arch, num_layers)
+            if _on_backend(arch):  # transformers' decoder, the release's backend around it
+                model = backend = _backend_model(arch, num_layers, case.get("model_type"))
+                entry["inner"] = f"{type(model.model).__module__}.{type(model.model).__name__}"
+                inner = None
+            else:
+                model, inner, entry["inner"] = _vllm_model(arch, num_layers)
             if (
                 inner is not None
             ):  # what the request reads of its decoder's __init__ (Kimi-K3's `use_attn_res`)
@@ -1435,24 +1485,42 @@ def _vllm_case(case: dict) -> dict:
                     _config_arch(arch), num_layers, case.get("model_type"), arch
                 )
                 _init_attributes(inner, decoder_config)
+            requesting = True
             read = run(model)
+            requesting = False
             entry["from_config"] = None if read is None else list(read)
-            entry["captured"] = list(inner.aux_hidden_state_layers)
+            entry["captured"] = (
+                modeling_backend.requested(backend) if backend else list(inner.aux_hidden_state_layers)
+            )
         except RegistryRefusal as exc:
             entry["error"] = str(exc)
         except Exception as exc:
             # the stand-in layer list lacks a method of the container the real decoder builds (Plamo3's): the
             # probe's, not the engine's
             ours = isinstance(exc, AttributeError) and "'ModuleList' object has no attribute" in str(exc)
+            ours |= isinstance(exc, modeling_backend.NotBuilt)
             entry["error"] = (
                 f"{PROBE_FAILED}: {exc}"
                 if isinstance(exc, ProbeError) or ours
                 else f"{type(exc).__name__}: {exc}"
             )
+            # the backend's own request failed (its model is the real one): where, as the engine's traceback says
+            # (a KeyError's words are only the key); not an import the venv could not satisfy
+            missing = isinstance(exc, ImportError) and exc.name is not None
+            if backend is not None and requesting and not ours and not missing and _raised_in(exc):
+                entry["error"] += f" (raised in {_raised_in(exc)})"
         else:
             entry["entry"] = entries.get(runner)
             if case.get("forward") and inner is not None:
                 entry |= _forward_taps(inner, "vllm", decoder_config)
+            elif case.get("forward") and backend is not None:
+                try:
+                    entry |= modeling_backend.forward_taps(backend)
+                except Exception as exc:
+                    entry["forward_error"] = _forward_failure(exc, "forward")
+        finally:
+            if backend is not None:
+                modeling_backend.release(backend)
         out[runner] = entry
     return out
 

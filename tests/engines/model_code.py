@@ -112,6 +112,37 @@ def install(python: str, engine: str, release: str) -> None:
     raise RuntimeError(f"{engine} {release} does not install: {done.stderr.strip().splitlines()[-1:]}")
 
 
+# the module of vLLM's Transformers modeling backend (a file before 0.22, a package from it)
+BACKEND = "vllm.model_executor.models.transformers"
+PINNED = """
+import importlib.metadata as m, json
+from packaging.requirements import Requirement
+have = m.version("transformers")
+pins = [Requirement(r) for r in m.requires("vllm") or [] if r.startswith("transformers")]
+pins = [r for r in pins if r.marker is None or r.marker.evaluate()]
+print(json.dumps([have, str(pins[0].specifier) if pins else "", all(r.specifier.contains(have) for r in pins)]))
+"""
+
+
+def transformers_overlay(python: str) -> tuple[str | None, str]:
+    """(a folder to put first on the path, the transformers version the backend's cases run with): the installed
+    release's pinned transformers, where the venv's does not satisfy the pin (vLLM 0.13-0.23 pin `<5`: their
+    backend imports transformers 4's `OutputRecorder` from `transformers.utils.generic`). The newest release of
+    the pin, with its own dependencies, is installed once beside the venv (`overlays/`)."""
+    have, spec, ok = json.loads(subprocess.run([python, "-c", PINNED], capture_output=True, text=True,
+                                               check=True).stdout)  # fmt: skip
+    if ok:
+        return None, have
+    folder = Path(python).parent.parent / "overlays" / ("transformers" + spec.replace(",", "_").replace("<", "lt")
+                                                        .replace(">", "gt").replace("=", "e").replace("!", "n"))  # fmt: skip
+    if not any(folder.glob("transformers-*.dist-info")):
+        shutil.rmtree(folder, ignore_errors=True)
+        subprocess.run([python, "-m", "pip", "install", "--quiet", "--no-compile", "--target", str(folder),
+                        f"transformers{spec}"], check=True, capture_output=True, timeout=1800)  # fmt: skip
+    info = next(folder.glob("transformers-*.dist-info"))
+    return str(folder), info.name.removeprefix("transformers-").removesuffix(".dist-info")
+
+
 def cases_for(engine: str, release: str) -> tuple[list[dict], list[tuple]]:
     """The probe's cases (every architecture, each fixed id list in each config shape, with the forward) and what
     the table needs to judge each."""
@@ -236,7 +267,21 @@ def observe(python: str, engine: str, release: str, only: frozenset[str] = froze
     if only:
         kept = [i for i, m in enumerate(meta) if m[0] in only]
         cases, meta = [cases[i] for i in kept], [meta[i] for i in kept]
-    data = run_probe(python, engine, cases)
+    # the Transformers modeling backend runs transformers' own decoder: the release's pinned transformers runs it
+    on_backend = [i for i, c in enumerate(cases) if (c.get("module") or "").startswith(BACKEND)]
+    overlay, backend_transformers = transformers_overlay(python) if on_backend else (None, None)
+    if overlay:
+        rest = [i for i in range(len(cases)) if i not in set(on_backend)]
+        data = run_probe(python, engine, [cases[i] for i in rest]) if rest else None
+        own = run_probe(python, engine, [cases[i] for i in on_backend], overlay)
+        results: list = [None] * len(cases)
+        for i, r in zip(rest, data["results"] if data else [], strict=True):
+            results[i] = r
+        for i, r in zip(on_backend, own["results"], strict=True):
+            results[i] = r
+        data = {**(data or own), "results": results}
+    else:
+        data = run_probe(python, engine, cases)
     assert data["version"] == release, (data["version"], release)
     rows, fams, why, entries, inside, decided = [], {}, {}, set(), set(), set()
     for (arch, family, n, ids, shape, config, model_type), result in zip(meta, data["results"], strict=True):
@@ -311,7 +356,8 @@ def observe(python: str, engine: str, release: str, only: frozenset[str] = froze
                     "model_type", "agree"],
         "cases": rows,
         "provenance": {"probe": "tests/engines/capture_probe.py", engine: data["version"],
-                       "python": sys.version.split()[0], "seconds": round(time.time() - t0, 1)},
+                       "python": sys.version.split()[0], "seconds": round(time.time() - t0, 1)}
+                      | ({"transformers_backend": backend_transformers} if backend_transformers else {}),
     }  # fmt: skip
 
 
@@ -333,6 +379,8 @@ def merge_archs(record: dict, part: dict, only: frozenset[str], engine: str, rel
     out["covers"] = covers(engine, release, out["families"])
     merged = {"architectures": sorted(only), "probe": part["provenance"]["probe"],
               "seconds": part["provenance"]["seconds"]}  # fmt: skip
+    if "transformers_backend" in part["provenance"]:
+        merged["transformers_backend"] = part["provenance"]["transformers_backend"]
     out["provenance"] = record["provenance"] | {"merged": [*record["provenance"].get("merged", []), merged]}
     return out
 

@@ -570,6 +570,16 @@ def _captures_nothing(run: GenericRun, tinfo: TargetInfo) -> tuple[str, str]:
             "whatever ids it is given")  # fmt: skip
 
 
+def _fails_whatever_ids(run: GenericRun, tinfo: TargetInfo) -> tuple[str, str]:
+    """(the failure, why no config value fixes it) where the release's own code fails for the target whatever
+    the ids (`GenericRun.refused`)."""
+    said = f"{run.engine} {run.release}"
+    where = "its capture request, as the target loads," if run.refused_at_load else "its own code"
+    return (f"{said} fails for {tinfo.architecture} in {where} for every id list asked: {run.refused} "
+            f"[model code, executed: {run.record}]",
+            f"no config value helps: {said} fails for {tinfo.architecture} whatever ids the drafter asks for")  # fmt: skip
+
+
 def _nothing_stage(spec: conv.EngineSpec, platform: str | None) -> str | None:
     """Where a decoder that captures nothing stops the engine: vLLM's profile run unpacks (hidden states, aux
     states) from the target's output (gpu_model_runner.py `_dummy_run`, :5851 @0.32.0), at warm-up on a GPU; the
@@ -607,11 +617,13 @@ def _read_row(
     L = tinfo.num_layers
     served = conv.resolve(m.row, ckpt.config, L)
     run = _generic(spec, m, tinfo)
-    failure, no_value = (
-        _captures_nothing(run, tinfo) if run is not None and run.captures_nothing else (None, None)
-    )
+    failure, no_value, stage = None, None, None
+    if run is not None and run.captures_nothing:
+        (failure, no_value), stage = _captures_nothing(run, tinfo), _nothing_stage(spec, platform)
+    elif run is not None and run.refused and not run.holds:
+        (failure, no_value), stage = _fails_whatever_ids(run, tinfo), "load" if run.refused_at_load else None
     if failure is not None and served.failure is None:
-        served = replace(served, taps=None, stage=_nothing_stage(spec, platform), failure=failure)
+        served = replace(served, taps=None, stage=stage, failure=failure)
     findings = engine_findings(ckpt, tinfo, spec, m.row, served)
     unknowns = _row_unknowns(spec, m, tinfo, run, served)
     ec = ckpt.config.get("eagle_config")

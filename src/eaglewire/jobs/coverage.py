@@ -314,6 +314,7 @@ def coverage() -> Coverage:
 def generic_targets() -> list[dict]:
     """Every target the table does not list that a release's model-code record ran, per engine, release and runner:
     `holds` (its capture is the generic one in every case: `check` decides), `captures nothing` (`check`: fails),
+    `refused` (every case ended in one error of the engine's own code, whatever the ids: `check`: fails),
     `as listed families` (every case is what the table's rows for some listed families say, `fits`: `check` decides
     from them where they answer a drafter alike), `as listed families inside the loop` (every case asking ids
     inside 1..L-1 is: likewise, for a drafter whose ids are), `differs at the edges` (only where an id list asked
@@ -324,7 +325,7 @@ def generic_targets() -> list[dict]:
         for (release, arch, runner), run in sorted(_generic_runs(engine).items(),
                                                    key=lambda kv: (Version(kv[0][0]), kv[0][1:])):  # fmt: skip
             outcome = ("holds" if run.holds else "captures nothing" if run.captures_nothing
-                       else "as listed families" if run.fits
+                       else "refused" if run.refused else "as listed families" if run.fits
                        else "as listed families inside the loop" if run.fits_inside
                        else "differs at the edges" if run.edges_only else "differs")  # fmt: skip
             out.append({"engine": engine, "release": release, "architecture": arch, "runner": runner,
@@ -529,7 +530,7 @@ def evidence(
         where = platform or "cuda"
         # what a model-code record covers (tests/engines/model_code.py covers())
         eager = engine == "sglang" and (where == "cpu" or Version(version) >= SGLANG_GRAPHS_AS_EAGER)
-        if generic.holds or generic.captures_nothing:
+        if generic.holds or generic.captures_nothing or generic.refused:
             how = ""
         elif row in generic.fits:
             how = f"; it captured as row {row} says in every case"
@@ -595,6 +596,11 @@ def _engine_ran(engine: str) -> dict[tuple[str, str, str], str]:
     return out
 
 
+# the functions of a runner's capture request (vLLM `set_aux_hidden_state_layers`, SGLang
+# `set_eagle3_layers_to_capture`), named by an error the request raised (the probe's "raised in A > B")
+CAPTURE_REQUEST = ("set_aux_hidden_state_layers", "set_eagle3_layers_to_capture")
+
+
 @dataclass(frozen=True)
 class GenericRun:
     """A model-code record's cases for an architecture the table does not list (family `generic`, its generic
@@ -612,6 +618,24 @@ class GenericRun:
     # embeddings, id L the last layer's output, a negative id), and the engine's default ids held
     edges_only: bool = False
     cases: tuple[dict, ...] = field(default=(), compare=False, repr=False)  # the record's cases, by column
+    asked: int = 0  # the cases the record ran (those that made no claim too)
+
+    @cached_property
+    def refused(self) -> str | None:
+        """The engine's own error where every case the record ran (each a claim) ended in that one error and none
+        ran a forward: the release fails for this architecture whatever ids a drafter asks for (vLLM 0.13-0.23's
+        Transformers modeling backend, which asks for transformers 5 under a pin below it, as the target loads).
+        None otherwise."""
+        errors = {c["error"] for c in self.cases}
+        ran = any(c["forward_taps"] is not None for c in self.cases)
+        if len(self.cases) != self.asked or len(errors) != 1 or None in errors or ran:
+            return None
+        return errors.pop()
+
+    @property
+    def refused_at_load(self) -> bool:
+        """Whether the refusal comes from the runner's capture request, which runs as the target loads."""
+        return self.refused is not None and any(w in self.refused for w in CAPTURE_REQUEST)
 
     @property
     def holds(self) -> bool:
@@ -632,7 +656,7 @@ class GenericRun:
         return self._fitting(tuple(c for c in self.cases if inside_loop(_asked(c), c["num_layers"])))
 
     def _fitting(self, cases: tuple[dict, ...]) -> tuple[str, ...]:
-        if self.holds or self.captures_nothing or not cases:
+        if self.holds or self.captures_nothing or self.refused or not cases:
             return ()
         runner = cases[0]["runner"] or ""
         return tuple(r.key for r in fitting_rows(self.engine, self.release, runner, list(cases)))
@@ -642,7 +666,7 @@ class GenericRun:
         L-layer target: the capture held in every case or captured nothing in any, or it differed only where an
         id list asked for an id outside 1..L-1 and these ask for none (the generic capture then holds for them, as
         in every case of the record that asked for none)."""
-        if self.holds or self.captures_nothing:
+        if self.holds or self.captures_nothing or self.refused:
             return True
         return self.edges_only and inside_loop(ids, num_layers)
 
@@ -674,6 +698,7 @@ def _generic_runs(engine: str) -> dict[tuple[str, str, str], GenericRun]:
                 bool(fam.get("cpu")),
                 _edges_only(cases),
                 cases,
+                fam["cases"],
             )
     return out
 
