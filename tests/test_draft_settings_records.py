@@ -41,6 +41,8 @@ def _built(case: dict) -> dict | None:
     """The draft's decoder projection as the release built it, or None where the case makes no settings claim
     (an error of the CPU venv; an EAGLE-3 head the V0 engine cannot load: test_an_eagle3_head_on_v0_...)."""
     error = case["error"]
+    if case["name"].startswith("eagle3/gate "):  # the eagle3 gate's answer (test_the_eagle3_gate_refuses_...)
+        return None
     if error is not None:
         assert any(a in error["message"] for a in ARTEFACTS) or error["type"] == "ValueError", error
         return None
@@ -214,3 +216,31 @@ def test_the_page_is_the_records_rendered():
 
     page = Path(__file__).resolve().parents[1] / "docs" / "draft-settings.md"
     assert page.read_text() == render(), "docs/draft-settings.md is stale: run `make docs`"
+
+
+def test_the_eagle3_gate_refuses_exactly_where_the_table_says():
+    """vLLM's eagle3 model_type gate, executed in every release (the case `eagle3/gate <model_type>`: the
+    release's own create_engine_config on a target of that type): it refuses a target of each family the table
+    says it refused at the config check (taps.GROUPS, `refused_at="config"`) before the release the table says
+    serves it, and from that release on lets it through. The capture records take this answer for those families
+    (model_code.gate_answer), so their refusal is the release's code, executed, not read."""
+    from engines.draft_settings import GATED
+    from engines.model_code import GATE_WORDS
+
+    from eaglewire.engines.vllm.taps import GROUPS
+
+    groups = {g.name: g for g in GROUPS if g.refused_at == "config"}
+    assert set(groups) == set(GATED)
+    seen = {True: 0, False: 0}
+    for release, case in _cases("eagle3"):
+        if not case["name"].startswith("eagle3/gate "):
+            continue
+        family = case["name"].removeprefix("eagle3/gate ")
+        refused = case["error"] is not None and GATE_WORDS in case["error"]["message"]
+        assert refused == (Version(release) < Version(groups[family].usable_from)), (
+            release,
+            family,
+            case["error"],
+        )
+        seen[refused] += 1
+    assert seen[True] and seen[False], seen

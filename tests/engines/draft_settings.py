@@ -55,6 +55,20 @@ _DSV3 = {"architectures": ["DeepseekV3ForCausalLM"], "model_type": "deepseek_v3"
          "num_nextn_predict_layers": 1, "rope_theta": 10000.0, "torch_dtype": "bfloat16",
          # DeepSeek-V3's own (config.json): releases whose attention forces deepseek_yarn read its factor
          "rope_scaling": YARN}  # fmt: skip
+# a target of each family the table says vLLM's eagle3 model_type gate refused before the release that serves it
+# (taps.GROUPS, `refused_at="config"`), its config.json as its checkpoints name it, the Llama target's sizes: the
+# case `eagle3/gate <model_type>` runs the release's own gate (SpeculativeConfig, in create_engine_config), which
+# reads only the target's (text) model_type; the capture records take its answer for those families
+# (model_code.gate_answer)
+_TEXT = {k: v for k, v in _LLAMA.items() if k not in ("architectures", "torch_dtype")}
+GATED = {
+    "qwen3": {**_LLAMA, "architectures": ["Qwen3ForCausalLM"], "model_type": "qwen3", "head_dim": 64},
+    "mistral": {**_LLAMA, "architectures": ["MistralForCausalLM"], "model_type": "mistral"},
+    "gpt_oss": {**_LLAMA, "architectures": ["GptOssForCausalLM"], "model_type": "gpt_oss", "head_dim": 64,
+                "num_local_experts": 4, "num_experts_per_tok": 2},
+    "mistral3": {"architectures": ["Mistral3ForConditionalGeneration"], "model_type": "mistral3",
+                 "text_config": {**_TEXT, "model_type": "mistral"}, "torch_dtype": "bfloat16"},
+}  # fmt: skip
 # a target checkpoint's quantization_config, as each producer writes it (config.json); modelopt also writes
 # hf_quant_config.json, which older releases read
 QUANT: dict[str, dict] = {
@@ -84,6 +98,7 @@ def write_models(root: Path) -> Path:
     models = {"llama": _LLAMA, "eagle3": _EAGLE3, "eagle3-short": {**_EAGLE3, "max_position_embeddings": 2048},
               "eagle3-fp16": {**_EAGLE3, "torch_dtype": "float16"}, "deepseek_v3": _DSV3}  # fmt: skip
     models |= {f"llama-{q}": {**_LLAMA, "quantization_config": c} for q, c in QUANT.items()}
+    models |= {f"gate-{model_type}": config for model_type, config in GATED.items()}
     for q in ("gptq", "awq"):  # their kernels take float16 activations (the dtype such checkpoints carry)
         models[f"llama-{q}"]["torch_dtype"] = "float16"
     models["deepseek_v3-fp8"] = {
@@ -149,6 +164,7 @@ def cases(root: Path, release: str) -> list[dict]:
         ("mtp/-tp 2, draft_tensor_parallel_size 1",
          nextn("deepseek_v3", {"draft_tensor_parallel_size": 1}, tensor_parallel_size=2)),
     ]  # fmt: skip
+    out += [(f"eagle3/gate {model_type}", eagle3(f"gate-{model_type}")) for model_type in GATED]
     envs: dict[str, dict] = {}
     if Version(release) < Version("0.10.0"):  # the engine (V0 or V1) is chosen per launch, VLLM_USE_V1 first
         for value in ("1", "0"):

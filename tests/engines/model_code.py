@@ -53,6 +53,7 @@ from engines.capture import (
     run_probe,
     runner_results,
 )
+from engines.capture_probe import _MODEL_TYPES
 
 ROOT = Path(__file__).resolve().parents[2]
 FIRST = {"sglang": "0.4.5", "vllm": "0.8.5"}  # the issue's range: the oldest release of each with a record
@@ -67,8 +68,13 @@ INSIDE = "the release captures inside the decoder layer"  # capture_probe._forwa
 NO_TAP = "its forward ran only on id lists that ask for no layer it has"
 # the engine's own errors when a target cannot capture at all (its runner's request fails at startup)
 # (the release's model registry refusing the architecture: capture_probe._registry_refusal)
+# vLLM's eagle3 model_type gate (SpeculativeConfig, before any model code): "[Ee]agle3 is only supported for ..."
+GATE_WORDS = "is only supported for"
 ENTRY_FAILS = ("set_eagle3_layers_to_capture", "set_aux_hidden_state_layers", "does not support EAGLE3",
-               *REGISTRY_REFUSES)  # fmt: skip
+               *REGISTRY_REFUSES, GATE_WORDS)  # fmt: skip
+CONFIG_CHECK = "the table's refusal is the engine's config check, before any model code runs"
+# the draft-settings records (tests/engines/draft_settings.py), whose `eagle3/gate <model_type>` cases ran the gate
+DRAFT_SETTINGS = ROOT / "src/eaglewire/engines/vllm/data/draft-settings"
 
 
 def out_dir(engine: str) -> Path:
@@ -213,7 +219,7 @@ def table_taps(
             "failure": row.unsupported,
             "claims": False,
             "graphs_differ": False,
-            "why": "the table's refusal is the engine's config check, before any model code runs",
+            "why": CONFIG_CHECK,
         }
     res = resolve(replace(row, ignores_ids=None), config, n)
     return {"row": row.key, "taps": list(res.taps.indices) if res.taps is not None else None,
@@ -233,6 +239,44 @@ def _table_row(engine: str, release: str, family: str, arch: str, runner: str, m
     if not matches:
         return None, None, False
     return None, matches[0].row, all(m.model_known for m in matches)
+
+
+@functools.cache
+def gate_answer(release: str, model_type: str) -> str | None:
+    """The release's eagle3 gate on a target of the model type, executed: its draft-settings record's case
+    `eagle3/gate <model_type>` (the release's own create_engine_config): the engine's error where the gate refused
+    it, "" where the gate let it through; None where no record holds the case."""
+    path = DRAFT_SETTINGS / f"vllm-{release}.json"
+    if not path.is_file():
+        return None
+    name = f"eagle3/gate {model_type}"
+    case = next((c for c in json.loads(path.read_text())["cases"] if c["name"] == name), None)
+    if case is None:
+        return None
+    error = case["error"]
+    if not error or GATE_WORDS not in error["message"]:
+        return ""
+    return (f"{error['type']}: {error['message']} (the eagle3 model_type gate, executed: "
+            f"draft-settings/{path.name} case '{name}')")  # fmt: skip
+
+
+def _with_gate(
+    engine: str, release: str, arch: str, model_type: str, res: dict, table: dict
+) -> tuple[dict, dict]:
+    """A case whose row is refused by vLLM's config check (the eagle3 model_type gate) before any model code
+    runs: the gate's own answer, executed by the draft-settings record, makes it a claim. Where the gate refused
+    the target, the case's result is that error; where it let it through, what the release's capture code did
+    (which contradicts the row's refusal)."""
+    if engine != "vllm" or table.get("why") != CONFIG_CHECK:
+        return res, table
+    answer = gate_answer(release, model_type or _MODEL_TYPES.get(arch, ("",))[0])
+    if answer is None:
+        return res, table
+    table = table | {"claims": True}
+    if answer:
+        kept = {k: v for k, v in res.items() if k not in ("forward_taps", "forward_error", "error")}
+        res = kept | {"error": answer}
+    return res, table
 
 
 def agrees(result: dict, table: dict, engine: str = "sglang") -> bool | None:
@@ -287,6 +331,7 @@ def observe(python: str, engine: str, release: str, only: frozenset[str] = froze
     for (arch, family, n, ids, shape, config, model_type), result in zip(meta, data["results"], strict=True):
         for runner, res in runner_results(engine, result):
             table = table_taps(engine, release, family, arch, config, n, runner, model_type)
+            res, table = _with_gate(engine, release, arch, model_type, res, table)
             agree = agrees(res, table, engine) if table.get("claims", True) else None
             key = (family, arch, runner)
             f = fams.setdefault(key, {"cases": 0, "claims": 0, "agree": 0, "graphs_differ": False})
