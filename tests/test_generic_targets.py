@@ -291,3 +291,16 @@ def test_the_transformers_backend_is_decided_from_its_own_capture(drafter):
                  platform="cuda").verdicts  # fmt: skip
     assert v.status == "fails" and v.served.stage == "load" and "requires transformers>=5" in v.served.failure
     assert v.fix is not None and "no config value helps" in v.fix.reason
+
+
+def test_a_mistral_target_before_0_22_is_refused_by_the_gate_the_release_ran(drafter):
+    """vLLM's eagle3 model_type gate refuses a Mistral target before 0.22.0: the table said so from reading
+    SpeculativeConfig; the draft-settings records run the gate (tests/test_draft_settings_records.py) and the
+    capture records take its answer, so the verdict rests on the release's code, executed, and says which."""
+    target = TargetInfo("MistralForCausalLM", "MistralForCausalLM", "mistral", "mistral", 32, 4096, 32768,
+                        source="test")  # fmt: skip
+    (v,) = check(drafter, target, ["vllm==0.20.2"], TRAINED, platform="cuda").verdicts
+    assert v.status == "fails" and v.evidence["level"] == "model-code"
+    assert "eagle3 model_type gate, run by draft-settings/vllm-0.20.2.json" in v.evidence["basis"]
+    (v,) = check(drafter, target, ["vllm==0.22.0"], TRAINED, platform="cuda").verdicts
+    assert v.status == "ok" and "gate" not in v.evidence["basis"]

@@ -367,6 +367,8 @@ def observe(python: str, engine: str, release: str, only: frozenset[str] = froze
                 decided.add(key)
             if error and any(w in error for w in REGISTRY_REFUSES):
                 f["refusals"] = f.get("refusals", 0) + 1
+            if error and GATE_WORDS in error:
+                f["gated"] = f.get("gated", 0) + 1
             rows.append((key, [arch, runner, n, ids, shape, read, res.get("forward_taps"), error, model_type,
                                agree]))  # fmt: skip
     # a release that captures inside the real decoder layer (the stand-ins were handed the capture target), or a
@@ -377,6 +379,10 @@ def observe(python: str, engine: str, release: str, only: frozenset[str] = froze
             f["claims"] = 0
             fam, arch, runner = key
             why[f"{fam} ({arch}){' ' + runner if runner else ''}"] = f"{PROBE_FAILED}: {reason}"
+        if (
+            f.pop("gated", 0) == f["claims"] > 0
+        ):  # every claim the eagle3 gate's (gate_answer): refused at config
+            f["gate"] = True
         if f.pop("refusals", 0) == f["claims"] > 0:  # every claim the registry's: refused at startup
             f["refused"] = True
         if f.pop("cpu", False):  # kept only where the CPU build's runner made the same request every case

@@ -155,6 +155,7 @@ class _Seen:
     # registry refusing the architecture (no capture code ran)
     real_layers: frozenset[str] = frozenset()
     refused: frozenset[str] = frozenset()
+    gated: frozenset[str] = frozenset()  # families vLLM's eagle3 model_type gate refused (its config check)
 
 
 def _observations(engine: str) -> list[_Seen]:
@@ -185,10 +186,10 @@ def _observations(engine: str) -> list[_Seen]:
         else:
             fams = record_families(rec)
         draft_build = record.startswith("draft-settings/")
-        real, refused = _how_decided(rec, runner)
+        real, refused, gated = _how_decided(rec, runner)
         out.append(_Seen(str(Version(version)), platform, level, where, fams, runner, rec["platform"],
                          "covers" in rec and not draft_build, rec.get("speculates", True) is not False,
-                         draft_build, real, refused))  # fmt: skip
+                         draft_build, real, refused, gated))  # fmt: skip
     return out
 
 
@@ -201,14 +202,16 @@ SGLANG_GRAPHS_AS_EAGER = Version("0.5.11")
 REGISTRY_REFUSES = ("are not supported for now", "is not supported anymore")
 
 
-def _how_decided(rec: dict, runner: str) -> tuple[frozenset[str], frozenset[str]]:
-    """(families its real decoder layers decided, families its registry refused) in a model-code record, for the
-    runner, as its family entries say (`layers: real`; `refused`: every case the registry's error)."""
+def _how_decided(rec: dict, runner: str) -> tuple[frozenset[str], frozenset[str], frozenset[str]]:
+    """(families its real decoder layers decided, families its registry refused, families vLLM's eagle3 model_type
+    gate refused) in a model-code record, for the runner, as its family entries say (`layers: real`; `refused`:
+    every case the registry's error; `gate`: every case the gate's, run by the draft-settings record)."""
     if "covers" not in rec:
-        return frozenset(), frozenset()
+        return frozenset(), frozenset(), frozenset()
     fams = [f for f in rec.get("families", ()) if f.get("runner", "") == runner]
     return (frozenset(f["family"] for f in fams if f.get("layers") == "real"),
-            frozenset(f["family"] for f in fams if f.get("refused")))  # fmt: skip
+            frozenset(f["family"] for f in fams if f.get("refused")),
+            frozenset(f["family"] for f in fams if f.get("gate")))  # fmt: skip
 
 
 def model_code_families(rec: dict) -> frozenset[str]:
@@ -558,6 +561,9 @@ def evidence(
                 what = "engine run"
             elif hit.draft_build:  # the release's draft build, its loader handed an EAGLE-3 head
                 what = f"model code, executed ({runner}draft build and weight loader)"
+            elif family in hit.gated:  # refused by the engine config's eagle3 gate, before any model code
+                what = ("model code, executed (the engine config's eagle3 model_type gate, run by "
+                        f"draft-settings/{engine}-{version}.json)")  # fmt: skip
             elif family in hit.refused:  # the release's model registry does not list the architecture
                 what = f"model code, executed ({runner}model registry: the architecture is not listed)"
             elif family in hit.real_layers:  # a release that captures inside its decoder layers
