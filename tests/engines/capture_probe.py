@@ -623,10 +623,31 @@ def _found_text(cls: type) -> type | None:
             continue
         if built.group(1) == "init_vllm_registered_model":
             named = re.search(r"architectures=\[\s*[\"'](\w+)[\"']\s*\]", built.group(2))
-            return _vllm_class(named.group(1)) if named else None
+            if named:
+                return _vllm_class(named.group(1))
+            # the text model the checkpoint's text_config names (Llava's): its transformers default
+            text = _default_text_arch(cls.__name__)
+            return _vllm_class(text) if text else None
         found = getattr(sys.modules[k.__module__], built.group(1), None)
         return found if isinstance(found, type) else None
     return None
+
+
+@functools.cache
+def _default_text_arch(arch: str) -> str | None:
+    """A multimodal wrapper that builds the text model its checkpoint's `text_config` names: the causal LM of the
+    text model type transformers' config for the wrapper defaults to (Llava: Llama), where vLLM's registry serves
+    it; None where transformers does not know the wrapper."""
+    from transformers import AutoConfig
+    from transformers.models.auto.modeling_auto import MODEL_FOR_CAUSAL_LM_MAPPING_NAMES
+    from vllm.model_executor.models.registry import _VLLM_MODELS
+
+    found = _hf_model_type(arch)
+    if found is None or not found[1]:
+        return None
+    text = getattr(AutoConfig.for_model(found[0]), "text_config", None)
+    name = MODEL_FOR_CAUSAL_LM_MAPPING_NAMES.get(getattr(text, "model_type", None))
+    return name if name in _VLLM_MODELS else None
 
 
 class ProbeError(Exception):
