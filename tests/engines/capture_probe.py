@@ -1300,14 +1300,10 @@ def _backend_model(arch: str, num_layers: int, model_type: str | None):
         model_type or modeling_backend.GENERIC_MODEL_TYPES.get(arch) or (_hf_model_type(arch) or (None,))[0]
     )
     if found is None:
-        raise ProbeError(f"transformers {_transformers_version()} here does not know {arch}'s model type")
+        raise ProbeError(
+            f"transformers {modeling_backend.transformers_version()} here does not know {arch}'s model type"
+        )
     return modeling_backend.build(cls, found, num_layers, _init_attributes)
-
-
-def _transformers_version() -> str:
-    import transformers
-
-    return transformers.__version__
 
 
 def _vllm_model(arch: str, num_layers: int):

@@ -66,10 +66,10 @@ RUNS_ON = {"": ("cpu", "cuda"), "v1": ("cuda",), "mrv2": ("cuda",)}
 PROBE_FAILED = "probe could not build the model"
 INSIDE = "the release captures inside the decoder layer"  # capture_probe._forward_taps's words
 NO_TAP = "its forward ran only on id lists that ask for no layer it has"
-# the engine's own errors when a target cannot capture at all (its runner's request fails at startup)
-# (the release's model registry refusing the architecture: capture_probe._registry_refusal)
 # vLLM's eagle3 model_type gate (SpeculativeConfig, before any model code): "[Ee]agle3 is only supported for ..."
 GATE_WORDS = "is only supported for"
+# the engine's own errors when a target cannot capture at all (its runner's request fails at startup)
+# (the release's model registry refusing the architecture: capture_probe._registry_refusal; the gate)
 ENTRY_FAILS = ("set_eagle3_layers_to_capture", "set_aux_hidden_state_layers", "does not support EAGLE3",
                *REGISTRY_REFUSES, GATE_WORDS)  # fmt: skip
 CONFIG_CHECK = "the table's refusal is the engine's config check, before any model code runs"
@@ -312,20 +312,18 @@ def observe(python: str, engine: str, release: str, only: frozenset[str] = froze
         kept = [i for i, m in enumerate(meta) if m[0] in only]
         cases, meta = [cases[i] for i in kept], [meta[i] for i in kept]
     # the Transformers modeling backend runs transformers' own decoder: the release's pinned transformers runs it
-    on_backend = [i for i, c in enumerate(cases) if (c.get("module") or "").startswith(BACKEND)]
+    on_backend = {i for i, c in enumerate(cases) if (c.get("module") or "").startswith(BACKEND)}
     overlay, backend_transformers = transformers_overlay(python) if on_backend else (None, None)
-    if overlay:
-        rest = [i for i in range(len(cases)) if i not in set(on_backend)]
-        data = run_probe(python, engine, [cases[i] for i in rest]) if rest else None
-        own = run_probe(python, engine, [cases[i] for i in on_backend], overlay)
-        results: list = [None] * len(cases)
-        for i, r in zip(rest, data["results"] if data else [], strict=True):
-            results[i] = r
-        for i, r in zip(on_backend, own["results"], strict=True):
-            results[i] = r
-        data = {**(data or own), "results": results}
-    else:
-        data = run_probe(python, engine, cases)
+    # one probe per path: the backend's cases with the overlay first (where there is one), the rest without
+    rest = [i for i in range(len(cases)) if not overlay or i not in on_backend]
+    groups = [(rest, None), (sorted(on_backend), overlay)] if overlay else [(rest, None)]
+    results: list = [None] * len(cases)
+    for indices, path in groups:
+        if indices:
+            data = run_probe(python, engine, [cases[i] for i in indices], path)
+            for i, r in zip(indices, data["results"], strict=True):
+                results[i] = r
+    data = {**data, "results": results}
     assert data["version"] == release, (data["version"], release)
     rows, fams, why, entries, inside, decided = [], {}, {}, set(), set(), set()
     for (arch, family, n, ids, shape, config, model_type), result in zip(meta, data["results"], strict=True):
@@ -379,9 +377,8 @@ def observe(python: str, engine: str, release: str, only: frozenset[str] = froze
             f["claims"] = 0
             fam, arch, runner = key
             why[f"{fam} ({arch}){' ' + runner if runner else ''}"] = f"{PROBE_FAILED}: {reason}"
-        if (
-            f.pop("gated", 0) == f["claims"] > 0
-        ):  # every claim the eagle3 gate's (gate_answer): refused at config
+        # every claim the eagle3 gate's (gate_answer): refused at the config check
+        if f.pop("gated", 0) == f["claims"] > 0:
             f["gate"] = True
         if f.pop("refusals", 0) == f["claims"] > 0:  # every claim the registry's: refused at startup
             f["refused"] = True

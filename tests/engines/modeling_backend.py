@@ -91,7 +91,7 @@ def build(cls: type, model_type: str, num_layers: int, init_attributes=None):
         model.model = AutoModel.from_config(config).eval()
     except Exception as exc:  # transformers' model, not the release's code: the probe's failure
         raise NotBuilt(
-            f"transformers {_version()} does not build {model_type}: {type(exc).__name__}: {exc}"
+            f"transformers {transformers_version()} does not build {model_type}: {type(exc).__name__}: {exc}"
         ) from exc
     model._probe_saved = _class_recorders(model.model)
     _name_layers(model)
@@ -123,16 +123,15 @@ def _name_layers(model) -> None:
     under the `isinstance(module, nn.ModuleList)` test, transformers/base.py:542-561 @0.33.0), taken from its
     source and run as it stands on every module of the model, as the method walks them."""
     # the class of the MRO whose recursive_replace names the layers (a mixin's override calls it: MoEMixin's)
-    methods = [
-        k.__dict__["recursive_replace"] for k in type(model).__mro__ if "recursive_replace" in k.__dict__
-    ]
-    lines = next((src for m in methods if "_layer_names" in (src := inspect.getsource(m))), "").splitlines()
+    sources = [(m, inspect.getsource(m)) for k in type(model).__mro__
+               if (m := k.__dict__.get("recursive_replace")) is not None]  # fmt: skip
+    method, source = next(((m, src) for m, src in sources if "_layer_names" in src), (None, ""))
+    lines = source.splitlines()
     at = next((i for i, ln in enumerate(lines) if "isinstance(module, nn.ModuleList)" in ln), None)
     if at is None:
         raise NotBuilt(
             "no recursive_replace of the release's backend names the decoder layers (`_layer_names`)"
         )
-    method = next(m for m in methods if "_layer_names" in inspect.getsource(m))
     while not lines[at].lstrip().startswith("if"):  # the `if (` opening a test that spans lines
         at -= 1
     indent = len(lines[at]) - len(lines[at].lstrip())
@@ -142,19 +141,21 @@ def _name_layers(model) -> None:
             break
         block.append(ln)
     code = compile(textwrap.dedent("\n".join(block)), "<recursive_replace>", "exec")
-    namespace = vars(sys.modules[method.__module__])
+    namespace = dict(
+        vars(sys.modules[method.__module__])
+    )  # the method's globals, once (the block reads them)
 
     def walk(module, prefix: str) -> None:
         for child_name, child_module in module.named_children():
             qual_name = f"{prefix}.{child_name}"
-            exec(code, dict(namespace), {"self": model, "module": module, "child_name": child_name,
+            exec(code, namespace, {"self": model, "module": module, "child_name": child_name,
                                          "child_module": child_module, "qual_name": qual_name, "prefix": prefix})  # fmt: skip
             walk(child_module, qual_name)
 
     walk(model.model, "model")
 
 
-def _version() -> str:
+def transformers_version() -> str:
     import transformers
 
     return transformers.__version__
