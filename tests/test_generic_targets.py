@@ -123,23 +123,38 @@ def test_a_decoder_that_differs_from_every_row_only_at_its_edges_is_served_insid
 
 
 def test_a_capture_that_differs_only_at_the_edges_settles_ids_inside():
-    """Where no listed family's rows fit a run that differed only on id lists asking for an id outside 1..L-1, the
-    generic row's answer holds for a drafter asking none (the record's other cases are that answer)."""
+    """Where no listed family's rows fit a run that differed only at the loop's edges (an id list asking for an id
+    outside 1..L-1, or the forward returning h0 or h_L), the generic row's answer holds for a drafter asking none
+    and served neither (the record's other cases are that answer); not where that answer is a failure, which may be
+    the edge itself (SGLang's id L-1 is h_L: the generic row drops it, Gemma's decoder captures it)."""
     run = GenericRun("vllm", "0.33.0", "record", 31, 29, captures_nothing=False, edges_only=True)
-    assert run.settles(None, 32) and run.settles((2, 16, 29), 32) and run.settles((1, 31), 32)
-    assert not run.settles((0, 16, 29), 32) and not run.settles((2, 32), 32) and not run.settles((-1, 2), 32)
-    assert not replace(run, edges_only=False).settles((2, 16, 29), 32)
+    assert run.settles(None, 32, (2, 16, 29)) and run.settles((2, 16, 29), 32, (2, 16, 29))
+    assert run.settles((1, 31), 32, (1, 31))
+    assert not run.settles((0, 16, 29), 32, (0, 16, 29)) and not run.settles((2, 32), 32, (2, 32))
+    assert not run.settles((-1, 2), 32, (31, 2))
+    assert not run.settles((1, 15, 31), 32, (2, 16, 32))  # ids inside, served h_L (SGLang's +1)
+    assert not run.settles((1, 15, 31), 32, None)  # the generic row fails them
+    assert not replace(run, edges_only=False).settles((2, 16, 29), 32, (2, 16, 29))
 
 
-def test_a_capture_that_differs_inside_stays_unverified_naming_the_record(drafter):
-    """SGLang 0.5.16's Gemma4AssistantForCausalLM captured one layer above the generic capture on id lists inside
-    1..L-1 too, and as no listed family's rows say: no drafter's verdict is decided from it."""
-    run = generic_run("sglang", "0.5.16", "Gemma4AssistantForCausalLM", None)
-    assert run is not None and not run.holds and not run.captures_nothing and not run.edges_only
-    assert not run.fits and not run.fits_inside
-    v = _on_gpu(drafter, "Gemma4AssistantForCausalLM", "sglang==0.5.16")
+def test_a_capture_that_differs_only_where_it_returns_the_last_layer_is_decided_inside(drafter, tmp_path):
+    """SGLang's Gemma decoders append the last layer's output after their loop (`if num_layers in
+    layers_to_capture`), where the generic capture has no such line: at 0.5.16 Gemma-4's captured h32 for id 31 and
+    h0 for id -1 and agreed with the generic capture on every other id list. A drafter served neither is decided from
+    the record; one the generic row would serve h_L stays unverified, naming the record."""
+    run = generic_run("sglang", "0.5.16", "Gemma4ForConditionalGeneration", None)
+    assert run is not None and not run.holds and run.edges_only and not run.fits
+    differ = [c for c in run.cases if c["agree"] is False]
+    assert differ and all({0, 32} & set(c["forward_taps"]) for c in differ)
+    v = _on_gpu(drafter, "Gemma4ForConditionalGeneration", "sglang==0.5.16")
+    assert v.status == "ok" and not v.unknowns and v.evidence["level"] == "model-code"
+    assert "returned h0 or h_L" in v.evidence["basis"]
+    asks_last = config_only_drafter(tmp_path / "last", ids=[1, 15, 31], nested=True)
+    v = _on_gpu(asks_last, "Gemma4ForConditionalGeneration", "sglang==0.5.16", Wiring.of([2, 16, 32]))
     assert v.status == "unverified"
-    assert any("captured otherwise in" in u and "sglang-0.5.16-model-code.json" in u for u in v.unknowns)
+    assert any(
+        "captured otherwise in 4 of 31" in u and "sglang-0.5.16-model-code.json" in u for u in v.unknowns
+    )
 
 
 def test_a_target_no_record_ran_is_assumed(drafter):
@@ -150,7 +165,7 @@ def test_a_target_no_record_ran_is_assumed(drafter):
 def test_every_generic_run_decides_check_as_its_outcome_says(drafter):
     """Every run the records hold (coverage's `generic`), at each engine's newest release, one where targets
     captured nothing or were refused (SGLang 0.5.21, vLLM 0.17.1: the Transformers modeling backend under its
-    pinned transformers) and one where one fits no row (SGLang 0.5.16): `check` on that
+    pinned transformers) and one where they differ only at the loop's edges (SGLang 0.5.16): `check` on that
     target decides as the outcome says, for that runner."""
     from eaglewire.engines import table
     from eaglewire.jobs.coverage import coverage
@@ -160,8 +175,8 @@ def test_every_generic_run_decides_check_as_its_outcome_says(drafter):
         "vllm": {table.NEWEST["vllm"], "0.17.1"},
     }
     runs = [g for g in coverage().generic if g["release"] in releases[g["engine"]]]
-    assert {g["outcome"] for g in runs} == {"holds", "differs", "as listed families", "as listed families inside the loop",
-                                            "captures nothing", "refused"}  # fmt: skip
+    assert {g["outcome"] for g in runs} == {"holds", "differs at the edges", "as listed families",
+                                            "as listed families inside the loop", "captures nothing", "refused"}  # fmt: skip
     assert {g["engine"] for g in runs} == {"sglang", "vllm"}
     for g in runs:
         spec = f"{g['engine']}=={g['release']}"
@@ -180,8 +195,9 @@ def test_every_generic_run_decides_check_as_its_outcome_says(drafter):
         elif g["outcome"].startswith("as listed families"):  # served by those rows (they answer it alike)
             assert not table_unknown and v.row_key in g["fits"], where
             assert f"as row {v.row_key} says" in v.evidence["basis"], where
-        elif g["outcome"] == "differs at the edges":  # the drafter's default ids ask for none outside 1..L-1
+        elif g["outcome"] == "differs at the edges":  # the drafter's default ids ask for no edge, nor get one
             assert not table_unknown and "outside 1..L-1" in v.evidence["basis"], where
+            assert v.status != "unverified", where
         else:
             assert v.status == "unverified" and any(g["record"] in u for u in table_unknown), where
 
@@ -304,3 +320,38 @@ def test_a_mistral_target_before_0_22_is_refused_by_the_gate_the_release_ran(dra
     assert "eagle3 model_type gate, run by draft-settings/vllm-0.20.2.json" in v.evidence["basis"]
     (v,) = check(drafter, target, ["vllm==0.22.0"], TRAINED, platform="cuda").verdicts
     assert v.status == "ok" and "gate" not in v.evidence["basis"]
+
+
+def test_glm5_is_served_by_the_deepseek_rows_its_decoder_is(drafter):
+    """SGLang serves GLM-5 (GlmMoeDsaForCausalLM) with DeepSeek-V2's decoder and its DSA top-k sharing, whose
+    forward asks the forward context for the attention backend (0.5.14+) and whose launch asks the GPU's compute
+    capability: the records publish both as the engine does and run it at every release that lists it. It captures
+    as the DeepSeek rows say, the +1 offset dropped from 0.5.13 as theirs is, so `check` serves it by them."""
+    for release, row in (("0.5.16", "sglang-deepseek-0.5.14-0.5.16"), ("0.5.23", "sglang-deepseek-0.5.17+")):
+        run = generic_run("sglang", release, "GlmMoeDsaForCausalLM", None)
+        assert run is not None and not run.holds and row in run.fits, release
+        v = _on_gpu(drafter, "GlmMoeDsaForCausalLM", f"sglang=={release}")
+        assert v.status == "ok" and v.row_key == row and v.evidence["level"] == "model-code", release
+    assert generic_run("sglang", "0.5.11", "GlmMoeDsaForCausalLM", None).holds  # +1, as the generic rows
+
+
+def test_ling_and_gemma4_run_with_the_config_their_release_loads():
+    """Ling (Bailing) checkpoints bring their config class as remote code, of which SGLang ships a copy from 0.5.21:
+    the records load it from there, so the real layers (0.5.21+) find the keys Ling's code reads (`embedding_dropout`
+    was missing from the Llama config used before). Gemma-4's transformers config states head_dim per layer at
+    5.19.0, which SGLang before 0.5.22 cannot load: its cases run under the transformers each release pins."""
+    recs = {r["engine"]: r for r in records("model-code") if r["engine"].startswith("sglang==")}
+    for release in ("0.5.21", "0.5.22", "0.5.23"):
+        rec = recs[f"sglang=={release}"]
+        for arch in ("BailingMoeV2ForCausalLM", "SarvamMoEForCausalLM"):
+            (fam,) = [f for f in rec["families"] if f["architecture"] == arch]
+            assert fam["claims"] == fam["cases"] == 31 and fam.get("layers") == "real", (release, arch)
+    assert generic_run("sglang", "0.5.23", "BailingMoeV2ForCausalLM", None).holds
+    for release, pin in (("0.5.12", "5.6.0"), ("0.5.16", "5.12.1"), ("0.5.23", "5.19.0")):
+        rec = recs[f"sglang=={release}"]
+        (fam,) = [f for f in rec["families"] if f["architecture"] == "Gemma4ForConditionalGeneration"]
+        assert fam["claims"] == 31, release
+        merged = [
+            m for m in rec["provenance"]["merged"] if "Gemma4ForConditionalGeneration" in m["architectures"]
+        ]
+        assert merged[-1]["transformers_pinned"] == pin, release

@@ -46,6 +46,7 @@ residual stream, so the state a capture took reads as the k of its tap h_k (`_re
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import importlib
 import importlib.util
@@ -324,6 +325,17 @@ def _stand_ins(inner, config=None) -> None:
     for name in EMBEDDINGS:  # the decoder's own name for them
         if f"self.{name} =" in _class_source(type(inner)):
             setattr(inner, name, inner.embed_tokens)
+    # norms its forward or embedding applies under names of their own (NemotronH's final `norm_f`, MuseGlimmer's
+    # `embed_norm` on h_0): the stand-in norm (h_0 = 0 stays 0; the final one sums the stream, read by nothing)
+    embed = _method_source(type(inner), "embed_input_ids")
+    for name in dict.fromkeys(re.findall(r"self\.(\w*norm\w*)\(", forward + embed)):
+        if not hasattr(inner, name):
+            setattr(inner, name, Norm())
+    # modules its loop hands every layer (InternS2-Mobius's shared `meta_mlp=self.meta_mlp`): the stand-in layers
+    # read none of them, so an empty list stands in
+    for name in dict.fromkeys(re.findall(r"\w+=self\.(\w+)\s*[,)]", forward)):
+        if not hasattr(inner, name) and f"self.{name} = nn.ModuleList(" in _class_source(type(inner)):
+            setattr(inner, name, torch.nn.ModuleList())
     inner.pp_group = SimpleNamespace(is_first_rank=True, is_last_rank=True, world_size=1, rank_in_group=0)
     if config is not None:
         if not hasattr(inner, "config"):
@@ -332,6 +344,10 @@ def _stand_ins(inner, config=None) -> None:
     for name, value in ONE_GPU.items():
         if not hasattr(inner, name):
             setattr(inner, name, value)
+    if "self.parallel_config" in forward and not hasattr(inner, "parallel_config"):  # vLLM DeepSeek-V4.1's
+        from vllm.config import ParallelConfig
+
+        inner.parallel_config = ParallelConfig()  # one GPU's: no context, pipeline or data parallelism
 
 
 def _method_source(cls: type, name: str) -> str:
@@ -384,13 +400,18 @@ def _init_attributes(inner, config) -> None:
             own = own and target.value.id == "self"
             if not (own or isinstance(target, ast.Name)) or (own and target.attr in STOOD_IN):
                 continue
-            try:
-                value = eval(compile(ast.Expression(stmt.value), klass.__name__, "eval"), namespace)
-            except Exception:
-                continue
+            if _builds_dropout(stmt.value):  # the identity at inference, whatever rate the config gives
+                value = torch.nn.Identity()
+            else:
+                try:
+                    value = eval(compile(ast.Expression(stmt.value), klass.__name__, "eval"), namespace)
+                except Exception:
+                    continue
             # a module the line builds stays stood in; a slice of the stand-in layers is kept (GLM-5-Next's
-            # `_active_layers = self.layers[start:end]`, the list its loop runs)
-            if isinstance(value, torch.nn.Module) and not _of_stand_ins(value, inner):
+            # `_active_layers = self.layers[start:end]`, the list its loop runs), as is a dropout
+            if isinstance(value, torch.nn.Module) and not (
+                _of_stand_ins(value, inner) or _builds_dropout(stmt.value)
+            ):
                 continue
             if own:
                 setattr(inner, target.attr, value)
@@ -410,6 +431,16 @@ def _init_attributes(inner, config) -> None:
     for name, value in SERVER_DEFAULTS.items():
         if not hasattr(inner, name):
             setattr(inner, name, value)
+
+
+def _builds_dropout(node) -> bool:
+    """Whether an __init__ line's value builds a dropout (`torch.nn.Dropout(config.embedding_dropout)`: Sarvam's, on
+    its embeddings), which is the identity in an engine's forward."""
+    import ast
+
+    func = node.func if isinstance(node, ast.Call) else None
+    name = func.attr if isinstance(func, ast.Attribute) else func.id if isinstance(func, ast.Name) else ""
+    return name.endswith("Dropout")
 
 
 def _of_stand_ins(value, inner) -> bool:
@@ -594,6 +625,12 @@ def _found_inner(cls: type) -> type | None:
     return None
 
 
+def _keeps_capture(cls: type) -> bool:
+    """Whether a class's own code keeps the capture list (`layers_to_capture`): a decoder, where a wrapper keeps
+    its decoder itself as its text model (SGLang's Gemma-4: `self.language_model = Gemma4TextModel(...)`)."""
+    return cls.__module__.startswith("sglang") and "self.layers_to_capture" in _class_source(cls)
+
+
 def _init_default(cls: type, name: str) -> Any:
     """The default of an __init__ parameter `name` (the first class of the MRO whose __init__ takes it)."""
     for k in cls.__mro__:
@@ -698,6 +735,11 @@ CHECKPOINT_KEYS = {
     "kimi": {"rope_scaling": YARN, "moe_layer_freq": 1},
     "qwen3_next": {"full_attention_interval": 4},
     "qwen3_5": {"full_attention_interval": 4},  # Qwen3.5's checkpoints: Qwen3-Next's hybrid layout
+    # Gemma-4 31B and 26B-A4B, the checkpoints drafters are trained for: no per-layer inputs (PLE is E2B/E4B's:
+    # SGLang gemma4_causal.py @0.5.23), which transformers' Gemma4TextConfig defaults to 256
+    "gemma4": {"hidden_size_per_layer_input": 0},
+    # GLM-5's (DeepSeek-V3's keys; SGLang's deepseek_v2.py _is_layer_sparse reads it unconditionally, 0.5.2x)
+    "glm_moe_dsa": {"moe_layer_freq": 1},
 }
 # architectures whose config class is their checkpoints' remote code, a type transformers does not know (their
 # config is then a Llama one): the fields those checkpoints carry that the model code reads. MiniCPM's muP scales
@@ -716,8 +758,9 @@ ARCH_KEYS = {
 @functools.cache
 def _target_dir(arch: str, num_layers: int, model_type: str | None = None) -> Path:
     """A model folder holding only the target's config.json (kept for the probe's life: a launch reads it), with
-    the keys its family's (`CHECKPOINT_KEYS`) or architecture's (`ARCH_KEYS`) checkpoints carry."""
-    model_type, wrapped = _model_type(arch, model_type)
+    the keys its family's (`CHECKPOINT_KEYS`) or architecture's (`ARCH_KEYS`) checkpoints carry, and the config
+    code of a checkpoint that brings its own (`REMOTE_CONFIG`)."""
+    model_type, wrapped = _model_type(arch, model_type or _remote_type(arch))
     text: dict[str, Any] = {"num_hidden_layers": num_layers} | ARCH_KEYS.get(arch, {})
     for prefix, keys in CHECKPOINT_KEYS.items():
         if model_type.startswith(prefix):
@@ -729,24 +772,49 @@ def _target_dir(arch: str, num_layers: int, model_type: str | None = None) -> Pa
         cfg |= text
     folder = Path(tempfile.mkdtemp(prefix="capture-probe-"))
     if model_type in REMOTE_CONFIG:  # the checkpoint's own config code (served with --trust-remote-code)
-        module, text = REMOTE_CONFIG[model_type]
-        (folder / f"{module}.py").write_text(text)
-        cfg["auto_map"] = {"AutoConfig": f"{module}.DeepseekV3Config"}
+        module, name, code = REMOTE_CONFIG[model_type]
+        (folder / f"{module}.py").write_text(code)
+        cfg["auto_map"] = {"AutoConfig": f"{module}.{name}"}
     (folder / "config.json").write_text(json.dumps(cfg))
     return folder
 
 
-# model types transformers does not know, whose checkpoints bring their config class as remote code: Kimi-K2's
-# configuration_deepseek.py is DeepSeek-V3's config class under model_type `kimi_k2`
+# model types transformers does not know, whose checkpoints bring their config class as remote code: (its module,
+# its class, the module's code). Kimi-K2's configuration_deepseek.py is DeepSeek-V3's config class under model_type
+# `kimi_k2`; Ling-2.0's (inclusionAI) configuration_bailing_moe_v2.py is the class SGLang ships a copy of
+# (sglang/srt/configs/bailing_moe_v2.py, for its multimodal Bailing models), taken from there
 REMOTE_CONFIG = {
-    "kimi_k2": ("configuration_deepseek", "from transformers import DeepseekV3Config as _Base\n\n\n"
-                "class DeepseekV3Config(_Base):\n    model_type = 'kimi_k2'\n"),
+    "kimi_k2": ("configuration_deepseek", "DeepseekV3Config", "from transformers import DeepseekV3Config as _Base"
+                "\n\n\nclass DeepseekV3Config(_Base):\n    model_type = 'kimi_k2'\n"),
+    "bailing_moe_v2": ("configuration_bailing_moe_v2", "BailingMoeV2Config",
+                       "from sglang.srt.configs.bailing_moe_v2 import BailingMoeV2Config  # noqa: F401\n"),
 }  # fmt: skip
+# architectures whose checkpoints name such a model type: Ling's; Sarvam's MoE, which SGLang builds as Bailing's
+# (SarvamMoEForCausalLM(BailingMoEForCausalLM): the same code reads the same keys)
+REMOTE_ARCHS = dict.fromkeys(
+    ("BailingMoEForCausalLM", "BailingMoeForCausalLM", "BailingMoeV2ForCausalLM", "SarvamMoEForCausalLM"),
+    "bailing_moe_v2",
+)
+
+
+def _remote_type(arch: str) -> str | None:
+    """The model type of an architecture served from remote config code (`REMOTE_ARCHS`), where the installed
+    release holds the class that code takes (SGLang ships its Bailing copy from 0.5.21 on); None otherwise (the
+    config is then the plain decoder's, whose keys the release's loop reads)."""
+    model_type = REMOTE_ARCHS.get(arch)
+    if model_type is None:
+        return None
+    source = REMOTE_CONFIG[model_type][2].split()[1]  # `from <module> import ...`
+    try:
+        found = importlib.util.find_spec(source) is not None
+    except ModuleNotFoundError:
+        found = False
+    return model_type if found else None
 
 
 def _remote(arch: str, model_type: str | None) -> bool:
     """Whether the target's config is remote code (the launch then trusts it, as a Kimi-K2 launch must)."""
-    return _model_type(arch, model_type)[0] in REMOTE_CONFIG
+    return _model_type(arch, model_type or _remote_type(arch))[0] in REMOTE_CONFIG
 
 
 @functools.cache
@@ -761,12 +829,15 @@ def _sglang_launch(arch: str, num_layers: int, model_type: str | None = None) ->
     done = None
     # a launch the release refuses on a CPU (Qwen3-Next's default mamba extra buffer, 0.5.19+: "requires platform
     # support for Mamba cache state snapshots") is made as a CPU user must make it, without the radix cache, which
-    # holds no part of the capture; one refused both ways sets nothing
-    for extra in ({}, {"disable_radix_cache": True}):
+    # holds no part of the capture; one whose resolution asks the GPU's compute capability (DSA targets: GLM-5's
+    # kv-cache dtype and backend defaults, 0.5.2x model_hook.py) is made as on a Hopper GPU; one refused every way
+    # sets nothing
+    for extra, gpu in (({}, False), ({"disable_radix_cache": True}, False), ({}, True)):
         try:
-            launch = module.ServerArgs(model_path=str(_target_dir(arch, num_layers, model_type)), device="cpu",
-                                       trust_remote_code=_remote(arch, model_type), **extra)  # fmt: skip
-            done = publish(launch)
+            with _compute_capability((9, 0) if gpu else None):
+                launch = module.ServerArgs(model_path=str(_target_dir(arch, num_layers, model_type)), device="cpu",
+                                           trust_remote_code=_remote(arch, model_type), **extra)  # fmt: skip
+                done = publish(launch)
             if done is None and hasattr(module, "set_global_server_args_for_scheduler"):
                 module.set_global_server_args_for_scheduler(launch)
                 done = "server_args.set_global_server_args_for_scheduler(server_args)"
@@ -775,6 +846,8 @@ def _sglang_launch(arch: str, num_layers: int, model_type: str | None = None) ->
         done = done or "ServerArgs(...)"
         if extra:
             done += " with --disable-radix-cache"
+        if gpu:
+            done += " (as on a GPU of compute capability 9.0)"
         _LAUNCHES[(arch, num_layers, model_type)] = launch
         break
     if done is None:
@@ -786,6 +859,39 @@ def _sglang_launch(arch: str, num_layers: int, model_type: str | None = None) ->
     except Exception:
         pass
     return done
+
+
+@contextlib.contextmanager
+def _compute_capability(answer: tuple[int, int] | None):
+    """torch.cuda.get_device_capability answering `answer` for the block (None: left as it is)."""
+    import torch
+
+    if answer is None:
+        yield
+        return
+    real = torch.cuda.get_device_capability
+    torch.cuda.get_device_capability = lambda *args, **kwargs: answer
+    try:
+        yield
+    finally:
+        torch.cuda.get_device_capability = real
+
+
+def _sglang_forward_context() -> str | None:
+    """Releases whose model runner publishes a ForwardContext around every forward (ModelRunner._forward_raw,
+    0.5.2x), which model code reads (DeepSeek/GLM DSA's top-k sharing asks the attention backend whether it runs
+    MHA): one is published, its attention backend a stand-in with no options set (the default path), every other
+    required field likewise. What was set, or None where the release has none."""
+    import dataclasses
+
+    try:
+        from sglang.srt.model_executor.forward_context import ForwardContext, set_forward_context
+    except ImportError:
+        return None
+    needed = [f.name for f in dataclasses.fields(ForwardContext)
+              if f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING]  # fmt: skip
+    set_forward_context(ForwardContext(**{name: SimpleNamespace() for name in needed}))
+    return f"forward_context.set_forward_context(ForwardContext({', '.join(needed)}))"
 
 
 def publish(server_args: Any) -> str | None:
@@ -895,6 +1001,7 @@ def _sglang_request_capture(model, ids) -> str:
 def _sglang_case(case: dict) -> dict:
     arch, num_layers, config = case["arch"], case["num_layers"], case["config"]
     package = "sglang.srt.models"
+    holder = "model"  # the attribute the model keeps its decoder in (or its text model, for a wrapper)
     if arch in SGLANG:
         module_name, inner_path, text_path, keeps = SGLANG[arch]
     elif not case.get("module"):  # no registry data for this release names its module
@@ -912,6 +1019,15 @@ def _sglang_case(case: dict) -> dict:
             # a multimodal wrapper: the decoder of the text model its code builds
             if inner is None and (text := _found_text(outer)) is not None:
                 inner = _found_inner(text)
+                if inner is None and _keeps_capture(
+                    text
+                ):  # the wrapper's text model is the decoder (Gemma-4)
+                    inner, text, holder, keeps = (
+                        text,
+                        None,
+                        "language_model",
+                        "top",
+                    )  # it keeps the whole config
         except Exception as exc:
             return {"ids": None, "inner": None, "error": f"{type(exc).__name__}: {exc}"}
         inner_path = None if inner is None else _qualname(inner, package)
@@ -949,7 +1065,7 @@ def _sglang_case(case: dict) -> dict:
             out["inner"] = _qualname(inner_cls, package)
             if text_path is None:
                 _check_builds(inner_cls, cls)
-                model.model = inner
+                setattr(model, holder, inner)
             else:
                 text_cls = _class(text_path, package)
                 _check_builds(text_cls, cls)
@@ -969,6 +1085,7 @@ def _sglang_case(case: dict) -> dict:
         return out
     if case.get("forward"):
         _sglang_launch(arch, num_layers, case.get("model_type"))
+        _sglang_forward_context()
         out |= _forward_taps(inner, "sglang", text_config)
         if out.get("forward_error", "").endswith(INSIDE_WORDS):  # run the real layers, which make the capture
             out.pop("forward_error")
@@ -976,11 +1093,11 @@ def _sglang_case(case: dict) -> dict:
                 # the config the class that builds the decoder keeps: the outer model's, or the text model's
                 real = _real_decoder(
                     inner_cls,
-                    model.config if text_path is None else text_config,
+                    model.config if text_path is None and holder == "model" else text_config,
                     _LAUNCHES.get((arch, num_layers, case.get("model_type"))),
                 )
                 if text_path is None:
-                    model.model = real
+                    setattr(model, holder, real)
                 else:
                     model.language_model.model = real
                 _sglang_request_capture(model, ids)
@@ -1099,7 +1216,7 @@ def _real_decoder(inner_cls: type, config, launch):
                 swapped.append((module, key, value))
                 setattr(module, key, _contract_norm())
             elif value.__module__.startswith("sglang.srt") and not (
-                key.endswith(("DecoderLayer", "Model")) or "Norm" in key
+                key.endswith(("DecoderLayer", "Model")) or "Norm" in key or _a_capturing_layer(value)
             ):
                 swapped.append((module, key, value))
                 setattr(module, key, Block)
@@ -1114,7 +1231,7 @@ def _real_decoder(inner_cls: type, config, launch):
         def forward(self, input_ids, *args, **kwargs):
             return torch.zeros(input_ids.shape[0], width)
 
-    for name in ("embed_tokens", "embedding"):
+    for name in ("embed_tokens", *EMBEDDINGS):
         if isinstance(getattr(inner, name, None), Block):
             setattr(inner, name, Embed())
     with torch.no_grad():
@@ -1126,6 +1243,15 @@ def _real_decoder(inner_cls: type, config, launch):
             if inspect.isfunction(getattr(type(layer), name, None)):
                 object.__setattr__(layer, name, Block())  # the instance's own, over the class's method
     return inner
+
+
+def _a_capturing_layer(cls: type) -> bool:
+    """Whether a module class is a decoder layer that captures inside itself (its forward takes a capture argument,
+    `INSIDE`), whatever its name (Bailing's `BailingMoEBlock`): kept real."""
+    try:
+        return bool(set(inspect.signature(cls.forward).parameters) & set(INSIDE))
+    except (AttributeError, TypeError, ValueError):
+        return False
 
 
 @functools.cache

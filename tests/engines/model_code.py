@@ -120,22 +120,29 @@ def install(python: str, engine: str, release: str) -> None:
 
 # the module of vLLM's Transformers modeling backend (a file before 0.22, a package from it)
 BACKEND = "vllm.model_executor.models.transformers"
+# architectures whose transformers config class later transformers 5 releases reshaped: Gemma-4's states head_dim
+# per layer (reading it globally raises AmbiguousGlobalPerLayerAttributeError at 5.19.0; a plain field at 5.12.1,
+# SGLang 0.5.16-0.5.21's pin), so only the release's own pin loads it as the release does
+PINNED_CONFIG = ("Gemma4",)
+# the provenance key naming the transformers the pinned cases ran under (vLLM: the backend's)
+PINNED_KEY = {"vllm": "transformers_backend", "sglang": "transformers_pinned"}
 PINNED = """
 import importlib.metadata as m, json
 from packaging.requirements import Requirement
 have = m.version("transformers")
-pins = [Requirement(r) for r in m.requires("vllm") or [] if r.startswith("transformers")]
+pins = [Requirement(r) for r in m.requires(PACKAGE) or [] if r.startswith("transformers")]
 pins = [r for r in pins if r.marker is None or r.marker.evaluate()]
 print(json.dumps([have, str(pins[0].specifier) if pins else "", all(r.specifier.contains(have) for r in pins)]))
 """
 
 
-def transformers_overlay(python: str) -> tuple[str | None, str]:
-    """(a folder to put first on the path, the transformers version the backend's cases run with): the installed
+def transformers_overlay(python: str, engine: str = "vllm") -> tuple[str | None, str]:
+    """(a folder to put first on the path, the transformers version the pinned cases run with): the installed
     release's pinned transformers, where the venv's does not satisfy the pin (vLLM 0.13-0.23 pin `<5`: their
     backend imports transformers 4's `OutputRecorder` from `transformers.utils.generic`). The newest release of
     the pin, with its own dependencies, is installed once beside the venv (`overlays/`)."""
-    have, spec, ok = json.loads(subprocess.run([python, "-c", PINNED], capture_output=True, text=True,
+    code = PINNED.replace("PACKAGE", repr(engine))
+    have, spec, ok = json.loads(subprocess.run([python, "-c", code], capture_output=True, text=True,
                                                check=True).stdout)  # fmt: skip
     if ok:
         return None, have
@@ -301,22 +308,27 @@ def agrees(result: dict, table: dict, engine: str = "sglang") -> bool | None:
     return None
 
 
-def observe(python: str, engine: str, release: str, only: frozenset[str] = frozenset()) -> dict:
+def observe(python: str, engine: str, release: str, only: frozenset[str] = frozenset()) -> dict | None:
     """One release's record: the cases the forward decided (each with the table's agreement; tests/test_model_code.py
     recomputes the table's side), what it covers per runner and platform, and what made no claim, with why.
-    `only`: those architectures' cases alone (`merge_archs` puts them into the release's record)."""
+    `only`: those architectures' cases alone (`merge_archs` puts them into the release's record); None where the
+    release lists none of them."""
     t0 = time.time()
-    install(python, engine, release)
     cases, meta = cases_for(engine, release)
     if only:
         kept = [i for i, m in enumerate(meta) if m[0] in only]
         cases, meta = [cases[i] for i in kept], [meta[i] for i in kept]
-    # the Transformers modeling backend runs transformers' own decoder: the release's pinned transformers runs it
-    on_backend = {i for i, c in enumerate(cases) if (c.get("module") or "").startswith(BACKEND)}
-    overlay, backend_transformers = transformers_overlay(python) if on_backend else (None, None)
-    # one probe per path: the backend's cases with the overlay first (where there is one), the rest without
-    rest = [i for i in range(len(cases)) if not overlay or i not in on_backend]
-    groups = [(rest, None), (sorted(on_backend), overlay)] if overlay else [(rest, None)]
+        if not cases:
+            return None
+    install(python, engine, release)
+    # the Transformers modeling backend runs transformers' own decoder, and a config class transformers reshaped
+    # (`PINNED_CONFIG`) loads as the release loads it only there: the release's pinned transformers runs them
+    pinned = {i for i, c in enumerate(cases)
+              if (c.get("module") or "").startswith(BACKEND) or c["arch"].startswith(PINNED_CONFIG)}  # fmt: skip
+    overlay, pinned_transformers = transformers_overlay(python, engine) if pinned else (None, None)
+    # one probe per path: the pinned cases with the overlay first (where there is one), the rest without
+    rest = [i for i in range(len(cases)) if not overlay or i not in pinned]
+    groups = [(rest, None), (sorted(pinned), overlay)] if overlay else [(rest, None)]
     results: list = [None] * len(cases)
     for indices, path in groups:
         if indices:
@@ -405,7 +417,7 @@ def observe(python: str, engine: str, release: str, only: frozenset[str] = froze
         "cases": rows,
         "provenance": {"probe": "tests/engines/capture_probe.py", engine: data["version"],
                        "python": sys.version.split()[0], "seconds": round(time.time() - t0, 1)}
-                      | ({"transformers_backend": backend_transformers} if backend_transformers else {}),
+                      | ({PINNED_KEY[engine]: pinned_transformers} if pinned_transformers else {}),
     }  # fmt: skip
 
 
@@ -427,8 +439,8 @@ def merge_archs(record: dict, part: dict, only: frozenset[str], engine: str, rel
     out["covers"] = covers(engine, release, out["families"])
     merged = {"architectures": sorted(only), "probe": part["provenance"]["probe"],
               "seconds": part["provenance"]["seconds"]}  # fmt: skip
-    if "transformers_backend" in part["provenance"]:
-        merged["transformers_backend"] = part["provenance"]["transformers_backend"]
+    if PINNED_KEY[engine] in part["provenance"]:
+        merged[PINNED_KEY[engine]] = part["provenance"][PINNED_KEY[engine]]
     out["provenance"] = record["provenance"] | {"merged": [*record["provenance"].get("merged", []), merged]}
     return out
 
@@ -490,6 +502,8 @@ def main() -> None:
             continue
         try:
             rec = observe(args.python, args.engine, v, only)
+            if rec is None:  # the release lists none of the architectures asked for
+                continue
             if only:
                 rec = merge_archs(json.loads(path.read_text()), rec, only, args.engine, v)
         except Exception as exc:  # recorded in the log, not fatal: the next release goes on

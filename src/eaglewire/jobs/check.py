@@ -457,7 +457,8 @@ def _settling(run: GenericRun | None, served: conv.Resolution, target: TargetInf
         return None
     key, L = served.row.key, target.num_layers
     fitted = key in run.fits or (key in run.fits_inside and inside_loop(served.ids, L))
-    return run if fitted or run.settles(served.ids, L) else None
+    taps = tuple(served.taps.indices) if served.taps is not None else None
+    return run if fitted or run.settles(served.ids, L, taps) else None
 
 
 def _fitted(
@@ -529,7 +530,8 @@ def _row_unknowns(
         said = f" ({m.basis})" if m.basis else ""
         how = "read" if m.model_known else "assumed"
         edges = (
-            ", each asking for an id outside 1..L-1, as this drafter's ids do"
+            ", each at an edge of the loop (an id outside 1..L-1, or h0 or h_L captured), as this drafter's "
+            "ids ask for"
             if run and run.edges_only
             else ""
         )

@@ -321,8 +321,8 @@ def generic_targets() -> list[dict]:
     `as listed families` (every case is what the table's rows for some listed families say, `fits`: `check` decides
     from them where they answer a drafter alike), `as listed families inside the loop` (every case asking ids
     inside 1..L-1 is: likewise, for a drafter whose ids are), `differs at the edges` (only where an id list asked
-    for an id outside 1..L-1: `check` decides for a drafter whose ids ask for none) or `differs` (`check`:
-    unverified, naming the record)."""
+    for an id outside 1..L-1 or the forward returned h0 or h_L: `check` decides for a drafter whose ids ask for
+    none and who is served neither) or `differs` (`check`: unverified, naming the record)."""
     out = []
     for engine in ENGINES:
         for (release, arch, runner), run in sorted(_generic_runs(engine).items(),
@@ -415,8 +415,9 @@ families say, such as a decoder borrowed from DeepSeek or Qwen: `check` serves t
 answer it alike), **as listed families inside the loop** (the same for every case asking ids inside 1..L-1, the
 decoder differing from every row at id 0 or id L: decided so for a drafter whose ids are inside, else `unverified`),
 **differs at the edges** (it captured otherwise only where an id list asked for
-an id outside 1..L-1, such as id 0 crashing or id L never captured: `check` decides for a drafter whose ids ask for
-none, and otherwise stays `unverified` naming the record), **differs** (`check` stays `unverified` and names the
+an id outside 1..L-1, such as id 0 crashing or id L never captured, or where the forward returned h0 or h_L, such as
+SGLang's Gemma decoders appending the last layer's output after their loop: `check` decides for a drafter whose ids
+ask for none and who is served neither, and otherwise stays `unverified` naming the record), **differs** (`check` stays `unverified` and names the
 record). A target the probe could not build is not listed (the record's `not_run` says why): `check` assumes its
 generic capture.
 """
@@ -500,7 +501,8 @@ def executed_at(engine: str, version: str, family: str, runner: str | None) -> s
 
 # what a verdict on a target whose capture differed from the generic one at the edges rests on
 EDGES = (
-    "it captured otherwise only where an id list asked for an id outside 1..L-1, which this drafter does not"
+    "it captured otherwise only where an id list asked for an id outside 1..L-1 or where it returned h0 or h_L, "
+    "which this drafter asks for none of and is served neither"
 )
 
 
@@ -667,14 +669,17 @@ class GenericRun:
         runner = cases[0]["runner"] or ""
         return tuple(r.key for r in fitting_rows(self.engine, self.release, runner, list(cases)))
 
-    def settles(self, ids: tuple[int, ...] | None, num_layers: int) -> bool:
+    def settles(self, ids: tuple[int, ...] | None, num_layers: int, taps: tuple[int, ...] | None) -> bool:
         """Whether the run decides what a drafter served these ids (None: the engine's default) is fed on an
-        L-layer target: the capture held in every case or captured nothing in any, or it differed only where an
-        id list asked for an id outside 1..L-1 and these ask for none (the generic capture then holds for them, as
-        in every case of the record that asked for none)."""
+        L-layer target: the capture held in every case or captured nothing in any, or it differed only at the
+        loop's edges (`_edges_only`) and these ask for none, nor are served one (`taps`, the generic row's answer;
+        None where that answer is a failure, which an edge may be: id L-1 is h_L, which SGLang's Gemma decoders
+        capture and the generic row drops); the generic capture then holds for them, as in every case of the
+        record that asked for none."""
         if self.holds or self.captures_nothing or self.refused:
             return True
-        return self.edges_only and inside_loop(ids, num_layers)
+        inside = taps is not None and all(0 < t < num_layers for t in taps)
+        return self.edges_only and inside_loop(ids, num_layers) and inside
 
 
 @cache
@@ -752,10 +757,17 @@ def _asked(case: dict) -> list[int] | None:
 
 def _edges_only(cases: tuple[dict, ...]) -> bool:
     """Whether every case that captured otherwise than the generic capture asked for an id outside 1..L-1 (ids as
-    the release's runner read them) and every case on the engine's default ids held."""
+    the release's runner read them) or captured an edge of the loop itself (h0, the embeddings, or h_L, the last
+    layer's output: SGLang's Gemma-4 appends h_L after its loop where the generic capture has no such line), and
+    every case on the engine's default ids held."""
     differ = [c for c in cases if c["agree"] is False]
-    edges = all(not inside_loop(_asked(c), c["num_layers"]) for c in differ)
+    edges = all(not inside_loop(_asked(c), c["num_layers"]) or _at_edge(c) for c in differ)
     return bool(differ) and edges and all(c["agree"] is True for c in cases if _asked(c) is None)
+
+
+def _at_edge(case: dict) -> bool:
+    """Whether a case's forward returned the state before the first layer or after the last (h0 or h_L)."""
+    return any(t in (0, case["num_layers"]) for t in case["forward_taps"] or ())
 
 
 def generic_run(engine: str, version: str, arch: str | None, runner: str | None) -> GenericRun | None:
