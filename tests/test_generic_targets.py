@@ -355,3 +355,28 @@ def test_ling_and_gemma4_run_with_the_config_their_release_loads():
             m for m in rec["provenance"]["merged"] if "Gemma4ForConditionalGeneration" in m["architectures"]
         ]
         assert merged[-1]["transformers_pinned"] == pin, release
+
+
+@pytest.mark.parametrize(
+    "arch, first",
+    [
+        ("NemotronHForCausalLM", "0.22.0"),  # its final norm is `norm_f`
+        ("MuseGlimmerForCausalLM", "0.28.0"),  # a norm on the embeddings, `embed_norm`
+        ("InternS2MobiusForConditionalGeneration", "0.28.0"),  # a module list its loop hands every layer
+        ("SarvamMLAForCausalLM", "0.30.0"),  # a dropout on the embeddings, built from a key Llama's config lacks
+    ],
+)
+def test_decoders_with_parts_of_their_own_around_the_loop_are_decided(drafter, arch, first):
+    """vLLM decoders whose loop reads parts the stand-ins did not give (a norm under a name of its own, a module list
+    handed to every layer, a dropout) run at every release that serves them and capture as the generic capture,
+    on both runners: `check` decides from the record."""
+    from packaging.version import Version
+
+    for runner in ("v1", "mrv2"):
+        run = generic_run("vllm", first, arch, runner)
+        assert run is not None and run.holds and run.claims == 31, (first, runner)
+    recs = [r for r in records("model-code") if r["engine"].startswith("vllm==")
+            and Version(r["engine"].split("==")[1]) >= Version(first)]  # fmt: skip
+    assert all(not any(f"({arch})" in k for k in r["not_run"]) for r in recs)
+    v = _on_gpu(drafter, arch, "vllm==0.33.0")
+    assert v.status == "ok" and v.evidence["level"] == "model-code" and not v.unknowns
