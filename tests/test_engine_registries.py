@@ -101,6 +101,19 @@ def test_qwen2_vl_is_not_eagle3_in_either_engine_and_glm45_moe_not_in_vllm():
     )
 
 
+def test_draft_models_the_registries_list_are_not_targets():
+    """The registries list draft architectures beside targets (vLLM's P-EAGLE `Peagle*` heads in its speculative
+    models, SGLang's Gemma-4 `*AssistantForCausalLM` MTP drafters, DFlash draft models): none is a target a drafter
+    is served beside, so no record runs one as such."""
+    drafts = ("PeagleQwen3ForCausalLM", "PeagleLlamaForCausalLM", "Gemma4AssistantForCausalLM",
+              "Gemma4UnifiedAssistantForCausalLM", "DFlashDraftModel", "Eagle3LlamaForCausalLM")  # fmt: skip
+    for engine in ENGINES:
+        for version in READ[engine]:
+            assert not set(drafts) & set(registries.targets(engine, version)), (engine, version)
+    assert "Gemma4ForConditionalGeneration" in registries.targets("sglang", "0.5.23")
+    assert "Qwen3ForCausalLM" in registries.targets("vllm", "0.33.0")
+
+
 def test_the_mtp_rows_follow_each_release_list():
     """The flag rows for MTP/NextN targets are built from the wheels' own lists (data/registry.json): grouped into
     version ranges, every release read answers with exactly its own list."""

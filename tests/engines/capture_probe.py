@@ -735,6 +735,9 @@ CHECKPOINT_KEYS = {
     "kimi": {"rope_scaling": YARN, "moe_layer_freq": 1},
     "qwen3_next": {"full_attention_interval": 4},
     "qwen3_5": {"full_attention_interval": 4},  # Qwen3.5's checkpoints: Qwen3-Next's hybrid layout
+    "intern_s2_preview": {
+        "full_attention_interval": 4
+    },  # Intern-S2-Preview's: Qwen3.5-MoE's config and layout
     # Gemma-4 31B and 26B-A4B, the checkpoints drafters are trained for: no per-layer inputs (PLE is E2B/E4B's:
     # SGLang gemma4_causal.py @0.5.23), which transformers' Gemma4TextConfig defaults to 256
     "gemma4": {"hidden_size_per_layer_input": 0},
@@ -877,21 +880,24 @@ def _compute_capability(answer: tuple[int, int] | None):
         torch.cuda.get_device_capability = real
 
 
-def _sglang_forward_context() -> str | None:
-    """Releases whose model runner publishes a ForwardContext around every forward (ModelRunner._forward_raw,
-    0.5.2x), which model code reads (DeepSeek/GLM DSA's top-k sharing asks the attention backend whether it runs
-    MHA): one is published, its attention backend a stand-in with no options set (the default path), every other
-    required field likewise. What was set, or None where the release has none."""
+@contextlib.contextmanager
+def _sglang_forward_context():
+    """For the block, the ForwardContext a release's model runner publishes around every forward
+    (ModelRunner._forward_raw, 0.5.2x), which model code reads (DeepSeek/GLM DSA's top-k sharing asks the attention
+    backend whether it runs MHA): its attention backend a stand-in with no options set (the default path), every
+    other required field likewise. Only around the forward: code that builds layers asserts it runs outside one
+    (`is_shared_experts_fusion_disabled`). Nothing where the release has none."""
     import dataclasses
 
     try:
-        from sglang.srt.model_executor.forward_context import ForwardContext, set_forward_context
+        from sglang.srt.model_executor.forward_context import ForwardContext, forward_context
     except ImportError:
-        return None
+        yield
+        return
     needed = [f.name for f in dataclasses.fields(ForwardContext)
               if f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING]  # fmt: skip
-    set_forward_context(ForwardContext(**{name: SimpleNamespace() for name in needed}))
-    return f"forward_context.set_forward_context(ForwardContext({', '.join(needed)}))"
+    with forward_context(ForwardContext(**{name: SimpleNamespace() for name in needed})):
+        yield
 
 
 def publish(server_args: Any) -> str | None:
@@ -920,6 +926,8 @@ def _model_type(arch: str, model_type: str | None) -> tuple[str, bool]:
     names one (a family with no architecture of its own: Kimi-K2 is DeepseekV3ForCausalLM with `kimi_k2`), else
     the architecture's; a registry target outside the table: a plain decoder."""
     found, wrapped = _MODEL_TYPES.get(arch) or _hf_model_type(arch) or ("llama", False)
+    if model_type in _ENGINE_TYPES:  # a config class the engine ships: a wrapper where it has a text config
+        wrapped = _ENGINE_TYPES[model_type]
     return (model_type or found), wrapped
 
 
@@ -964,6 +972,41 @@ _MODEL_TYPES = {
 }  # fmt: skip
 
 
+def _sglang_config_type(arch: str, module: str | None) -> str | None:
+    """A target whose model type transformers does not know, whose config class SGLang ships (sglang/srt/configs/,
+    named for it, imported by its model file or exported by the package: Cosmos-3's `Cosmos3Config`, InternS2
+    Preview's): that class's model type, which SGLang's loader registers. None otherwise (a type transformers knows, or none found: the
+    plain decoder's config then)."""
+    import re
+
+    from transformers import PretrainedConfig
+
+    if arch in _MODEL_TYPES or arch in REMOTE_ARCHS or _hf_model_type(arch) is not None or not module:
+        return None
+    name = re.sub(r"For\w+$", "", arch) + "Config"
+    cls = None
+    for where in (module, "sglang.srt.configs"):  # its model file's import, else the package's exports
+        try:
+            cls = cls or vars(importlib.import_module(where)).get(name)
+        except Exception:
+            continue
+    if not (
+        isinstance(cls, type) and issubclass(cls, PretrainedConfig) and cls.__module__.startswith("sglang.")
+    ):
+        return None
+    model_type = getattr(cls, "model_type", None) or None
+    if model_type:
+        try:
+            _ENGINE_TYPES[model_type] = hasattr(cls(), "text_config")
+        except Exception:
+            return None
+    return model_type
+
+
+# model types of the config classes an engine ships (_sglang_config_type) -> whether the class has a text config
+_ENGINE_TYPES: dict[str, bool] = {}
+
+
 def _sglang_request_capture(model, ids) -> str:
     """Ask the target to capture the way the installed release's model runner does, by what the release has:
     `configure_aux_hidden_state_capture` (0.5.16+, model_runner_components/attention_backend_setup.py, called with
@@ -1001,6 +1044,8 @@ def _sglang_request_capture(model, ids) -> str:
 def _sglang_case(case: dict) -> dict:
     arch, num_layers, config = case["arch"], case["num_layers"], case["config"]
     package = "sglang.srt.models"
+    # the model type its checkpoints name: the case's, else that of the config class SGLang ships for it
+    model_type = case.get("model_type") or _sglang_config_type(arch, case.get("module"))
     holder = "model"  # the attribute the model keeps its decoder in (or its text model, for a wrapper)
     if arch in SGLANG:
         module_name, inner_path, text_path, keeps = SGLANG[arch]
@@ -1053,7 +1098,7 @@ def _sglang_case(case: dict) -> dict:
         )
         return out
     try:
-        loaded = _sglang_config(arch, num_layers, case.get("model_type"))
+        loaded = _sglang_config(arch, num_layers, model_type)
         text_config = getattr(loaded, "text_config", loaded)
         if keeps == "auto":
             keeps = "top" if hasattr(loaded, "num_hidden_layers") else "text"
@@ -1084,9 +1129,9 @@ def _sglang_case(case: dict) -> dict:
         out["error"] = f"{type(exc).__name__}: {exc}"
         return out
     if case.get("forward"):
-        _sglang_launch(arch, num_layers, case.get("model_type"))
-        _sglang_forward_context()
-        out |= _forward_taps(inner, "sglang", text_config)
+        _sglang_launch(arch, num_layers, model_type)
+        with _sglang_forward_context():
+            out |= _forward_taps(inner, "sglang", text_config)
         if out.get("forward_error", "").endswith(INSIDE_WORDS):  # run the real layers, which make the capture
             out.pop("forward_error")
             try:
@@ -1094,14 +1139,15 @@ def _sglang_case(case: dict) -> dict:
                 real = _real_decoder(
                     inner_cls,
                     model.config if text_path is None and holder == "model" else text_config,
-                    _LAUNCHES.get((arch, num_layers, case.get("model_type"))),
+                    _LAUNCHES.get((arch, num_layers, model_type)),
                 )
                 if text_path is None:
                     setattr(model, holder, real)
                 else:
                     model.language_model.model = real
                 _sglang_request_capture(model, ids)
-                out |= _real_forward_taps(real, text_config)
+                with _sglang_forward_context():
+                    out |= _real_forward_taps(real, text_config)
             except Exception as exc:
                 out["forward_error"] = f"{PROBE_FAILED}: real layers: {type(exc).__name__}: {exc}"
     return out
@@ -1647,10 +1693,19 @@ def _vllm_case(case: dict) -> dict:
                 if isinstance(exc, ProbeError) or ours
                 else f"{type(exc).__name__}: {exc}"
             )
-            # the backend's own request failed (its model is the real one): where, as the engine's traceback says
-            # (a KeyError's words are only the key); not an import the venv could not satisfy
+            # the request itself failed: where, as the engine's traceback says (a KeyError's words are only the
+            # key) — the backend's (its model is the real one), or an assertion of the engine's own on the model's
+            # classes (the EAGLE-3 interface's `isinstance(..., EagleModelMixin)`, which the probe builds as the
+            # release does); not an import the venv could not satisfy
             missing = isinstance(exc, ImportError) and exc.name is not None
-            if backend is not None and requesting and not ours and not missing and _raised_in(exc):
+            asserted = isinstance(exc, AssertionError)
+            if (
+                (backend is not None or asserted)
+                and requesting
+                and not ours
+                and not missing
+                and _raised_in(exc)
+            ):
                 entry["error"] += f" (raised in {_raised_in(exc)})"
         else:
             entry["entry"] = entries.get(runner)

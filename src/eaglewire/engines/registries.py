@@ -23,8 +23,9 @@ from packaging.version import InvalidVersion, Version
 from eaglewire.rules import engine_data
 
 ENGINES = ("sglang", "vllm")
-# Draft architectures (EAGLE heads, MTP/NextN layers) share their target's class and so its setter: not targets.
-DRAFT = re.compile(r"Eagle|NextN|MTP")
+# Draft architectures (EAGLE heads, P-EAGLE's `Peagle*`, MTP/NextN layers, Gemma-4's MTP `*Assistant*` and other
+# draft models) share their target's class and so its setter: not targets (vLLM's _SPECULATIVE_DECODING_MODELS)
+DRAFT = re.compile(r"[Ee]agle|NextN|MTP|Assistant|DraftModel")
 SHOWN = 12  # architectures named in a message before "... and N more"
 
 
