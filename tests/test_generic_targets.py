@@ -380,3 +380,28 @@ def test_decoders_with_parts_of_their_own_around_the_loop_are_decided(drafter, a
     assert all(not any(f"({arch})" in k for k in r["not_run"]) for r in recs)
     v = _on_gpu(drafter, arch, "vllm==0.33.0")
     assert v.status == "ok" and v.evidence["level"] == "model-code" and not v.unknowns
+
+
+def test_qwen3_5_checkpoints_are_refused_where_the_wrapper_reaches_a_decoder_without_the_eagle_interface(
+    drafter,
+):
+    """vLLM added EAGLE-3 to Qwen3.5's causal LM (vllm PR #36658), but at 0.18.0-0.19.0 a Qwen3.5 checkpoint, published
+    as `Qwen3_5ForConditionalGeneration`, gets the multimodal wrapper's setter, which asserts that the decoder it
+    reaches is an `EagleModelMixin`; Qwen3-Next's decoder, which Qwen3.5's extends, is not yet one. The records run
+    that request: every case ends in the engine's own assertion, so `check` fails it at load, with no config value
+    to set; from 0.20.0 the capture holds."""
+    arch = "Qwen3_5ForConditionalGeneration"
+    for release in ("0.18.0", "0.19.1"):
+        run = generic_run("vllm", release, arch, "v1")
+        assert run is not None and run.refused_at_load, release
+        assert "must inherit from EagleModelMixin" in run.refused, release
+        # Qwen3.5's own model type, which vLLM's eagle3 gate before 0.22.0 lets through ("qwen" in it)
+        (v,) = check(
+            drafter, _target(arch, "qwen3_5"), [f"vllm=={release}"], TRAINED, platform="cuda"
+        ).verdicts
+        assert v.status == "fails" and v.served.stage == "load" and "EagleModelMixin" in v.served.failure, (
+            release
+        )
+        assert v.fix is not None and "no config value helps" in v.fix.reason
+    (v,) = check(drafter, _target(arch, "qwen3_5"), ["vllm==0.20.0"], TRAINED, platform="cuda").verdicts
+    assert v.status == "ok"

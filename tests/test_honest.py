@@ -154,7 +154,7 @@ def test_versions_nobody_read_are_never_ok(tmp_path_factory, version, engine):
 
 
 def test_an_architecture_not_in_the_table_is_unverified(tmp_path):
-    """Served by SGLang's own registry (BailingMoeV2, its own model file) with capture code the table does not list,
+    """Served by SGLang's own registry (MiniMax-M3 sparse, its own model file) with capture code the table does not list,
     which the release's model-code record could not run: unverified. One the record ran, and whose capture held
     in every case (InternLM3, a llama.py class): decided. Not in the registry at all: SGLang refuses it, a
     decided `fails` (engines/<engine>/data/registry.json)."""
@@ -162,7 +162,7 @@ def test_an_architecture_not_in_the_table_is_unverified(tmp_path):
 
     (tmp_path / "d").mkdir()
     (tmp_path / "d" / "config.json").write_text(json.dumps(drafter_config([1, 15, 28], "both")))
-    cases = (("BailingMoeV2ForCausalLM", "unverified"), ("InternLM3ForCausalLM", "ok"),
+    cases = (("MiniMaxM3SparseForCausalLM", "unverified"), ("InternLM3ForCausalLM", "ok"),
              ("SomeNewForCausalLM", "problem"))  # fmt: skip
     for arch, verdict in cases:
         (tmp_path / arch).mkdir()
@@ -175,7 +175,10 @@ def test_an_architecture_not_in_the_table_is_unverified(tmp_path):
         assert rep.target.family == "generic" and rep.verdict == verdict, arch
     assert "SGLang 0.5.23 does not serve SomeNewForCausalLM" in rep.verdicts[0].served.failure
     rep = check(
-        tmp_path / "d", tmp_path / "BailingMoeV2ForCausalLM", ["sglang==0.5.23"], Wiring.parse("h2,h16,h29")
+        tmp_path / "d",
+        tmp_path / "MiniMaxM3SparseForCausalLM",
+        ["sglang==0.5.23"],
+        Wiring.parse("h2,h16,h29"),
     )
     assert any("not in eaglewire's table" in u and "capture code of its own" in u for u in rep.unknowns)
     rep = check(

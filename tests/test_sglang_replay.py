@@ -74,8 +74,9 @@ def test_the_recomputed_walk_agrees_with_sglang(replayed):
 def test_the_recomputed_walk_is_the_recorded_prediction(replayed):
     """The walk here gives the prediction the tier recorded, within BF16_BOUND: bf16 sums round differently
     across CPU kernels (the machine that recorded it reproduced it exactly; another x86 host with the same ISA
-    flags moved default K=1 by 2 of 296 verifies), so a near-tie can flip a token. The exact integer replay is
-    the vLLM tier's (fp32: tests/test_accept_replay.py)."""
+    flags moved default K=1 by 2 of 296 verifies, and one whose torch runs bf16 matmuls on AMX tiles moved default
+    K=3 by 2 of 193), so a near-tie can flip a token. The bound is the tier's own for kernels that differ (its
+    record's `tolerance`). The exact integer replay is the vLLM tier's (fp32: tests/test_accept_replay.py)."""
     record, _, got = replayed
     wrong = []
     for row in record["rows"]:
@@ -87,7 +88,7 @@ def test_the_recomputed_walk_is_the_recorded_prediction(replayed):
     assert not wrong, wrong
 
 
-BF16_BOUND = 0.01
+BF16_BOUND = 0.02  # the SGLang tier's tolerance for bf16 on different kernels (its record's `tolerance`)
 
 
 def test_the_sglang_page_is_the_records_rendered(replayed):

@@ -735,9 +735,8 @@ CHECKPOINT_KEYS = {
     "kimi": {"rope_scaling": YARN, "moe_layer_freq": 1},
     "qwen3_next": {"full_attention_interval": 4},
     "qwen3_5": {"full_attention_interval": 4},  # Qwen3.5's checkpoints: Qwen3-Next's hybrid layout
-    "intern_s2_preview": {
-        "full_attention_interval": 4
-    },  # Intern-S2-Preview's: Qwen3.5-MoE's config and layout
+    # Intern-S2-Preview's checkpoints: Qwen3.5-MoE's config, and its hybrid layout
+    "intern_s2_preview": {"full_attention_interval": 4},
     # Gemma-4 31B and 26B-A4B, the checkpoints drafters are trained for: no per-layer inputs (PLE is E2B/E4B's:
     # SGLang gemma4_causal.py @0.5.23), which transformers' Gemma4TextConfig defaults to 256
     "gemma4": {"hidden_size_per_layer_input": 0},
