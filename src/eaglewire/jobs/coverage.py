@@ -417,8 +417,8 @@ decoder differing from every row at id 0 or id L: decided so for a drafter whose
 **differs at the edges** (it captured otherwise only where an id list asked for
 an id outside 1..L-1, such as id 0 crashing or id L never captured, or where the forward returned h0 or h_L, such as
 SGLang's Gemma decoders appending the last layer's output after their loop: `check` decides for a drafter whose ids
-ask for none and who is served neither, and otherwise stays `unverified` naming the record), **differs** (`check` stays `unverified` and names the
-record). A target the probe could not build is not listed (the record's `not_run` says why): `check` assumes its
+ask for none and who is served neither, and otherwise stays `unverified` naming the record), **differs** (`check`
+stays `unverified` and names the record). A target the probe could not build is not listed (the record's `not_run` says why): `check` assumes its
 generic capture.
 """
 
