@@ -235,6 +235,26 @@ def test_matrix_on_cpu_shows_the_engine_run_and_caches(zoo_matrix):
     assert again.checks == 0 and again.to_dict()["releases"] == m.to_dict()["releases"]
 
 
+def test_matrix_shows_the_model_code_a_target_outside_the_table_was_decided_from(tmp_path):
+    """GLM-5 (`GlmMoeDsaForCausalLM`) is no family of the table: coverage has no cell for it, and check decides from
+    the release's model-code record. The matrix shows that record as the cell's evidence (on CUDA from SGLang
+    0.5.11, where graph-replayed steps capture what the eager forward did), not `none`."""
+    from fixtures import config_only_drafter
+
+    config_only_drafter(tmp_path / "glm5-eagle3", ids=[1, 38, 74], nested=True)
+    (tmp_path / "glm5").mkdir()
+    (tmp_path / "glm5" / "config.json").write_text(json.dumps(
+        {"architectures": ["GlmMoeDsaForCausalLM"], "model_type": "glm_moe_dsa", "num_hidden_layers": 78,
+         "hidden_size": 4096, "vocab_size": 128256}))  # fmt: skip
+    m = matrix([tmp_path / "glm5-eagle3"], tmp_path / "glm5", ["sglang"])
+    cell = {r.release: r.cells[0] for r in m.releases}
+    new = cell["0.5.23"]
+    assert (new.status, new.level) == ("ok", "model-code") and new.record.endswith(
+        "sglang-0.5.23-model-code.json"
+    )
+    assert cell["0.5.10"].level == "read" and cell["0.5.10"].record is None  # CUDA graphs captured other ids
+
+
 def test_matrix_all_releases_marks_the_unread(zoo_matrix):
     m = matrix(DRAFTERS[:1], zoo.target_dir(), ["sglang"], all_releases=True)
     assert len(m.releases) == sum(1 for r in ledger("sglang").releases if r.eagle3)

@@ -1,6 +1,7 @@
 """`eaglewire matrix`: the question asked before an upgrade. For each drafter and every release of each engine, the
 taps the engine feeds, `check`'s verdict there, the evidence that verdict rests on (`coverage`'s level for the
-engine, release, the target's family and the platform) and the fix.
+engine, release, the target's family and the platform; for an architecture the table does not list, the verdict's
+own: its model-code record where that decided it) and the fix.
 
 One `check` per drafter and release, on the drafter's configs (weight files are read for their shapes only where
 present, as `eaglewire check` does); each answer is cached per (drafter, target, release, platform) for the
@@ -10,6 +11,7 @@ capture code was read at source (the ledger's `taps` releases), or every EAGLE-3
 
 from __future__ import annotations
 
+import re
 import time
 from collections import Counter
 from dataclasses import dataclass, field
@@ -201,7 +203,8 @@ def matrix(
                 v, fresh = _checked(ckpt, dkey, tinfo, tkey, f"{engine}=={rel.version}", platform)
                 computed += fresh
                 c = cov.cell(engine, rel.version, rep.target.family, evidence)
-                cells.append(_cell(name, engine, rel.version, v, c.level if c else "none", c and c.record))
+                level, record = (c.level, c.record) if c else _own_evidence(v)
+                cells.append(_cell(name, engine, rel.version, v, level, record))
             releases.append(
                 MatrixRelease(
                     engine, rel.version, "taps" in rel.read, rel.platforms.get(evidence), tuple(cells)
@@ -217,6 +220,14 @@ def matrix(
     }
     out.seconds = time.perf_counter() - start
     return out
+
+
+def _own_evidence(v: EngineVerdict) -> tuple[str, str | None]:
+    """(level, record) of the verdict's own evidence, where coverage has no cell for the target's family (an
+    architecture the table does not list, decided from its model-code record: `coverage.evidence`)."""
+    level = (v.evidence or {}).get("level", "none")
+    found = re.search(r"\((engines/[^()]+\.json)\)$", (v.evidence or {}).get("basis", ""))
+    return level, found.group(1) if found and level in ("engine", "model-code") else None
 
 
 def _cell(
