@@ -320,6 +320,14 @@ def test_a_mistral_target_before_0_22_is_refused_by_the_gate_the_release_ran(dra
     assert "eagle3 model_type gate, run by draft-settings/vllm-0.20.2.json" in v.evidence["basis"]
     (v,) = check(drafter, target, ["vllm==0.22.0"], TRAINED, platform="cuda").verdicts
     assert v.status == "ok" and "gate" not in v.evidence["basis"]
+    # Mistral-3 before vLLM had a Mistral file of its own (0.15): the record builds its text model as that release's
+    # registry serves it (llama.py) and runs the request, which the V1 runner refuses ("Model does not support
+    # EAGLE3 interface"), as the gate before it does
+    wrapper = TargetInfo("Mistral3ForConditionalGeneration", "Mistral3ForConditionalGeneration", "mistral3",
+                         "mistral3", 32, 4096, 32768, source="test")  # fmt: skip
+    (v,) = check(drafter, wrapper, ["vllm==0.14.0"], TRAINED, platform="cuda").verdicts
+    assert v.status == "fails" and v.evidence["level"] == "model-code", v.evidence
+    assert "vllm-0.14.0-model-code.json" in v.evidence["basis"]
 
 
 def test_glm5_is_served_by_the_deepseek_rows_its_decoder_is(drafter):

@@ -1487,6 +1487,12 @@ def _vllm_model(arch: str, num_layers: int):
             # release serves the architecture from another file, whose code names its decoder
             inner = _found_inner(cls)
             inner_path = None if inner is None else _qualname(inner, package)
+        if text_path is not None and importlib.util.find_spec(f"{package}.{text_path.split('.')[0]}") is None:
+            # the table's text model is the newest release's (Mistral's own file from 0.15): an older release's
+            # registry serves that text architecture from another file (llama.py), whose code names its decoder
+            text = _vllm_class(text_path.rsplit(".", 1)[1])
+            inner = _found_inner(text)
+            text_path, inner_path = _qualname(text, package), inner and _qualname(inner, package)
     else:  # a registry target outside the table: the decoder its code builds (a wrapper's, inside its text model)
         inner, text = _found_inner(cls), None
         if inner is None and (text := _found_text(cls)) is not None:
