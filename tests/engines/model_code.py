@@ -120,10 +120,11 @@ def install(python: str, engine: str, release: str) -> None:
 
 # the module of vLLM's Transformers modeling backend (a file before 0.22, a package from it)
 BACKEND = "vllm.model_executor.models.transformers"
-# architectures whose transformers config class later transformers 5 releases reshaped: Gemma-4's states head_dim
-# per layer (reading it globally raises AmbiguousGlobalPerLayerAttributeError at 5.19.0; a plain field at 5.12.1,
-# SGLang 0.5.16-0.5.21's pin), so only the release's own pin loads it as the release does
-PINNED_CONFIG = ("Gemma4",)
+# per engine, architectures whose transformers config class later transformers 5 releases reshaped: Gemma-4's
+# states head_dim per layer (reading it globally raises AmbiguousGlobalPerLayerAttributeError at 5.19.0; a plain
+# field at 5.12.1, SGLang 0.5.16-0.5.21's pin), which SGLang's loader before 0.5.22 cannot read, so only the
+# release's own pin loads it as the release does (vLLM's records run Gemma-4 as its loader reads it at 5.19)
+PINNED_CONFIG = {"sglang": ("Gemma4",), "vllm": ()}
 # the provenance key naming the transformers the pinned cases ran under (vLLM: the backend's)
 PINNED_KEY = {"vllm": "transformers_backend", "sglang": "transformers_pinned"}
 PINNED = """
@@ -323,8 +324,9 @@ def observe(python: str, engine: str, release: str, only: frozenset[str] = froze
     install(python, engine, release)
     # the Transformers modeling backend runs transformers' own decoder, and a config class transformers reshaped
     # (`PINNED_CONFIG`) loads as the release loads it only there: the release's pinned transformers runs them
+    reshaped = PINNED_CONFIG[engine]
     pinned = {i for i, c in enumerate(cases)
-              if (c.get("module") or "").startswith(BACKEND) or c["arch"].startswith(PINNED_CONFIG)}  # fmt: skip
+              if (c.get("module") or "").startswith(BACKEND) or c["arch"].startswith(reshaped)}  # fmt: skip
     overlay, pinned_transformers = transformers_overlay(python, engine) if pinned else (None, None)
     # one probe per path: the pinned cases with the overlay first (where there is one), the rest without
     rest = [i for i in range(len(cases)) if not overlay or i not in pinned]
