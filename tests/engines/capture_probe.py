@@ -762,7 +762,7 @@ def _target_dir(arch: str, num_layers: int, model_type: str | None = None) -> Pa
     """A model folder holding only the target's config.json (kept for the probe's life: a launch reads it), with
     the keys its family's (`CHECKPOINT_KEYS`) or architecture's (`ARCH_KEYS`) checkpoints carry, and the config
     code of a checkpoint that brings its own (`REMOTE_CONFIG`)."""
-    model_type, wrapped = _model_type(arch, model_type or _remote_type(arch))
+    model_type, wrapped = _model_type(arch, model_type)
     text: dict[str, Any] = {"num_hidden_layers": num_layers} | ARCH_KEYS.get(arch, {})
     for prefix, keys in CHECKPOINT_KEYS.items():
         if model_type.startswith(prefix):
@@ -816,7 +816,7 @@ def _remote_type(arch: str) -> str | None:
 
 def _remote(arch: str, model_type: str | None) -> bool:
     """Whether the target's config is remote code (the launch then trusts it, as a Kimi-K2 launch must)."""
-    return _model_type(arch, model_type or _remote_type(arch))[0] in REMOTE_CONFIG
+    return _model_type(arch, model_type)[0] in REMOTE_CONFIG
 
 
 @functools.cache
@@ -973,14 +973,14 @@ _MODEL_TYPES = {
 
 def _sglang_config_type(arch: str, module: str | None) -> str | None:
     """A target whose model type transformers does not know, whose config class SGLang ships (sglang/srt/configs/,
-    named for it, imported by its model file or exported by the package: Cosmos-3's `Cosmos3Config`, InternS2
-    Preview's): that class's model type, which SGLang's loader registers. None otherwise (a type transformers knows, or none found: the
-    plain decoder's config then)."""
+    named for it, imported by its model file or exported by the package: Cosmos-3's `Cosmos3Config`, Intern-S2
+    Preview's): that class's model type, which SGLang's loader registers. None otherwise (a type transformers
+    knows, or none found: the plain decoder's config then)."""
     import re
 
     from transformers import PretrainedConfig
 
-    if arch in _MODEL_TYPES or arch in REMOTE_ARCHS or _hf_model_type(arch) is not None or not module:
+    if arch in _MODEL_TYPES or _hf_model_type(arch) is not None or not module:
         return None
     name = re.sub(r"For\w+$", "", arch) + "Config"
     cls = None
@@ -1043,8 +1043,9 @@ def _sglang_request_capture(model, ids) -> str:
 def _sglang_case(case: dict) -> dict:
     arch, num_layers, config = case["arch"], case["num_layers"], case["config"]
     package = "sglang.srt.models"
-    # the model type its checkpoints name: the case's, else that of the config class SGLang ships for it
-    model_type = case.get("model_type") or _sglang_config_type(arch, case.get("module"))
+    # the model type its checkpoints name: the case's, else that of their remote config code, else that of the
+    # config class SGLang ships for it
+    model_type = case.get("model_type") or _remote_type(arch) or _sglang_config_type(arch, case.get("module"))
     holder = "model"  # the attribute the model keeps its decoder in (or its text model, for a wrapper)
     if arch in SGLANG:
         module_name, inner_path, text_path, keeps = SGLANG[arch]
