@@ -206,9 +206,11 @@ def test_sglang_qwen3_5_wrappers_captured_nothing_until_the_decoder_took_the_req
     """SGLang 0.5.11-0.5.21: Qwen3VLForConditionalGeneration.set_eagle3_layers_to_capture writes `layers_to_capture`
     on the inner Qwen3_5ForCausalLM, whose forward reads per-layer `_is_layer_to_capture` flags that only the
     DFlash setter sets: with EAGLE-3 nothing is captured (the crash sglang PR #38307 reports: the wrapper's tuple
-    unpack fails). The records found it by running the release's code; from 0.5.22 the decoder has its own setter."""
+    unpack fails). The records found it by running the release's code; from 0.5.22 the decoder has its own setter.
+    The wrappers built on the same decoder (InternS2-Mobius, Qwen4-Exp) capture nothing there too."""
     arch = "Qwen3_5MoeForConditionalGeneration"
-    assert generic_run("sglang", "0.5.21", arch, None).captures_nothing
+    for wrapper in (arch, "InternS2MobiusForConditionalGeneration", "Qwen4ExpForConditionalGeneration"):
+        assert generic_run("sglang", "0.5.21", wrapper, None).captures_nothing, wrapper
     v = _on_gpu(drafter, arch, "sglang==0.5.21")
     assert v.status == "fails" and "sglang-0.5.21-model-code.json" in v.served.failure
     v = _on_gpu(drafter, arch, "sglang==0.5.23")
@@ -413,3 +415,80 @@ def test_qwen3_5_checkpoints_are_refused_where_the_wrapper_reaches_a_decoder_wit
         assert v.fix is not None and "no config value helps" in v.fix.reason
     (v,) = check(drafter, _target(arch, "qwen3_5"), ["vllm==0.20.0"], TRAINED, platform="cuda").verdicts
     assert v.status == "ok"
+
+
+@pytest.mark.parametrize(
+    "arch, first, last",
+    [
+        ("PixtralForConditionalGeneration", "0.19.0", "0.33.0"),  # Mistral-format: MistralForCausalLM
+        ("LightOnOCRForConditionalGeneration", "0.16.0", "0.33.0"),  # transformers' `LightOnOcr`: Qwen3
+        ("MantisForConditionalGeneration", "0.15.0", "0.24.0"),  # a Llava, whose text model is Llama
+        ("HunYuanVLForConditionalGeneration", "0.16.0", "0.28.0"),  # the first text model its code names
+        ("MuseSparkForConditionalGeneration", "0.33.0", "0.33.0"),  # `return self.model_cls(...)`
+        ("BeamForCausalLM", "0.33.0", "0.33.0"),  # a loop that reads the next layer's norm
+    ],
+)
+def test_vllm_wrappers_whose_decoder_the_release_names_indirectly_are_decided(drafter, arch, first, last):
+    """vLLM targets whose decoder the probe finds only the way the release builds it (a multimodal wrapper whose text
+    model comes from the checkpoint's text_config, a decoder class named by a class attribute, a loop that reads a
+    part of the next layer) run at the first and last release that serve them, on every runner, and capture as
+    the generic capture: `check` decides from the record."""
+    from packaging.version import Version
+
+    for release in (first, last):  # Model Runner V2 from 0.17.0
+        for runner in ("v1", "mrv2") if Version(release) >= Version("0.17.0") else ("v1",):
+            run = generic_run("vllm", release, arch, runner)
+            assert run is not None and run.holds and run.claims == 31, (release, runner)
+    v = _on_gpu(drafter, arch, f"vllm=={last}")
+    assert v.status == "ok" and v.evidence["level"] == "model-code" and not v.unknowns
+
+
+@pytest.mark.parametrize(
+    "arch, release",
+    [
+        ("InternS2MobiusForConditionalGeneration", "0.5.22"),  # its per-layer schedule, `layer_types`
+        ("Glm5NextForConditionalGeneration", "0.5.22"),  # a wrapper keeping its text config as its own
+        ("MiniMaxM3SparseForCausalLM", "0.5.22"),  # the attention class its layer class names
+        ("ExaoneMoEForCausalLM", "0.5.23"),  # launched with a GPU attention backend; `is_moe_layer` per layer
+    ],
+)
+def test_sglang_real_layers_built_as_their_release_builds_them_are_decided(drafter, arch, release):
+    """SGLang decoders that capture inside their layers (0.5.22+) run with their real layers once the probe builds
+    them as the release does: the config keys their checkpoints carry, the config the wrapper keeps, the block
+    classes a layer class names; a stand-in part's output also unpacks as a projection's (output, bias). Each
+    captures as the generic capture in every case it claims: `check` decides from the record."""
+    run = generic_run("sglang", release, arch, None)
+    assert run is not None and run.holds and run.claims >= 27, run
+    rec = next(r for r in records("model-code") if r["engine"] == f"sglang=={release}")
+    (fam,) = [f for f in rec["families"] if f["architecture"] == arch]
+    assert fam.get("layers") == "real"
+    v = _on_gpu(drafter, arch, f"sglang=={release}")
+    assert v.status == "ok" and v.evidence["level"] == "model-code" and not v.unknowns
+
+
+def test_a_target_its_release_cannot_build_fails_at_load_whatever_the_ids(drafter):
+    """From 0.5.13 SGLang's Qwen2-MoE loop hands every decoder layer `start_layer`, which Intern-S1-Pro's layer class
+    does not take: no launch of those releases can build the model, whatever the drafter. The probe builds every target's real
+    decoder once (stand-in blocks) beside the stand-in loop, so the record says so in every case, and `check` fails
+    the target at load with no config value to set, where it once said the capture held as Qwen's rows."""
+    arch = "InternS1ProForConditionalGeneration"
+    run = generic_run("sglang", "0.5.12", arch, None)  # before the loop handed its layers `start_layer`
+    assert run is not None and not run.refused and "sglang-qwen3-moe-0.5.11+" in run.fits
+    for release in ("0.5.13", "0.5.20", "0.5.23"):
+        run = generic_run("sglang", release, arch, None)
+        assert run is not None and run.refused_building and run.refused_at_load, release
+        assert "unexpected keyword argument 'start_layer'" in run.refused, release
+        v = _on_gpu(drafter, arch, f"sglang=={release}")
+        assert v.status == "fails" and v.served.stage == "load" and "building the target" in v.served.failure
+        assert v.fix is not None and "no config value helps" in v.fix.reason
+
+
+def test_mistral_large_3_is_served_by_the_deepseek_rows_of_its_release(drafter):
+    """SGLang's MistralLarge3ForCausalLM is a DeepseekV3ForCausalLM, and its config code reads DeepSeek-V3's MLA keys:
+    given that config (the model type of the listed class it extends), its real layers run from 0.5.14, where the
+    launch on a Llama config was refused, and capture as the DeepSeek rows of each release say."""
+    for release, row in (("0.5.14", "sglang-deepseek-0.5.14-0.5.16"), ("0.5.23", "sglang-deepseek-0.5.17+")):
+        run = generic_run("sglang", release, "MistralLarge3ForCausalLM", None)
+        assert run is not None and not run.holds and row in run.fits, release
+        v = _on_gpu(drafter, "MistralLarge3ForCausalLM", f"sglang=={release}")
+        assert v.status == "ok" and v.row_key == row and v.evidence["level"] == "model-code", release

@@ -154,15 +154,16 @@ def test_versions_nobody_read_are_never_ok(tmp_path_factory, version, engine):
 
 
 def test_an_architecture_not_in_the_table_is_unverified(tmp_path):
-    """Served by SGLang's own registry (MiniMax-M3 sparse, its own model file) with capture code the table does not list,
-    which the release's model-code record could not run: unverified. One the record ran, and whose capture held
-    in every case (InternLM3, a llama.py class): decided. Not in the registry at all: SGLang refuses it, a
+    """Served by SGLang's own registry (its MindSpore bridge, a model file of its own whose decoder comes from
+    MindSpore's model package, not torch) with capture code the table does not list, which the release's model-code
+    record could not run: unverified. One the record ran, and whose capture held in every case (InternLM3, a
+    llama.py class): decided. Not in the registry at all: SGLang refuses it, a
     decided `fails` (engines/<engine>/data/registry.json)."""
     from eaglewire.taps import Wiring
 
     (tmp_path / "d").mkdir()
     (tmp_path / "d" / "config.json").write_text(json.dumps(drafter_config([1, 15, 28], "both")))
-    cases = (("MiniMaxM3SparseForCausalLM", "unverified"), ("InternLM3ForCausalLM", "ok"),
+    cases = (("MindSporeForCausalLM", "unverified"), ("InternLM3ForCausalLM", "ok"),
              ("SomeNewForCausalLM", "problem"))  # fmt: skip
     for arch, verdict in cases:
         (tmp_path / arch).mkdir()
@@ -176,7 +177,7 @@ def test_an_architecture_not_in_the_table_is_unverified(tmp_path):
     assert "SGLang 0.5.23 does not serve SomeNewForCausalLM" in rep.verdicts[0].served.failure
     rep = check(
         tmp_path / "d",
-        tmp_path / "MiniMaxM3SparseForCausalLM",
+        tmp_path / "MindSporeForCausalLM",
         ["sglang==0.5.23"],
         Wiring.parse("h2,h16,h29"),
     )

@@ -95,12 +95,14 @@ SGLANG: dict[str, tuple[str, str | None, str | None, str]] = {
 }  # fmt: skip
 
 # architecture -> (inner decoder class, wrapper's text class or None); modules under vllm.model_executor.models
-# unless dotted from vllm. The registry gives the outer class. Mistral3's text model comes from its text_config
-# (init_vllm_registered_model); for a Mistral-format text config that is MistralForCausalLM.
+# unless dotted from vllm. The registry gives the outer class. Mistral3's and Pixtral's text model comes from its
+# text_config (init_vllm_registered_model); for a Mistral-format text config that is MistralForCausalLM (pixtral.py's
+# own comment there, @0.33.0).
 VLLM: dict[str, tuple[str | None, str | None]] = {
     "LlamaForCausalLM": ("llama.LlamaModel", None),
     "MistralForCausalLM": ("mistral.MistralModel", None),
     "Mistral3ForConditionalGeneration": ("mistral.MistralModel", "mistral.MistralForCausalLM"),
+    "PixtralForConditionalGeneration": ("mistral.MistralModel", "mistral.MistralForCausalLM"),  # "init MistralFor..."
     "Llama4ForCausalLM": ("llama4.Llama4Model", None),
     "Llama4ForConditionalGeneration": ("llama4.Llama4Model", "llama4.Llama4ForCausalLM"),
     "Qwen2ForCausalLM": ("qwen2.Qwen2Model", None),
@@ -249,6 +251,10 @@ def _tap_class() -> type:
             0  # a loop whose layers return more than (hidden, residual): the rest None (GLM-5-Next's mixes)
         )
         streams = 0  # a loop over hyper-connection streams (`_mhc_stand_ins`): how many
+        # no norm of its own the loop reads ahead (Beam's, fused into the previous layer's boundary: beam/nvidia
+        # model.py @0.33.0, which passes a norm's weight on only where it is one)
+        input_layernorm = None
+        ple = None  # no per-layer embeddings (Qwen4-Exp's decoder asks each layer for its own: qwen4_exp.py @0.5.23)
 
         def forward(self, positions, hidden_states, *args, **kwargs):
             if any(kwargs.get(name) is not None for name in INSIDE):
@@ -537,7 +543,7 @@ def _forward_taps(inner, engine: str = "sglang", config=None) -> dict:
             finally:
                 layer_cls.single, layer_cls.extra = False, 0
     except Exception as exc:
-        if layer_cls.asked_inside or layer_cls.offered_inside:
+        if layer_cls.asked_inside or layer_cls.offered_inside or _hands_capture_target(inner, exc):
             return {"forward_error": f"{PROBE_FAILED}: {INSIDE_WORDS}"}
         return {"forward_error": _forward_failure(exc, "forward")}
     if layer_cls.asked_inside:
@@ -549,6 +555,15 @@ def _forward_taps(inner, engine: str = "sglang", config=None) -> dict:
         vals = torch.unique(t)
         taps.append(int(vals[0]) if len(vals) == 1 and float(vals[0]).is_integer() else None)
     return {"forward_taps": taps}
+
+
+def _hands_capture_target(inner, exc: BaseException) -> bool:
+    """Whether a loop that stopped on a part of its real layers the stand-ins lack (Qwen4-Exp's hyper-connection
+    norms, read before it calls a layer) hands its layers a capture target (`INSIDE`): the capture is then made
+    inside the real layers, which run instead."""
+    lacks = isinstance(exc, AttributeError) and "'TapLayer' object has no attribute" in str(exc)
+    loops = "".join(_method_source(k, "forward") for k in type(inner).__mro__ if "forward" in vars(k))
+    return lacks and any(f"{name}=" in loops for name in INSIDE)
 
 
 def _raised_in(exc: BaseException) -> str | None:
@@ -594,7 +609,7 @@ def _check_builds(inner: type, *owners: type) -> None:
 def _found_inner(cls: type) -> type | None:
     """An architecture outside the tables above (the registry's other EAGLE-3 targets): the decoder its own code
     builds as `self.model = X(...)` (or `self.model = self.model_cls(...)`, a class attribute, or
-    `self.model = self._init_model(...)`, whose `return X(...)` names it), looked
+    `self.model = self._init_model(...)`, whose `return X(...)` or `return self.model_cls(...)` names it), looked
     up in the module of the class whose code names it; None for a wrapper."""
     import re
 
@@ -619,10 +634,23 @@ def _found_inner(cls: type) -> type | None:
         for m in cls.__mro__:
             body = re.search(rf"def {method}\(.*?\n(.*?)(?=\n    def |\Z)", source(m), re.S)
             if body:
-                ret = re.search(r"return\s+(\w+)\(", body.group(1))
+                ret = re.search(r"return\s+([\w.]+)\(", body.group(1))
+                # `return self.model_cls(...)`: a class attribute
+                if ret and ret.group(1).startswith("self."):
+                    built_by = getattr(cls, ret.group(1).removeprefix("self."), None)
+                    return built_by if isinstance(built_by, type) else None
                 return named(m, ret.group(1)) if ret else None
         return None
     return None
+
+
+def _keeps_text_config(cls: type) -> bool:
+    """Whether a wrapper's own __init__ keeps its text config as `self.config` (GLM-5-Next's: the decoder it
+    builds, and the capture request, read that one)."""
+    import re
+
+    kept = re.search(r"self\.config\s*=\s*(config\.)?text_config\b", _method_source(cls, "__init__"))
+    return kept is not None
 
 
 def _keeps_capture(cls: type) -> bool:
@@ -646,7 +674,7 @@ def _init_default(cls: type, name: str) -> Any:
 @functools.cache
 def _found_text(cls: type) -> type | None:
     """A multimodal wrapper outside the tables above: the text model its own code builds as
-    `self.language_model = X(...)`, or through `init_vllm_registered_model(..., architectures=["X"])` (the
+    `self.language_model = X(...)`, or through `init_vllm_registered_model(..., architectures=["X", ...])` (the
     registry's class for X); None where the wrapper names neither (its text model then comes from the checkpoint)."""
     import re
 
@@ -659,11 +687,13 @@ def _found_text(cls: type) -> type | None:
         if not built:
             continue
         if built.group(1) == "init_vllm_registered_model":
-            named = re.search(r"architectures=\[\s*[\"'](\w+)[\"']\s*\]", built.group(2))
+            # the first it names: the registry's resolve_model_cls takes them in order (HunYuan-VL's dense, MoE)
+            named = re.search(r"architectures=\[\s*[\"'](\w+)[\"']", built.group(2))
             if named:
                 return _vllm_class(named.group(1))
-            # the text model the checkpoint's text_config names (Llava's): its transformers default
-            text = _default_text_arch(cls.__name__)
+            # the text model the checkpoint's text_config names (Llava's): its transformers default, of the
+            # wrapper or of the wrapper it extends (Mantis is a Llava)
+            text = next((t for b in cls.__mro__ if (t := _default_text_arch(b.__name__))), None)
             return _vllm_class(text) if text else None
         found = getattr(sys.modules[k.__module__], built.group(1), None)
         return found if isinstance(found, type) else None
@@ -742,6 +772,23 @@ CHECKPOINT_KEYS = {
     "gemma4": {"hidden_size_per_layer_input": 0},
     # GLM-5's (DeepSeek-V3's keys; SGLang's deepseek_v2.py _is_layer_sparse reads it unconditionally, 0.5.2x)
     "glm_moe_dsa": {"moe_layer_freq": 1},
+    # InternS2-Mobius's: Qwen3.5-MoE's hybrid layout, which its checkpoints spell out per layer (`layer_types`, the
+    # schedule SGLang's Mobius model reads: interns2_mobius.py @0.5.23); written for L layers (`PER_LAYER`)
+    "interns2_mobius": {"full_attention_interval": 4, "layer_types": None},
+    # K-EXAONE's: one dense layer first, then MoE, which SGLang's EXAONE-MoE model reads per layer (`is_moe_layer`,
+    # exaone_moe.py @0.5.23; transformers 5 states it as `mlp_layer_types`)
+    "exaone_moe": {"first_k_dense_replace": 1, "is_moe_layer": None},
+    # Qwen4-Exp's: SGLang's Qwen4ExpTextConfig is a Qwen3NextConfig, its layout that interval's where a checkpoint
+    # names no `layer_types` (configs/qwen4_exp.py @0.5.23)
+    "qwen4_exp": {"full_attention_interval": 4},
+}
+# the per-layer keys a `CHECKPOINT_KEYS` entry leaves None, each layer's value from the family's other keys: the
+# hybrid schedule (every interval-th layer a full-attention one), the MoE layers after the first dense ones
+PER_LAYER = {
+    "layer_types": lambda text, i: (
+        "full_attention" if (i + 1) % text["full_attention_interval"] == 0 else "linear_attention"
+    ),
+    "is_moe_layer": lambda text, i: i >= text["first_k_dense_replace"],
 }
 # architectures whose config class is their checkpoints' remote code, a type transformers does not know (their
 # config is then a Llama one): the fields those checkpoints carry that the model code reads. MiniCPM's muP scales
@@ -767,6 +814,9 @@ def _target_dir(arch: str, num_layers: int, model_type: str | None = None) -> Pa
     for prefix, keys in CHECKPOINT_KEYS.items():
         if model_type.startswith(prefix):
             text |= keys
+    for key, per_layer in PER_LAYER.items():  # a schedule its checkpoints spell out per layer, for L layers
+        if key in text and text[key] is None:
+            text[key] = [per_layer(text, i) for i in range(num_layers)]
     cfg: dict[str, Any] = {"architectures": [arch], "model_type": model_type}
     if wrapped:
         cfg["text_config"] = text
@@ -832,9 +882,16 @@ def _sglang_launch(arch: str, num_layers: int, model_type: str | None = None) ->
     # a launch the release refuses on a CPU (Qwen3-Next's default mamba extra buffer, 0.5.19+: "requires platform
     # support for Mamba cache state snapshots") is made as a CPU user must make it, without the radix cache, which
     # holds no part of the capture; one whose resolution asks the GPU's compute capability (DSA targets: GLM-5's
-    # kv-cache dtype and backend defaults, 0.5.2x model_hook.py) is made as on a Hopper GPU; one refused every way
-    # sets nothing
-    for extra, gpu in (({}, False), ({"disable_radix_cache": True}, False), ({}, True)):
+    # kv-cache dtype and backend defaults, 0.5.2x model_hook.py) is made as on a Hopper GPU, and one that requires a
+    # GPU attention backend (EXAONE-MoE: fa3, triton or trtllm_mha, 0.5.22+) with FlashAttention-3, a Hopper launch's
+    # (the attention blocks are stood in: no backend takes part in the capture); one refused every way sets nothing
+    attempts = (
+        ({}, False),
+        ({"disable_radix_cache": True}, False),
+        ({}, True),
+        ({"attention_backend": "fa3"}, True),
+    )
+    for extra, gpu in attempts:
         try:
             with _compute_capability((9, 0) if gpu else None):
                 launch = module.ServerArgs(model_path=str(_target_dir(arch, num_layers, model_type)), device="cpu",
@@ -847,7 +904,9 @@ def _sglang_launch(arch: str, num_layers: int, model_type: str | None = None) ->
             continue
         done = done or "ServerArgs(...)"
         if extra:
-            done += " with --disable-radix-cache"
+            done += " with " + " ".join(
+                f"--{k.replace('_', '-')}" + ("" if v is True else f" {v}") for k, v in extra.items()
+            )
         if gpu:
             done += " (as on a GPU of compute capability 9.0)"
         _LAUNCHES[(arch, num_layers, model_type)] = launch
@@ -943,7 +1002,8 @@ def _hf_model_type(arch: str) -> tuple[str, bool] | None:
         for name in dir(modeling_auto)
         if name.endswith("_MAPPING_NAMES")
         for t, a in getattr(modeling_auto, name).items()
-        if arch in (a if isinstance(a, (list, tuple)) else [a])
+        # any case: transformers' LightOnOcr is vLLM's LightOnOCR
+        if arch.lower() in (x.lower() for x in (a if isinstance(a, (list, tuple)) else [a]))
     ]
     for model_type in dict.fromkeys(types):
         try:
@@ -969,6 +1029,20 @@ _MODEL_TYPES = {
     "KimiK25ForConditionalGeneration": ("kimi_k25", True), "Glm4MoeForCausalLM": ("glm4_moe", False),
     "MiniMaxM2ForCausalLM": ("minimax_m2", False),
 }  # fmt: skip
+
+
+def _base_type(arch: str, module: str | None) -> str | None:
+    """A target transformers does not know whose SGLang class extends a class the table lists: that class's model
+    type, whose keys the release's config code then reads (MistralLarge3ForCausalLM is a DeepseekV3ForCausalLM, and
+    SGLang's model_config.py derives its MLA shapes from `kv_lora_rank`). None otherwise."""
+    if arch in _MODEL_TYPES or _hf_model_type(arch) is not None or not module:
+        return None
+    try:
+        cls = getattr(importlib.import_module(module), arch)
+    except Exception:
+        return None
+    base = next((k.__name__ for k in cls.__mro__[1:] if k.__name__ in _MODEL_TYPES), None)
+    return _MODEL_TYPES[base][0] if base else None
 
 
 def _sglang_config_type(arch: str, module: str | None) -> str | None:
@@ -1045,7 +1119,8 @@ def _sglang_case(case: dict) -> dict:
     package = "sglang.srt.models"
     # the model type its checkpoints name: the case's, else that of their remote config code, else that of the
     # config class SGLang ships for it
-    model_type = case.get("model_type") or _remote_type(arch) or _sglang_config_type(arch, case.get("module"))
+    model_type = (case.get("model_type") or _remote_type(arch) or _sglang_config_type(arch, case.get("module"))
+                  or _base_type(arch, case.get("module")))  # fmt: skip
     holder = "model"  # the attribute the model keeps its decoder in (or its text model, for a wrapper)
     if arch in SGLANG:
         module_name, inner_path, text_path, keeps = SGLANG[arch]
@@ -1100,8 +1175,9 @@ def _sglang_case(case: dict) -> dict:
     try:
         loaded = _sglang_config(arch, num_layers, model_type)
         text_config = getattr(loaded, "text_config", loaded)
+        # a wrapper that keeps its text config as its own (GLM-5-Next), else the one that has the layers
         if keeps == "auto":
-            keeps = "top" if hasattr(loaded, "num_hidden_layers") else "text"
+            keeps = "text" if _keeps_text_config(cls) or not hasattr(loaded, "num_hidden_layers") else "top"
         model = _bare(cls, pp_group=last, config=text_config if keeps == "text" else loaded)
         inner = None
         if inner_path is not None:
@@ -1126,21 +1202,28 @@ def _sglang_case(case: dict) -> dict:
             i for i, layer in enumerate(inner.layers) if getattr(layer, "_is_layer_to_capture", False)
         ]
     except Exception as exc:
-        out["error"] = f"{type(exc).__name__}: {exc}"
+        # a target whose real decoder the release fails to build (an earlier case of it found that): every launch
+        # builds the model before its runner's capture request, so that failure comes first, whatever the ids
+        built = _BUILT.get((arch, num_layers, model_type)) if case.get("forward") else None
+        out |= {"forward_error": built} if built else {"error": f"{type(exc).__name__}: {exc}"}
         return out
     if case.get("forward"):
         _sglang_launch(arch, num_layers, model_type)
         with _sglang_forward_context():
             out |= _forward_taps(inner, "sglang", text_config)
+        # the config the class that builds the decoder keeps: the outer model's, or the text model's
+        keeps_config = model.config if text_path is None and holder == "model" else text_config
+        if "forward_taps" in out and (
+            built := _builds_real(arch, num_layers, model_type, inner_cls, keeps_config)
+        ):
+            out.pop(
+                "forward_taps"
+            )  # the stand-ins ran it, but every launch builds the real one first, and fails
+            out["forward_error"] = built
         if out.get("forward_error", "").endswith(INSIDE_WORDS):  # run the real layers, which make the capture
             out.pop("forward_error")
             try:
-                # the config the class that builds the decoder keeps: the outer model's, or the text model's
-                real = _real_decoder(
-                    inner_cls,
-                    model.config if text_path is None and holder == "model" else text_config,
-                    _LAUNCHES.get((arch, num_layers, model_type)),
-                )
+                real = _real_decoder(inner_cls, keeps_config, _LAUNCHES.get((arch, num_layers, model_type)))
                 if text_path is None:
                     setattr(model, holder, real)
                 else:
@@ -1149,8 +1232,43 @@ def _sglang_case(case: dict) -> dict:
                 with _sglang_forward_context():
                     out |= _real_forward_taps(real, text_config)
             except Exception as exc:
-                out["forward_error"] = f"{PROBE_FAILED}: real layers: {type(exc).__name__}: {exc}"
+                out["forward_error"] = _build_failure(exc)
+                if not out["forward_error"].startswith(PROBE_FAILED):
+                    _BUILT[(arch, num_layers, model_type)] = out["forward_error"]
     return out
+
+
+# (arch, L, model_type) -> the release's own failure building its real decoder (None: it built, or the probe could
+# not tell: a stand-in the build could not use)
+_BUILT: dict[tuple, str | None] = {}
+
+
+def _builds_real(arch: str, num_layers: int, model_type: str | None, inner_cls: type, config) -> str | None:
+    """The release's own failure building the target's real decoder (its layers real, stand-in blocks:
+    `_real_decoder`), once per target: a decoder the stand-in layers ran may still be one no launch of the release
+    can build (SGLang's Qwen2-MoE loop handing Intern-S1-Pro's layers `start_layer`, which they do not take).
+    None where it builds or where the build stopped on a stand-in (no claim either way)."""
+    key = (arch, num_layers, model_type)
+    if key not in _BUILT:
+        try:
+            _real_decoder(inner_cls, config, _LAUNCHES.get(key))
+            _BUILT[key] = None
+        except Exception as exc:
+            failure = _build_failure(exc)
+            _BUILT[key] = None if failure.startswith(PROBE_FAILED) else failure
+    return _BUILT[key]
+
+
+def _build_failure(exc: BaseException) -> str:
+    """A real decoder's build that failed, as a result says it: the release's own call handing a class of its own
+    an argument that class does not take (Intern-S1-Pro's layers under Qwen2-MoE's loop at 0.5.23: no stand-in
+    is in that call, and every launch of the target builds it) is the engine's failure at load, in its words and
+    where it was raised; anything else a stand-in the build could not use (no claim)."""
+    text = f"{type(exc).__name__}: {exc}"
+    where = _raised_in(exc)
+    if isinstance(exc, TypeError) and "got an unexpected keyword argument" in str(exc) and where:
+        return f"{text} (raised in {where})"
+    return f"{PROBE_FAILED}: real layers: {text}"
 
 
 # ---- the real decoder layers, for a release that captures inside them ------------------------------------------
@@ -1196,7 +1314,8 @@ _LAUNCHES: dict[tuple, Any] = {}  # (arch, L, model_type) -> the launch _sglang_
 def _block_class() -> tuple[type, type]:
     """(sub-block, its attribute) stand-ins: a layer's attention, MLP or MoE, whose output is a constant (set per
     layer so that its sub-blocks add exactly 1 to the residual stream: h_k = k), and anything the layer reads from
-    one (a projection, a context manager, a flag), which adds nothing and reads as false."""
+    one (a projection, a context manager, a flag), which adds nothing (zeros, which also unpack as a projection's
+    `(output, bias)`) and reads as false."""
     import contextlib
 
     import torch
@@ -1224,13 +1343,22 @@ def _block_class() -> tuple[type, type]:
             self.calls += 1
             return torch.full_like(hidden(args, kwargs), self.value)
 
+    class Zeros(torch.Tensor):
+        """A part's output: zeros, which a caller may also unpack as a projection's `(output, bias)`, the bias zeros
+        too (never None: a None the engine's code then trips on would read as the engine's own failure)."""
+
+        __torch_function__ = torch._C._disabled_torch_function_impl  # what it computes is a plain tensor
+
+        def __iter__(self):
+            return iter((self.as_subclass(torch.Tensor), self))
+
     class Part(Block):
         def __bool__(self):
             return False
 
         def forward(self, *args, **kwargs):
             t = hidden(args, kwargs)
-            return contextlib.nullcontext() if t is None else torch.zeros_like(t)
+            return contextlib.nullcontext() if t is None else torch.zeros_like(t).as_subclass(Zeros)
 
     return Block, Part
 
@@ -1266,6 +1394,11 @@ def _real_decoder(inner_cls: type, config, launch):
             ):
                 swapped.append((module, key, value))
                 setattr(module, key, Block)
+            elif key.endswith("DecoderLayer"):  # the blocks a layer class names itself (`attention_cls`)
+                for name, block in list(vars(value).items()):
+                    if _a_block(block):
+                        swapped.append((value, name, block))
+                        setattr(value, name, Block)
     try:
         inner = inner_cls(config=config, quant_config=None, prefix="model")
     finally:
@@ -1289,6 +1422,16 @@ def _real_decoder(inner_cls: type, config, launch):
             if inspect.isfunction(getattr(type(layer), name, None)):
                 object.__setattr__(layer, name, Block())  # the instance's own, over the class's method
     return inner
+
+
+def _a_block(value) -> bool:
+    """Whether a layer class's attribute is a module class of the release's to stand in (MiniMax-M3's
+    `attention_cls`): an SGLang module, not a norm, a layer or a decoder."""
+    import torch
+
+    return (isinstance(value, type) and issubclass(value, torch.nn.Module)
+            and value.__module__.startswith("sglang.srt")
+            and not (value.__name__.endswith(("DecoderLayer", "Model")) or "Norm" in value.__name__))  # fmt: skip
 
 
 def _a_capturing_layer(cls: type) -> bool:

@@ -642,8 +642,18 @@ class GenericRun:
 
     @property
     def refused_at_load(self) -> bool:
-        """Whether the refusal comes from the runner's capture request, which runs as the target loads."""
-        return self.refused is not None and any(w in self.refused for w in CAPTURE_REQUEST)
+        """Whether the refusal comes as the target loads: from the runner's capture request, which runs then, or from
+        building the model (`refused_building`)."""
+        return self.refused is not None and (
+            any(w in self.refused for w in CAPTURE_REQUEST) or self.refused_building
+        )
+
+    @property
+    def refused_building(self) -> bool:
+        """Whether the refusal was raised building the model (an `__init__` of the release's own, as the probe
+        names where it was raised: SGLang 0.5.21+ handing Intern-S1-Pro's layers an argument they do not take)."""
+        built = self.refused is not None and re.search(r"\(raised in [^()]*\.__init__", self.refused)
+        return bool(built)
 
     @property
     def holds(self) -> bool:
