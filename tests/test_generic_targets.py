@@ -426,13 +426,14 @@ def test_qwen3_5_checkpoints_are_refused_where_the_wrapper_reaches_a_decoder_wit
         ("HunYuanVLForConditionalGeneration", "0.16.0", "0.28.0"),  # the first text model its code names
         ("MuseSparkForConditionalGeneration", "0.33.0", "0.33.0"),  # `return self.model_cls(...)`
         ("BeamForCausalLM", "0.33.0", "0.33.0"),  # a loop that reads the next layer's norm
+        ("Plamo3ForCausalLM", "0.29.0", "0.33.0"),  # a layer loop that is a module of its own
     ],
 )
 def test_vllm_wrappers_whose_decoder_the_release_names_indirectly_are_decided(drafter, arch, first, last):
     """vLLM targets whose decoder the probe finds only the way the release builds it (a multimodal wrapper whose text
     model comes from the checkpoint's text_config, a decoder class named by a class attribute, a loop that reads a
-    part of the next layer) run at the first and last release that serve them, on every runner, and capture as
-    the generic capture: `check` decides from the record."""
+    part of the next layer, a loop that is a module of its own) run at the first and last release that serve them,
+    on every runner, and capture as the generic capture: `check` decides from the record."""
     from packaging.version import Version
 
     for release in (first, last):  # Model Runner V2 from 0.17.0

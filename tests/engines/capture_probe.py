@@ -203,12 +203,40 @@ def _bare(cls: type, **attrs: Any):
 
 def _decoder(cls: type, num_layers: int):
     """The inner decoder with L stand-in layers (`_tap_layer`), the attributes its capture code reads set as its
-    __init__ sets them."""
+    __init__ sets them; a decoder whose layer loop is a module of its own (`_nested_loop`) holds that module, bare,
+    with the stand-in layers."""
     import torch
 
-    layers = torch.nn.ModuleList(_tap_layer(i + 1) for i in range(num_layers))
+    loop = _nested_loop(cls)
+    if loop is not None:
+        layers = _decoder(loop, num_layers)
+    else:
+        layers = torch.nn.ModuleList(_tap_layer(i + 1) for i in range(num_layers))
     return _bare(cls, layers=layers, start_layer=0, end_layer=num_layers, layers_to_capture=[],
                  aux_hidden_state_layers=())  # fmt: skip
+
+
+@functools.cache
+def _nested_loop(cls: type) -> type | None:
+    """The module class a decoder builds as its `layers` where that is a loop of its own, which keeps the capture
+    list and loops over its own layer list (vLLM's Plamo3Model holds a `Plamo3Decoder`, whose forward makes the
+    capture): that class, else None."""
+    import re
+
+    import torch
+
+    built = re.search(r"self\.layers\s*=\s*(\w+)\(", _class_source(cls))
+    found = getattr(sys.modules[cls.__module__], built.group(1), None) if built else None
+    if not (isinstance(found, type) and issubclass(found, torch.nn.Module)) or issubclass(
+        found, torch.nn.ModuleList
+    ):
+        return None
+    return found if hasattr(found, "_set_aux_hidden_state_layers") and "forward" in vars(found) else None
+
+
+def _loop(inner):
+    """The module that holds the stand-in layers and the capture list: the decoder, or its loop module."""
+    return inner.layers if _nested_loop(type(inner)) is not None else inner
 
 
 HIDDEN = 8  # the stand-in forward's width: any; each state is a constant
@@ -516,7 +544,7 @@ def _forward_taps(inner, engine: str = "sglang", config=None) -> dict:
     import torch
 
     _stand_ins(inner, config)
-    layer_cls = type(inner.layers[0])
+    layer_cls = type(_loop(inner).layers[0])
     layer_cls.asked_inside = layer_cls.offered_inside = False
     layer_cls.streams = 0
     if getattr(inner, "use_attn_res", False):
@@ -1828,12 +1856,12 @@ def _vllm_case(case: dict) -> dict:
             requesting = False
             entry["from_config"] = None if read is None else list(read)
             entry["captured"] = (
-                modeling_backend.requested(backend) if backend else list(inner.aux_hidden_state_layers)
+                modeling_backend.requested(backend) if backend else list(_loop(inner).aux_hidden_state_layers)
             )
         except RegistryRefusal as exc:
             entry["error"] = str(exc)
         except Exception as exc:
-            # the stand-in layer list lacks a method of the container the real decoder builds (Plamo3's): the
+            # the stand-in layer list lacks a method of a container the real decoder builds: the
             # probe's, not the engine's
             ours = isinstance(exc, AttributeError) and "'ModuleList' object has no attribute" in str(exc)
             ours |= isinstance(exc, modeling_backend.NotBuilt)
