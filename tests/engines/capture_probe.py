@@ -1146,7 +1146,7 @@ def _sglang_case(case: dict) -> dict:
     arch, num_layers, config = case["arch"], case["num_layers"], case["config"]
     package = "sglang.srt.models"
     # the model type its checkpoints name: the case's, else that of their remote config code, else that of the
-    # config class SGLang ships for it
+    # config class SGLang ships for it, else that of the listed class its class extends
     model_type = (case.get("model_type") or _remote_type(arch) or _sglang_config_type(arch, case.get("module"))
                   or _base_type(arch, case.get("module")))  # fmt: skip
     holder = "model"  # the attribute the model keeps its decoder in (or its text model, for a wrapper)
@@ -1241,12 +1241,13 @@ def _sglang_case(case: dict) -> dict:
             out |= _forward_taps(inner, "sglang", text_config)
         # the config the class that builds the decoder keeps: the outer model's, or the text model's
         keeps_config = model.config if text_path is None and holder == "model" else text_config
-        if "forward_taps" in out and (
-            built := _builds_real(arch, num_layers, model_type, inner_cls, keeps_config)
-        ):
-            out.pop(
-                "forward_taps"
-            )  # the stand-ins ran it, but every launch builds the real one first, and fails
+        built = (
+            _builds_real(arch, num_layers, model_type, inner_cls, keeps_config)
+            if "forward_taps" in out
+            else None
+        )
+        if built:  # the stand-ins ran its loop, but every launch builds the real decoder first, and fails
+            out.pop("forward_taps")
             out["forward_error"] = built
         if out.get("forward_error", "").endswith(INSIDE_WORDS):  # run the real layers, which make the capture
             out.pop("forward_error")
