@@ -1059,11 +1059,16 @@ _MODEL_TYPES = {
 }  # fmt: skip
 
 
+def _typed(arch: str) -> bool:
+    """Whether the target's model type is already known: the table's, or the one transformers serves it from."""
+    return arch in _MODEL_TYPES or _hf_model_type(arch) is not None
+
+
 def _base_type(arch: str, module: str | None) -> str | None:
     """A target transformers does not know whose SGLang class extends a class the table lists: that class's model
     type, whose keys the release's config code then reads (MistralLarge3ForCausalLM is a DeepseekV3ForCausalLM, and
     SGLang's model_config.py derives its MLA shapes from `kv_lora_rank`). None otherwise."""
-    if arch in _MODEL_TYPES or _hf_model_type(arch) is not None or not module:
+    if _typed(arch) or not module:
         return None
     try:
         cls = getattr(importlib.import_module(module), arch)
@@ -1082,7 +1087,7 @@ def _sglang_config_type(arch: str, module: str | None) -> str | None:
 
     from transformers import PretrainedConfig
 
-    if arch in _MODEL_TYPES or _hf_model_type(arch) is not None or not module:
+    if _typed(arch) or not module:
         return None
     name = re.sub(r"For\w+$", "", arch) + "Config"
     cls = None
@@ -1700,7 +1705,7 @@ def _vllm_model(arch: str, num_layers: int):
 def _config_arch(arch: str) -> str:
     """The architecture whose config the decoder keeps: the target's own, or, for a wrapper outside the tables whose
     type transformers does not know (vLLM's DeepseekV4ForConditionalGeneration), the text model its code builds."""
-    if arch in VLLM or arch in _MODEL_TYPES or _hf_model_type(arch) is not None:
+    if arch in VLLM or _typed(arch):
         return arch
     text = _found_text(_vllm_class(arch))
     return arch if text is None else text.__name__
