@@ -321,6 +321,8 @@ def test_check_says_the_evidence_its_verdict_rests_on():
     # a CPU run does not speak for CUDA; the release's CUDA runner code, executed, does
     cuda = level("vllm==0.32.0", "cuda")
     assert cuda["level"] == "model-code" and "vllm-0.32.0-model-code.json" in cuda["basis"], cuda
+    # and the target's real decoder, built by the release's own __init__ as every launch builds it
+    assert "stand-in layers; the real decoder built)" in cuda["basis"], cuda
     sglang = level("sglang==0.5.23", None)  # CUDA's evidence: the release's real decoder layers, executed
     assert sglang["level"] == "model-code" and "real decoder layers" in sglang["basis"], sglang
     assert level("sglang==0.5.10", None) == {"level": "read", "basis": "read at source (sglang 0.5.10)"}

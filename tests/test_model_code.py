@@ -179,3 +179,73 @@ def test_an_error_names_the_engines_functions_that_raised_it():
         engine["set_aux_hidden_state_layers"]({0: "layers.0"}, 0)
     assert cp._raised_in(raised.value) == "set_aux_hidden_state_layers > get"
     assert any(w in f"KeyError: -1 (raised in {cp._raised_in(raised.value)})" for w in ENTRY_FAILS)
+
+
+def test_a_build_failure_is_the_engines_only_where_its_own_call_hands_its_own_class_an_argument(monkeypatch):
+    """Every launch builds the target's decoder before the runner's capture request. A build that stopped because
+    the release's own code handed one of its own classes an argument that class does not take (SGLang 0.5.13's
+    Qwen2-MoE loop handing Intern-S1-Pro's layers `start_layer`) is the engine's failure at load; the same call to
+    a class of another package (transformers, newer here than the release's pin), or any other stop, makes no
+    claim."""
+    import sys
+    import types
+
+    from engines import capture_probe as cp
+
+    engine: dict = {"__name__": "vllm.model_executor.models.fake"}
+    source = (
+        "class FakeDecoderLayer:\n    def __init__(self, config, prefix=''):\n        pass\n\n"
+        "def make_layers(n, build):\n    layers = []\n    for i in range(n):\n        layers.append(build(prefix=f'layers.{i}'))\n"
+        "    return layers\n\n"
+        "def build_model(layer_cls):\n    return make_layers(2, lambda prefix: layer_cls(config=None, prefix=prefix,"
+        " start_layer=0))\n"
+    )
+    exec(compile(source, "/site-packages/vllm/model_executor/models/fake.py", "exec"), engine)
+    module = types.ModuleType("vllm.model_executor.models.fake")
+    module.FakeDecoderLayer = engine["FakeDecoderLayer"]
+    monkeypatch.setitem(sys.modules, module.__name__, module)
+
+    with pytest.raises(TypeError) as own:
+        engine["build_model"](engine["FakeDecoderLayer"])
+    failure = cp._build_failure(own.value)
+    assert failure.startswith(
+        "TypeError: FakeDecoderLayer.__init__() got an unexpected keyword argument 'start_layer'"
+    )
+    # where, as the traceback names the engine's functions: the lambda the loop builds its layers with
+    assert failure.endswith("(raised in build_model > make_layers > build_model.<locals>.<lambda>)")
+
+    class Foreign:  # a class no engine module binds (a newer transformers' class, say)
+        def __init__(self, config, prefix=""):
+            pass
+
+    with pytest.raises(TypeError) as foreign:
+        engine["build_model"](Foreign)
+    assert cp._build_failure(foreign.value).startswith(cp.PROBE_FAILED)
+    with pytest.raises(AttributeError) as other:  # a stand-in the build could not use
+        engine["make_layers"](1, lambda prefix: None.weight)
+    assert cp._build_failure(other.value).startswith(cp.PROBE_FAILED)
+
+
+@pytest.mark.parametrize(
+    "engine, arch, first",
+    [("sglang", "LlamaForCausalLM", "0.4.5"), ("sglang", "DeepseekV3ForCausalLM", "0.5.4.post2"),
+     ("vllm", "LlamaForCausalLM", "0.8.5"), ("vllm", "Qwen3ForCausalLM", "0.8.5"),
+     ("vllm", "DeepseekV3ForCausalLM", "0.8.5")],
+)  # fmt: skip
+def test_every_record_builds_the_real_decoder_of_the_families_every_release_serves(engine, arch, first):
+    """Every launch builds the target before its runner's capture request, so each record builds each target's real
+    decoder by the release's own __init__ (stand-in blocks) and says whether it built (`built`). A build that
+    stopped on the probe's stand-ins would leave that check vacuous: the decoders every release serves build at every
+    release of the range (vLLM's with each release's own default VllmConfig, 0.8.5's made field by field; SGLang's
+    0.4.5.post3-0.4.6.x launch sized as on an 80 GB GPU, as a CPU reports no device memory). DeepSeek-V3, the MLA
+    case this project exists for, builds in every vLLM record; SGLang builds a decoder where its capture request
+    ran, which its DeepSeek model takes from 0.5.4.post2 (no `set_eagle3_layers_to_capture` before)."""
+    from packaging.version import Version
+
+    recs = [r for r in CODE if r["engine"].startswith(engine + "==")]
+    assert len(recs) == len(releases(engine))
+    for rec in recs:
+        if Version(rec["engine"].split("==")[1]) < Version(first):
+            continue
+        fams = [f for f in rec["families"] if f["architecture"] == arch]
+        assert fams and all(f.get("built") is True for f in fams), (rec["file"], fams)

@@ -29,6 +29,11 @@ boundaries) with the attention, MLP and MoE blocks stood in (`_real_decoder`), o
 for one rank (`_sglang_groups`) and a real ForwardBatch of one prefill. Each layer's blocks add exactly 1 to the
 residual stream, so the state a capture took reads as the k of its tap h_k (`_real_forward_taps`).
 
+Every launch builds the target before its runner's capture request, so each target's real decoder is also built
+once per record, its layers real and every other module class of the model files stood in (`_standing_in`; SGLang
+`_builds_real`, vLLM `_vllm_builds_real` with the release's default `VllmConfig`): where the release's own call hands
+one of its own classes an argument that class does not take, every case fails at load (`_build_failure`).
+
 - SGLang: `attention_backend_setup.configure_aux_hidden_state_capture` (what ModelRunner calls, :40-61), with the ids
   read from the draft config the way `model_runner_components/spec_aux_hidden_state.py:184-196` reads them:
   `eagle_config["eagle_aux_hidden_state_layer_ids"]`, any error meaning None. The target's config is what SGLang's
@@ -832,19 +837,26 @@ ARCH_KEYS = {
 }
 
 
-@functools.cache
-def _target_dir(arch: str, num_layers: int, model_type: str | None = None) -> Path:
-    """A model folder holding only the target's config.json (kept for the probe's life: a launch reads it), with
-    the keys its family's (`CHECKPOINT_KEYS`) or architecture's (`ARCH_KEYS`) checkpoints carry, and the config
-    code of a checkpoint that brings its own (`REMOTE_CONFIG`)."""
-    model_type, wrapped = _model_type(arch, model_type)
-    text: dict[str, Any] = {"num_hidden_layers": num_layers} | ARCH_KEYS.get(arch, {})
+def _checkpoint_keys(arch: str, model_type: str, num_layers: int) -> dict[str, Any]:
+    """The keys the target's checkpoints carry beyond its config class's defaults: its architecture's (`ARCH_KEYS`)
+    and its family's (`CHECKPOINT_KEYS`), a per-layer schedule written out for L layers (`PER_LAYER`)."""
+    text: dict[str, Any] = dict(ARCH_KEYS.get(arch, {}))
     for prefix, keys in CHECKPOINT_KEYS.items():
         if model_type.startswith(prefix):
             text |= keys
     for key, per_layer in PER_LAYER.items():  # a schedule its checkpoints spell out per layer, for L layers
         if key in text and text[key] is None:
             text[key] = [per_layer(text, i) for i in range(num_layers)]
+    return text
+
+
+@functools.cache
+def _target_dir(arch: str, num_layers: int, model_type: str | None = None) -> Path:
+    """A model folder holding only the target's config.json (kept for the probe's life: a launch reads it), with
+    the keys its family's (`CHECKPOINT_KEYS`) or architecture's (`ARCH_KEYS`) checkpoints carry, and the config
+    code of a checkpoint that brings its own (`REMOTE_CONFIG`)."""
+    model_type, wrapped = _model_type(arch, model_type)
+    text = {"num_hidden_layers": num_layers} | _checkpoint_keys(arch, model_type, num_layers)
     cfg: dict[str, Any] = {"architectures": [arch], "model_type": model_type}
     if wrapped:
         cfg["text_config"] = text
@@ -913,15 +925,21 @@ def _sglang_launch(arch: str, num_layers: int, model_type: str | None = None) ->
     # kv-cache dtype and backend defaults, 0.5.2x model_hook.py) is made as on a Hopper GPU, and one that requires a
     # GPU attention backend (EXAONE-MoE: fa3, triton or trtllm_mha, 0.5.22+) with FlashAttention-3, a Hopper launch's
     # (the attention blocks are stood in: no backend takes part in the capture); one refused every way sets nothing
+    # (0.4.5.post3-0.4.6.x size their launch by the device's memory, which a CPU does not report: such a launch is made
+    # as on an 80 GB GPU, last, so that no launch another attempt makes changes)
     attempts = (
         ({}, False),
         ({"disable_radix_cache": True}, False),
         ({}, True),
         ({"attention_backend": "fa3"}, True),
+        ({}, "memory"),
     )
     for extra, gpu in attempts:
         try:
-            with _compute_capability((9, 0) if gpu else None):
+            with (
+                _compute_capability((9, 0) if gpu else None),
+                _device_memory(module, H100_MIB if gpu == "memory" else None),
+            ):
                 launch = module.ServerArgs(model_path=str(_target_dir(arch, num_layers, model_type)), device="cpu",
                                            trust_remote_code=_remote(arch, model_type), **extra)  # fmt: skip
                 done = publish(launch)
@@ -936,7 +954,7 @@ def _sglang_launch(arch: str, num_layers: int, model_type: str | None = None) ->
                 f"--{k.replace('_', '-')}" + ("" if v is True else f" {v}") for k, v in extra.items()
             )
         if gpu:
-            done += " (as on a GPU of compute capability 9.0)"
+            done += " (as on a GPU of compute capability 9.0" + (", 80 GB)" if gpu == "memory" else ")")
         _LAUNCHES[(arch, num_layers, model_type)] = launch
         break
     if done is None:
@@ -964,6 +982,25 @@ def _compute_capability(answer: tuple[int, int] | None):
         yield
     finally:
         torch.cuda.get_device_capability = real
+
+
+H100_MIB = (
+    81559  # an 80 GB H100's memory as torch reports it, in MiB (what get_device_memory_capacity returns)
+)
+
+
+@contextlib.contextmanager
+def _device_memory(module, answer: int | None):
+    """The server-args module's `get_device_memory_capacity` answering `answer` MiB for the block (None: as it is)."""
+    real = getattr(module, "get_device_memory_capacity", None)
+    if answer is None or real is None:
+        yield
+        return
+    module.get_device_memory_capacity = lambda *args, **kwargs: answer
+    try:
+        yield
+    finally:
+        module.get_device_memory_capacity = real
 
 
 @contextlib.contextmanager
@@ -1237,8 +1274,8 @@ def _sglang_case(case: dict) -> dict:
     except Exception as exc:
         # a target whose real decoder the release fails to build (an earlier case of it found that): every launch
         # builds the model before its runner's capture request, so that failure comes first, whatever the ids
-        built = _BUILT.get((arch, num_layers, model_type)) if case.get("forward") else None
-        out |= {"forward_error": built} if built else {"error": f"{type(exc).__name__}: {exc}"}
+        failure = _BUILT.get((arch, num_layers, model_type)) if case.get("forward") else None
+        out |= {"forward_error": failure} if failure else {"error": f"{type(exc).__name__}: {exc}"}
         return out
     if case.get("forward"):
         _sglang_launch(arch, num_layers, model_type)
@@ -1246,18 +1283,19 @@ def _sglang_case(case: dict) -> dict:
             out |= _forward_taps(inner, "sglang", text_config)
         # the config the class that builds the decoder keeps: the outer model's, or the text model's
         keeps_config = model.config if text_path is None and holder == "model" else text_config
-        built = (
+        failure = (
             _builds_real(arch, num_layers, model_type, inner_cls, keeps_config)
             if "forward_taps" in out
             else None
         )
-        if built:  # the stand-ins ran its loop, but every launch builds the real decoder first, and fails
+        if failure:  # the stand-ins ran its loop, but every launch builds the real decoder first, and fails
             out.pop("forward_taps")
-            out["forward_error"] = built
+            out["forward_error"] = failure
         if out.get("forward_error", "").endswith(INSIDE_WORDS):  # run the real layers, which make the capture
             out.pop("forward_error")
             try:
                 real = _real_decoder(inner_cls, keeps_config, _LAUNCHES.get((arch, num_layers, model_type)))
+                BUILT.add((arch, num_layers, model_type))
                 if text_path is None:
                     setattr(model, holder, real)
                 else:
@@ -1267,14 +1305,23 @@ def _sglang_case(case: dict) -> dict:
                     out |= _real_forward_taps(real, text_config)
             except Exception as exc:
                 out["forward_error"] = _build_failure(exc)
-                if not out["forward_error"].startswith(PROBE_FAILED):
-                    _BUILT[(arch, num_layers, model_type)] = out["forward_error"]
+                failed = not out["forward_error"].startswith(PROBE_FAILED)
+                _BUILT[(arch, num_layers, model_type)] = out["forward_error"] if failed else None
+        out |= built((arch, num_layers, model_type))
     return out
 
 
 # (arch, L, model_type) -> the release's own failure building its real decoder (None: it built, or the probe could
 # not tell: a stand-in the build could not use)
 _BUILT: dict[tuple, str | None] = {}
+BUILT: set[tuple] = set()  # the targets whose real decoder the release's own __init__ built
+
+
+def built(key: tuple) -> dict:
+    """What a result says of the target's real decoder: `built` true where the release's own __init__ built it,
+    false where the build was tried and stopped (on a stand-in, or the engine's failure, which the result gives);
+    nothing where no build was tried."""
+    return {"built": True} if key in BUILT else {"built": False} if key in _BUILT else {}
 
 
 def _builds_real(arch: str, num_layers: int, model_type: str | None, inner_cls: type, config) -> str | None:
@@ -1287,6 +1334,7 @@ def _builds_real(arch: str, num_layers: int, model_type: str | None, inner_cls: 
         try:
             _real_decoder(inner_cls, config, _LAUNCHES.get(key))
             _BUILT[key] = None
+            BUILT.add(key)
         except Exception as exc:
             failure = _build_failure(exc)
             _BUILT[key] = None if failure.startswith(PROBE_FAILED) else failure
@@ -1298,11 +1346,26 @@ def _build_failure(exc: BaseException) -> str:
     an argument that class does not take (Intern-S1-Pro's layers under Qwen2-MoE's loop at 0.5.23: no stand-in
     is in that call, and every launch of the target builds it) is the engine's failure at load, in its words and
     where it was raised; anything else a stand-in the build could not use (no claim)."""
+    import re
+
     text = f"{type(exc).__name__}: {exc}"
     where = _raised_in(exc)
-    if isinstance(exc, TypeError) and "got an unexpected keyword argument" in str(exc) and where:
+    callee = re.match(r"(\w+)\.__init__\(\) got an unexpected keyword argument", str(exc))
+    if isinstance(exc, TypeError) and callee and where and _engine_class(callee.group(1)):
         return f"{text} (raised in {where})"
     return f"{PROBE_FAILED}: real layers: {text}"
+
+
+def _engine_class(name: str) -> bool:
+    """Whether a class of that name is one of the engine's own (defined in vLLM's or SGLang's package, as one of
+    its loaded modules binds it): a call the release makes to a class of another package (transformers, newer
+    here than the release's pin) is not the release's own failure."""
+    return any(
+        isinstance(found := getattr(module, name, None), type)
+        and found.__module__.startswith(("vllm.", "sglang."))
+        for key, module in list(sys.modules.items())
+        if key.startswith(("vllm.", "sglang.")) and module is not None
+    )
 
 
 # ---- the real decoder layers, for a release that captures inside them ------------------------------------------
@@ -1349,7 +1412,7 @@ def _block_class() -> tuple[type, type]:
     """(sub-block, its attribute) stand-ins: a layer's attention, MLP or MoE, whose output is a constant (set per
     layer so that its sub-blocks add exactly 1 to the residual stream: h_k = k), and anything the layer reads from
     one (a projection, a context manager, a flag), which adds nothing (zeros, which also unpack as a projection's
-    `(output, bias)`) and reads as false."""
+    `(output, bias)`; counted, nothing) and reads as false."""
     import contextlib
 
     import torch
@@ -1390,6 +1453,9 @@ def _block_class() -> tuple[type, type]:
         def __bool__(self):
             return False
 
+        def __radd__(self, other):  # a flag read off a block and counted (`sum(...)`): it adds nothing
+            return other
+
         def forward(self, *args, **kwargs):
             t = hidden(args, kwargs)
             return contextlib.nullcontext() if t is None else torch.zeros_like(t).as_subclass(Zeros)
@@ -1399,45 +1465,17 @@ def _block_class() -> tuple[type, type]:
 
 def _real_decoder(inner_cls: type, config, launch):
     """The decoder built by its own __init__ on the target's config, its layers real (norms, layer communicator,
-    layer boundaries: the code that makes the capture) and every other module class the model files name (the
-    attention, MLP and MoE blocks, embeddings, linear layers, and the rotary a layer that attends in its own
-    method builds with `get_rope`) a `_block_class` stand-in while it is built: no weights or kernels. The
-    embeddings give h_0 = 0 and every norm's weight is 0.5, so a normalized state reads as 0.5, never as a tap."""
+    layer boundaries: the code that makes the capture) and every other module class the model files name a
+    `_block_class` stand-in while it is built (`_standing_in`): no weights or kernels. The embeddings give h_0 = 0
+    and every norm's weight is 0.5, so a normalized state reads as 0.5, never as a tap."""
     import torch
 
     Block, _ = _block_class()
     if launch is None:
         raise ProbeError("the release refuses a launch of this target")
     _sglang_groups(launch)
-    swapped = []
-    for name, module in list(sys.modules.items()):
-        if not name.startswith("sglang.srt.models.") or module is None:
-            continue
-        for key, value in list(vars(module).items()):
-            if key == "get_rope" and callable(value):  # the rotary a layer builds for its own attention
-                swapped.append((module, key, value))
-                setattr(module, key, lambda *args, **kwargs: Block())
-                continue
-            if not (isinstance(value, type) and issubclass(value, torch.nn.Module)):
-                continue
-            if "Norm" in key and value.__module__.startswith("vllm."):
-                swapped.append((module, key, value))
-                setattr(module, key, _contract_norm())
-            elif value.__module__.startswith("sglang.srt") and not (
-                key.endswith(("DecoderLayer", "Model")) or "Norm" in key or _a_capturing_layer(value)
-            ):
-                swapped.append((module, key, value))
-                setattr(module, key, Block)
-            elif key.endswith("DecoderLayer"):  # the blocks a layer class names itself (`attention_cls`)
-                for name, block in list(vars(value).items()):
-                    if _a_block(block):
-                        swapped.append((value, name, block))
-                        setattr(value, name, Block)
-    try:
+    with _standing_in("sglang"):
         inner = inner_cls(config=config, quant_config=None, prefix="model")
-    finally:
-        for module, key, value in swapped:
-            setattr(module, key, value)
     width = config.hidden_size
 
     class Embed(torch.nn.Module):
@@ -1458,13 +1496,66 @@ def _real_decoder(inner_cls: type, config, launch):
     return inner
 
 
-def _a_block(value) -> bool:
+# per engine: (the packages holding its model files, the package whose module classes are stood in)
+MODEL_FILES = {"sglang": (("sglang.srt.models.",), "sglang.srt"),
+               "vllm": (("vllm.model_executor.models.", "vllm.models."), "vllm.")}  # fmt: skip
+
+
+@contextlib.contextmanager
+def _standing_in(engine: str):
+    """While a real decoder is built: every module class the engine's model files name a `_block_class` stand-in
+    (the attention, MLP and MoE blocks, embeddings, linear layers; the rotary a layer that attends in its own
+    method builds with `get_rope`), but its decoder layers and decoders (and a layer of another name that captures
+    inside itself), and its norms; a norm from vLLM's layers a `_contract_norm` (vLLM's RMSNorm is a CustomOp that
+    needs a running engine's config). A decoder compiled by vLLM's `support_torch_compile` is built by its own
+    __init__ (the decorator's wrapper keeps it as `old_init`), as the engine's eager mode runs it. Everything is put
+    back on exit."""
+    import torch
+
+    Block, _ = _block_class()
+    files, own = MODEL_FILES[engine]
+    swapped = []
+
+    def swap(owner, key, value, by):
+        swapped.append((owner, key, value))
+        setattr(owner, key, by)
+
+    for name, module in list(sys.modules.items()):
+        if not name.startswith(files) or module is None:
+            continue
+        for key, value in list(vars(module).items()):
+            if key == "get_rope" and callable(value):  # the rotary a layer builds for its own attention
+                swap(module, key, value, lambda *args, **kwargs: Block())
+                continue
+            if not (isinstance(value, type) and issubclass(value, torch.nn.Module)):
+                continue
+            if "Norm" in key and value.__module__.startswith("vllm."):
+                swap(module, key, value, _contract_norm())
+            elif value.__module__.startswith(own) and not (
+                key.endswith(("DecoderLayer", "Model")) or "Norm" in key or _a_capturing_layer(value)
+            ):
+                swap(module, key, value, Block)
+            elif key.endswith("DecoderLayer"):  # the blocks a layer class names itself (`attention_cls`)
+                for attr, block in list(vars(value).items()):
+                    if _a_block(block, own):
+                        swap(value, attr, block, Block)
+            init = vars(value).get("__init__")
+            if engine == "vllm" and "old_init" in getattr(getattr(init, "__code__", None), "co_freevars", ()):
+                swap(value, "__init__", init, inspect.getclosurevars(init).nonlocals["old_init"])
+    try:
+        yield
+    finally:
+        for owner, key, value in reversed(swapped):
+            setattr(owner, key, value)
+
+
+def _a_block(value, own: str = "sglang.srt") -> bool:
     """Whether a layer class's attribute is a module class of the release's to stand in (MiniMax-M3's
-    `attention_cls`): an SGLang module, not a norm, a layer or a decoder."""
+    `attention_cls`): an engine module (of `own`), not a norm, a layer or a decoder."""
     import torch
 
     return (isinstance(value, type) and issubclass(value, torch.nn.Module)
-            and value.__module__.startswith("sglang.srt")
+            and value.__module__.startswith(own)
             and not (value.__name__.endswith(("DecoderLayer", "Model")) or "Norm" in value.__name__))  # fmt: skip
 
 
@@ -1722,13 +1813,28 @@ def _vllm_text_config(arch: str, num_layers: int, model_type: str | None = None,
     try:
         config = AutoConfig.for_model(model_type)
     except (ValueError, KeyError):
-        config = PretrainedConfig()
+        config = _remote_config(model_type) or PretrainedConfig()
     if wrapped:
         config = getattr(config, "text_config", config)
     config.num_hidden_layers = num_layers
     for key, value in (ARCH_KEYS.get(arch, {}) | ARCH_KEYS.get(outer or arch, {})).items():
         setattr(config, key, value)
     return config
+
+
+def _remote_config(model_type: str):
+    """The config a checkpoint's own config code makes for a type transformers does not know (`REMOTE_CONFIG`:
+    Kimi-K2's is DeepSeek-V3's class), as vLLM loads it with --trust-remote-code; None where that code does not
+    import here."""
+    if model_type not in REMOTE_CONFIG:
+        return None
+    module, name, code = REMOTE_CONFIG[model_type]
+    space: dict[str, Any] = {"__name__": module}
+    try:
+        exec(code, space)
+        return space[name]()
+    except Exception:
+        return None
 
 
 def _builds(cls: type, inner_path: str, package: str) -> bool:
@@ -1738,6 +1844,98 @@ def _builds(cls: type, inner_path: str, package: str) -> bool:
     except (ImportError, AttributeError, AssertionError):
         return False
     return True
+
+
+class _Unset(SimpleNamespace):
+    """A stand-in config of the engine's whose fields the probe does not set: each reads as None (unset)."""
+
+    def __getattr__(self, name: str):
+        if name.startswith("__"):
+            raise AttributeError(name)
+        return None
+
+
+def _vllm_engine_config(config):
+    """The engine config a vLLM decoder is built with: the release's own `VllmConfig()` defaults (one GPU, eager),
+    else an `_Unset` one where the release refuses defaults without a model; its model config a stand-in that holds
+    the target's config (`hf_config`: the real ModelConfig reads a checkpoint), in float32, without quantization."""
+    import torch
+    from vllm.config import VllmConfig
+
+    try:
+        engine = VllmConfig()
+    except Exception:  # 0.8.5-: its platform check reads a model config in __post_init__
+        engine = _Unset(**_config_defaults(VllmConfig))
+    engine.model_config = _Unset(hf_config=config, hf_text_config=config, dtype=torch.float32,
+                                 max_model_len=4096, quantization=None)  # fmt: skip
+    return engine
+
+
+def _config_defaults(cls: type, skip: tuple[str, ...] = ("model_config",)) -> dict:
+    """A config dataclass's fields as its own defaults would set them on a launch: a field declared optional
+    (`X | None`: LoRA, a speculative config) stays None; one declared a config class but defaulted None (filled in
+    by the engine's argument code: the cache and compilation configs) is that class's own default where it has one."""
+    import dataclasses
+    import typing
+
+    hints = typing.get_type_hints(cls)
+    out = {}
+    for f in dataclasses.fields(cls):
+        value = f.default_factory() if f.default_factory is not dataclasses.MISSING else f.default
+        declared = hints.get(f.name)
+        # never the model config: its defaults name a hub model, which it would fetch (0.9.0: facebook/opt-125m)
+        if value is None and isinstance(declared, type) and f.name not in skip:
+            try:
+                value = declared()
+            except Exception:
+                pass
+        out[f.name] = None if value is dataclasses.MISSING else value
+    return out
+
+
+def _vllm_real_decoder(inner_cls: type, config):
+    """The decoder built by its own __init__ as every launch builds it (`get_model` before any capture request),
+    its layers real and every other module class of vLLM's model files stood in (`_standing_in`): no weights or
+    kernels. A decoder of the older kind takes its config pieces, a newer one the engine config."""
+    import vllm.config as vllm_config
+
+    engine = _vllm_engine_config(config)
+    current = getattr(vllm_config, "set_current_vllm_config", None)
+    params = inspect.signature(inner_cls.__init__).parameters
+    given = ({"vllm_config": engine} if "vllm_config" in params
+             else {"config": config, "cache_config": None, "quant_config": None})  # fmt: skip
+    with current(engine) if current else contextlib.nullcontext(), _standing_in("vllm"):
+        return inner_cls(**given, prefix="model")
+
+
+def _vllm_builds_real(
+    arch: str, num_layers: int, model_type: str | None, inner_cls: type, config
+) -> str | None:
+    """The release's own failure building the target's real decoder (`_vllm_real_decoder`), once per target, as
+    SGLang's (`_builds_real`): None where it builds or where the build stopped on a stand-in (no claim)."""
+    import copy
+
+    key = (arch, num_layers, model_type)
+    if key not in _BUILT:
+        config = copy.deepcopy(
+            config
+        )  # with the keys its checkpoints carry, which its layers' __init__ reads
+        for name, value in _checkpoint_keys(
+            arch, getattr(config, "model_type", None) or "", num_layers
+        ).items():
+            setattr(config, name, value)
+        rope = getattr(config, "rope_parameters", None)
+        if isinstance(rope, dict) and "rope_theta" in rope and not hasattr(config, "rope_theta"):
+            # transformers 5 keeps it in rope_parameters only; the pin of a release that reads it kept it too
+            config.rope_theta = rope["rope_theta"]
+        try:
+            _vllm_real_decoder(inner_cls, config)
+            _BUILT[key] = None
+            BUILT.add(key)
+        except Exception as exc:
+            failure = _build_failure(exc)
+            _BUILT[key] = None if failure.startswith(PROBE_FAILED) else failure
+    return _BUILT[key]
 
 
 def _vllm_v1_entry(model, spec) -> tuple[list[int] | None, str]:
@@ -1857,6 +2055,13 @@ def _vllm_case(case: dict) -> dict:
                     _config_arch(arch), num_layers, case.get("model_type"), arch
                 )
                 _init_attributes(inner, decoder_config)
+            failure = (_vllm_builds_real(arch, num_layers, case.get("model_type"), type(inner), decoder_config)
+                       if inner is not None and case.get("forward") else None)  # fmt: skip
+            entry |= built((arch, num_layers, case.get("model_type"))) if case.get("forward") else {}
+            if failure:  # every launch builds the real decoder before the runner's capture request, and fails
+                entry["forward_error"] = failure
+                out[runner] = entry
+                continue
             requesting = True
             read = run(model)
             requesting = False

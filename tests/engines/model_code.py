@@ -11,7 +11,9 @@ forward loop, run on three tokens with stand-in layers whose outputs are the tap
 (capture_probe._forward_taps). A release that captures inside its decoder layers (SGLang's layer communicator and
 layer boundaries) runs its real layers instead, built by the decoder's own __init__ with stand-in attention and MLP
 blocks, each layer adding 1 to the residual stream (capture_probe._real_decoder; the family's `layers: real`).
-What the forward returned is set beside the taps the table gives for that release (and runner).
+What the forward returned is set beside the taps the table gives for that release (and runner). Every launch builds
+the target before its runner's capture request, so each target's real decoder is also built once by its own
+__init__ (stand-in blocks): a release whose own code cannot build it fails every case at load (a family's `built`).
 
 One record per release, `engines/<engine>/data/observed/<engine>-V-model-code.json` (level `model-code`): per case
 the forward's taps or the engine's own error beside the table's agreement; per family, runner and platform what it
@@ -357,6 +359,8 @@ def observe(python: str, engine: str, release: str, only: frozenset[str] = froze
                 f["cpu"] = f.get("cpu", True) and same
             if res.get("forward_path") == "real decoder layers":  # the release captures inside its layers
                 f["layers"] = "real"
+            if "built" in res:  # its real decoder, built as every launch builds it (capture_probe.built)
+                f["built"] = f.get("built", False) or res["built"]
             if agree is None:
                 said = res.get("forward_error") or res.get("error")
                 if not said:
@@ -411,7 +415,9 @@ def observe(python: str, engine: str, release: str, only: frozenset[str] = froze
         "engine": f"{engine}=={release}", "platform": "cpu", "level": "model-code",
         "covers": covers(engine, release, ran),
         "what": "the release's own capture request and decoder forward loop, executed with stand-in layers (a "
-                "release that captures inside its layers: the real layers, with stand-in attention and MLP blocks)",
+                "release that captures inside its layers: the real layers, with stand-in attention and MLP blocks); "
+                "each target's real decoder built by the release's own __init__ as every launch builds it (a "
+                "family's `built`: true where it built, false where the build stopped on a stand-in or failed)",
         "entry": sorted(e for e in entries if e), "families": ran,
         "not_run": {k: v for k, v in sorted(why.items()) if _key(k) not in claimed},
         "columns": ["arch", "runner", "num_layers", "ids", "config_key", "ids_read", "forward_taps", "error",

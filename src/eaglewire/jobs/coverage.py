@@ -156,6 +156,8 @@ class _Seen:
     real_layers: frozenset[str] = frozenset()
     refused: frozenset[str] = frozenset()
     gated: frozenset[str] = frozenset()  # families vLLM's eagle3 model_type gate refused (its config check)
+    # model-code families whose real decoder the release's own __init__ built
+    built: frozenset[str] = frozenset()
 
 
 def _observations(engine: str) -> list[_Seen]:
@@ -186,10 +188,10 @@ def _observations(engine: str) -> list[_Seen]:
         else:
             fams = record_families(rec)
         draft_build = record.startswith("draft-settings/")
-        real, refused, gated = _how_decided(rec, runner)
+        real, refused, gated, built = _how_decided(rec, runner)
         out.append(_Seen(str(Version(version)), platform, level, where, fams, runner, rec["platform"],
                          "covers" in rec and not draft_build, rec.get("speculates", True) is not False,
-                         draft_build, real, refused, gated))  # fmt: skip
+                         draft_build, real, refused, gated, built))  # fmt: skip
     return out
 
 
@@ -202,16 +204,19 @@ SGLANG_GRAPHS_AS_EAGER = Version("0.5.11")
 REGISTRY_REFUSES = ("are not supported for now", "is not supported anymore")
 
 
-def _how_decided(rec: dict, runner: str) -> tuple[frozenset[str], frozenset[str], frozenset[str]]:
+def _how_decided(rec: dict, runner: str) -> tuple[frozenset[str], ...]:
     """(families its real decoder layers decided, families its registry refused, families vLLM's eagle3 model_type
-    gate refused) in a model-code record, for the runner, as its family entries say (`layers: real`; `refused`:
-    every case the registry's error; `gate`: every case the gate's, run by the draft-settings record)."""
+    gate refused, families whose real decoder the release built) in a model-code record, for the runner, as its
+    family entries say (`layers: real`; `refused`: every case the registry's error; `gate`: every case the gate's,
+    run by the draft-settings record; `built`)."""
     if "covers" not in rec:
-        return frozenset(), frozenset(), frozenset()
+        return frozenset(), frozenset(), frozenset(), frozenset()
     fams = [f for f in rec.get("families", ()) if f.get("runner", "") == runner]
     return (frozenset(f["family"] for f in fams if f.get("layers") == "real"),
             frozenset(f["family"] for f in fams if f.get("refused")),
-            frozenset(f["family"] for f in fams if f.get("gate")))  # fmt: skip
+            frozenset(f["family"] for f in fams if f.get("gate")),
+            # `built`: every architecture of the family built
+            frozenset(f["family"] for f in fams) - {f["family"] for f in fams if not f.get("built")})  # fmt: skip
 
 
 def model_code_families(rec: dict) -> frozenset[str]:
@@ -572,7 +577,8 @@ def evidence(
                 what = (f"model code, executed ({runner}capture request and real decoder layers, stand-in "
                         "attention and MLP blocks)")  # fmt: skip
             elif hit.stand_ins:  # the release's capture request and decoder loop, with stand-in layers
-                what = f"model code, executed ({runner}capture request and decoder loop, stand-in layers)"
+                what = (f"model code, executed ({runner}capture request and decoder loop, stand-in layers"
+                        f"{'; the real decoder built' if family in hit.built else ''})")  # fmt: skip
             elif hit.ran_on != where:
                 what = f"model code, executed ({runner}in the {hit.ran_on.upper()} build's profile run)"
             else:
