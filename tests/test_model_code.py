@@ -230,7 +230,7 @@ def test_a_build_failure_is_the_engines_only_where_its_own_call_hands_its_own_cl
     "engine, arch, first",
     [("sglang", "LlamaForCausalLM", "0.4.5"), ("sglang", "DeepseekV3ForCausalLM", "0.5.4.post2"),
      ("vllm", "LlamaForCausalLM", "0.8.5"), ("vllm", "Qwen3ForCausalLM", "0.8.5"),
-     ("vllm", "DeepseekV3ForCausalLM", "0.8.5")],
+     ("vllm", "DeepseekV3ForCausalLM", "0.8.5"), ("vllm", "MiniMaxM2ForCausalLM", "0.11.1")],
 )  # fmt: skip
 def test_every_record_builds_the_real_decoder_of_the_families_every_release_serves(engine, arch, first):
     """Every launch builds the target before its runner's capture request, so each record builds each target's real

@@ -814,6 +814,9 @@ CHECKPOINT_KEYS = {
     # Qwen4-Exp's: SGLang's Qwen4ExpTextConfig is a Qwen3NextConfig, its layout that interval's where a checkpoint
     # names no `layer_types` (configs/qwen4_exp.py @0.5.23)
     "qwen4_exp": {"full_attention_interval": 4},
+    # MiniMax-M2's partial rotary, as its released checkpoints state it (MiniMaxAI/MiniMax-M2 config.json; transformers
+    # 5 keeps the field beside the partial_rotary_factor it derives), which vLLM's layers read (minimax_m2.py @0.33.0)
+    "minimax_m2": {"rotary_dim": 64},
 }
 # the per-layer keys a `CHECKPOINT_KEYS` entry leaves None, each layer's value from the family's other keys: the
 # hybrid schedule (every interval-th layer a full-attention one), the MoE layers after the first dense ones
@@ -1330,9 +1333,15 @@ def _builds_real(arch: str, num_layers: int, model_type: str | None, inner_cls: 
     can build (SGLang's Qwen2-MoE loop handing Intern-S1-Pro's layers `start_layer`, which they do not take).
     None where it builds or where the build stopped on a stand-in (no claim either way)."""
     key = (arch, num_layers, model_type)
+    return _built_once(key, lambda: _real_decoder(inner_cls, config, _LAUNCHES.get(key)))
+
+
+def _built_once(key: tuple, build) -> str | None:
+    """Build a target's real decoder once (`build()`), keeping the outcome: the release's own failure (the engine's,
+    `_build_failure`), else None (it built: `BUILT`; or it stopped on a stand-in)."""
     if key not in _BUILT:
         try:
-            _real_decoder(inner_cls, config, _LAUNCHES.get(key))
+            build()
             _BUILT[key] = None
             BUILT.add(key)
         except Exception as exc:
@@ -1915,27 +1924,17 @@ def _vllm_builds_real(
     SGLang's (`_builds_real`): None where it builds or where the build stopped on a stand-in (no claim)."""
     import copy
 
-    key = (arch, num_layers, model_type)
-    if key not in _BUILT:
-        config = copy.deepcopy(
-            config
-        )  # with the keys its checkpoints carry, which its layers' __init__ reads
-        for name, value in _checkpoint_keys(
-            arch, getattr(config, "model_type", None) or "", num_layers
-        ).items():
-            setattr(config, name, value)
-        rope = getattr(config, "rope_parameters", None)
-        if isinstance(rope, dict) and "rope_theta" in rope and not hasattr(config, "rope_theta"):
-            # transformers 5 keeps it in rope_parameters only; the pin of a release that reads it kept it too
-            config.rope_theta = rope["rope_theta"]
-        try:
-            _vllm_real_decoder(inner_cls, config)
-            _BUILT[key] = None
-            BUILT.add(key)
-        except Exception as exc:
-            failure = _build_failure(exc)
-            _BUILT[key] = None if failure.startswith(PROBE_FAILED) else failure
-    return _BUILT[key]
+    if (arch, num_layers, model_type) in _BUILT:
+        return _BUILT[(arch, num_layers, model_type)]
+    # with the keys its checkpoints carry, which its layers' __init__ reads
+    config = copy.deepcopy(config)
+    for name, value in _checkpoint_keys(arch, getattr(config, "model_type", None) or "", num_layers).items():
+        setattr(config, name, value)
+    rope = getattr(config, "rope_parameters", None)
+    if isinstance(rope, dict) and "rope_theta" in rope and not hasattr(config, "rope_theta"):
+        # transformers 5 keeps it in rope_parameters only; the pin of a release that reads it kept it too
+        config.rope_theta = rope["rope_theta"]
+    return _built_once((arch, num_layers, model_type), lambda: _vllm_real_decoder(inner_cls, config))
 
 
 def _vllm_v1_entry(model, spec) -> tuple[list[int] | None, str]:
