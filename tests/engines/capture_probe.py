@@ -987,9 +987,8 @@ def _compute_capability(answer: tuple[int, int] | None):
         torch.cuda.get_device_capability = real
 
 
-H100_MIB = (
-    81559  # an 80 GB H100's memory as torch reports it, in MiB (what get_device_memory_capacity returns)
-)
+# an 80 GB H100's memory as torch reports it, in MiB (what get_device_memory_capacity returns)
+H100_MIB = 81559
 
 
 @contextlib.contextmanager
