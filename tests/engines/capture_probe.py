@@ -919,6 +919,7 @@ def _sglang_launch(arch: str, num_layers: int, model_type: str | None = None) ->
     runtime context) or the runtime context the scheduler publishes (0.5.17+), and the MoE settings the model
     runner initializes from it. Model code that asks about the launch (context parallelism, DSA options, the MoE
     all-to-all backend) then reads a plain launch's defaults. What was set, or None."""
+    import torch
     from sglang.srt import server_args as module
 
     done = None
@@ -940,8 +941,8 @@ def _sglang_launch(arch: str, num_layers: int, model_type: str | None = None) ->
     for extra, gpu in attempts:
         try:
             with (
-                _compute_capability((9, 0) if gpu else None),
-                _device_memory(module, H100_MIB if gpu == "memory" else None),
+                _answering(torch.cuda, "get_device_capability", H100_CAPABILITY if gpu else None),
+                _answering(module, "get_device_memory_capacity", H100_MIB if gpu == "memory" else None),
             ):
                 launch = module.ServerArgs(model_path=str(_target_dir(arch, num_layers, model_type)), device="cpu",
                                            trust_remote_code=_remote(arch, model_type), **extra)  # fmt: skip
@@ -971,38 +972,24 @@ def _sglang_launch(arch: str, num_layers: int, model_type: str | None = None) ->
     return done
 
 
-@contextlib.contextmanager
-def _compute_capability(answer: tuple[int, int] | None):
-    """torch.cuda.get_device_capability answering `answer` for the block (None: left as it is)."""
-    import torch
-
-    if answer is None:
-        yield
-        return
-    real = torch.cuda.get_device_capability
-    torch.cuda.get_device_capability = lambda *args, **kwargs: answer
-    try:
-        yield
-    finally:
-        torch.cuda.get_device_capability = real
-
-
-# an 80 GB H100's memory as torch reports it, in MiB (what get_device_memory_capacity returns)
+# an H100's, as torch reports them: compute capability, and memory in MiB (what SGLang's get_device_memory_capacity
+# returns; ServerArgs sizes its defaults by it). Shared with draft_probe_sglang.py
+H100_CAPABILITY = (9, 0)
 H100_MIB = 81559
 
 
 @contextlib.contextmanager
-def _device_memory(module, answer: int | None):
-    """The server-args module's `get_device_memory_capacity` answering `answer` MiB for the block (None: as it is)."""
-    real = getattr(module, "get_device_memory_capacity", None)
+def _answering(owner, name: str, answer):
+    """`owner.name(...)` answering `answer` for the block (None, or an owner without that function: as it is)."""
+    real = getattr(owner, name, None)
     if answer is None or real is None:
         yield
         return
-    module.get_device_memory_capacity = lambda *args, **kwargs: answer
+    setattr(owner, name, lambda *args, **kwargs: answer)
     try:
         yield
     finally:
-        module.get_device_memory_capacity = real
+        setattr(owner, name, real)
 
 
 @contextlib.contextmanager

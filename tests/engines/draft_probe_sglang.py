@@ -30,12 +30,10 @@ import os
 import sys
 from typing import Any
 
+from capture_probe import H100_CAPABILITY as GPU_CAPABILITY
+from capture_probe import H100_MIB as GPU_MEMORY_MB
 from capture_probe import engine_error, publish, setup
 
-GPU_CAPABILITY = (9, 0)
-GPU_MEMORY_MB = (
-    81559  # an H100 80GB, as torch reports it: ServerArgs sizes its defaults by the device's memory
-)
 ANSWERED = ["ServerArgs(device='cpu')", "device capability answered as 9.0 (a Hopper GPU: the quantization "
             "registry's capability checks run as there)", f"device memory answered as {GPU_MEMORY_MB} MB (an H100)",
             "TpModelWorker runs up to ModelRunner (the probe stops there)",
