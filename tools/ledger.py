@@ -96,7 +96,7 @@ def _read_failures(engine: str, by: dict[str, dict]) -> None:
 
     for entry in by.values():
         for platform, said in list(entry.get("platforms", {}).items()):
-            if "(observed" in said:
+            if "(observed" in said or said.startswith("no "):  # observed, or no build of it for that platform
                 continue
             for row in ROWS:
                 if (row.engine == engine and row.platform == platform and "*" in row.families

