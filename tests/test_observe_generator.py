@@ -10,7 +10,7 @@ import json
 from packaging.version import Version
 from real_engine.families import FAMILIES, REMOTE_CONFIG, write_target
 from real_engine.install import requirements
-from real_engine.observe import family_case, releases, speculation
+from real_engine.observe import FIRST_IDS, OBSERVED, family_case, one_failure, releases, speculation
 
 from eaglewire.rules.ledger import ledger
 from eaglewire.targets import read_target
@@ -82,6 +82,26 @@ def test_a_release_cannot_speculate_when_every_drafter_fails():
     )  # the most common cause
     run["eagle/top-only"] = _case()
     assert speculation(run)["speculates"] is True  # one drafter served: it speculates (families do not count)
+
+
+def test_the_first_batch_stops_a_release_whose_formats_each_fail_one_way():
+    """vLLM 0.9.2.post2 on the CPU (its committed record): every eagle and modelopt case failed building V0's
+    runner, the speculators config was refused before that (its format is read from 0.10.1). Each format fails
+    one way, so the rest of the matrix would only repeat them; a second failure within a format keeps it going."""
+    rec = json.loads((OBSERVED / "vllm-0.9.2.post2-cpu.json").read_text())
+    engine = {v["variant"]: v["engine"] for v in rec["variants"]}
+    run = {"plain": _case(), "__provenance__": {}, "family/llama": _case()}
+    run |= {n: _case(engine[n]["stage"], engine[n]["error"]) for n in FIRST_IDS}
+    run |= {n: _case(engine["eagle/top-only"]["stage"], engine["eagle/top-only"]["error"]) for n in ("default/K=3", "custom-taps/K=3")}  # fmt: skip
+    got = one_failure(run)
+    assert got is not None and got["stage"] == "load"
+    assert got["words"] == got["words_by_format"]["modelopt"]
+    assert got["words"].startswith("TypeError: TorchSDPAMetadataBuilderV1.__init__() missing 2")
+    assert got["words_by_format"]["speculators"].startswith("pydantic_core._pydantic_core.ValidationError")
+    run["custom-taps/K=3"] = _case("load", "RuntimeError: another [at vllm/c.py:3]")
+    assert one_failure(run) is None  # two ways within the eagle format: the release is not stopped
+    run["custom-taps/K=3"] = _case()
+    assert one_failure(run) is None  # a case served
 
 
 def test_family_targets_read_as_their_family(tmp_path):

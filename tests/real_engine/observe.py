@@ -57,9 +57,10 @@ ACCEPT = (("default", 1), ("default", 3), ("custom-taps", 3), ("custom-taps", 5)
 IDS = ("eagle/top-only", "eagle/nested-only", "eagle/both-disagree", "eagle/none", "eagle/minus-one", "eagle/L",
        "eagle/four", "modelopt/nested-only", "modelopt/none", "speculators/top", "speculators/none",
        "speculators/empty")  # fmt: skip
-# the cases run first: where every one of them with a drafter fails at one stage with the same words, the release
-# cannot speculate on the CPU and the rest of the id matrix and accept cases would only repeat that failure (each
-# costs an engine process): they are not run, and the record says so (`stopped_early`). Families always run.
+# the cases run first: where every one of them with a drafter fails at one stage, with the same words per drafter
+# format, the release cannot speculate on the CPU and the rest of the id matrix and accept cases would only repeat
+# those failures (each costs an engine process): they are not run, and the record says so (`stopped_early`).
+# Families always run.
 FIRST_ACCEPT = (("default", 3), ("custom-taps", 3))
 FIRST_IDS = ("eagle/top-only", "modelopt/nested-only", "speculators/top")
 FAMILY_DRAFTER = "eagle/top-only"  # the zoo drafter, ids [2, 4, 5] top-level, on each family's tiny target
@@ -134,19 +135,36 @@ def first(case: dict) -> bool:
     return name == "plain" or name in FIRST_IDS or name in {f"{n}/K={k}" for n, k in FIRST_ACCEPT}
 
 
+FORMATS = ("eagle", "modelopt", "speculators")
+
+
+def case_format(name: str) -> str:
+    """The drafter format of a case: an id case's name starts with it; the accept cases serve zoo (eagle) copies."""
+    head = name.split("/")[0]
+    return head if head in FORMATS else "eagle"
+
+
 def one_failure(run: dict[str, dict]) -> dict | None:
-    """Where every case with a drafter in `run` failed at one stage with the same words (the engine's message up
-    to its location): that stage and those words; else None."""
-    spec = [r for n, r in run.items() if n not in ("plain", "__provenance__") and not n.startswith("family")]
-    if not spec or any(r.get("stage") is None for r in spec):
+    """Where every case with a drafter in `run` failed at one stage, and the cases of each drafter format with the
+    same words (the engine's message up to its location): that stage, the eagle format's words and each format's;
+    else None. Per format, because a release can refuse a format's config before the failure every format shares
+    (speculators' before vLLM 0.10.1): the rest of its cases would still only repeat one of those failures."""
+    spec = {
+        n: r for n, r in run.items() if n not in ("plain", "__provenance__") and not n.startswith("family")
+    }
+    if not spec or any(r.get("stage") is None for r in spec.values()):
         return None
-    stages = {r["stage"] for r in spec}
-    words = {(r.get("error") or "").split(" [at ")[0] for r in spec}
-    if len(stages) != 1 or len(words) != 1:
+    stages = {r["stage"] for r in spec.values()}
+    words: dict[str, set[str]] = {}
+    for n, r in spec.items():
+        words.setdefault(case_format(n), set()).add((r.get("error") or "").split(" [at ")[0])
+    if len(stages) != 1 or any(len(w) != 1 for w in words.values()):
         return None
+    by_format = {f: w.pop() for f, w in sorted(words.items())}
     return {
         "stage": stages.pop(),
-        "words": words.pop(),
+        "words": by_format.get("eagle", next(iter(by_format.values()))),
+        "words_by_format": by_format,
         "cases": sorted(n for n in run if n != "__provenance__"),
     }
 
@@ -388,9 +406,10 @@ def observe(release: str, workdir: Path, keep_venv: bool = False, out: tuple[Pat
             skipped = sorted(c["name"] for c in cases if c["name"] not in run)
             ids_rec["stopped_early"] = result_stop = {
                 "after": stopped["cases"], "stage": stopped["stage"], "words": stopped["words"],
-                "not_run": skipped,
-                "why": "every case with a drafter in the first batch failed at this stage with these words: the "
-                       "release cannot speculate on the CPU, and each further case would repeat it",
+                "words_by_format": stopped["words_by_format"], "not_run": skipped,
+                "why": "every case with a drafter in the first batch failed at this stage, and the cases of each "
+                       "drafter format with the same words: the release cannot speculate on the CPU, and each "
+                       "further case would repeat one of them",
             }  # fmt: skip
         else:
             result_stop = None
