@@ -16,6 +16,7 @@ from eaglewire import zoo
 from eaglewire.cli.render_matrix import matrix_html, write_matrix_html
 from eaglewire.engines.models import MODEL_FILES
 from eaglewire.engines.observed import records
+from eaglewire.engines.serving import ROWS as SERVING_FAILURES
 from eaglewire.engines.table import ENGINES, ROWS
 from eaglewire.jobs import coverage as cov_job
 from eaglewire.jobs.matrix import STATUSES, matrix
@@ -108,12 +109,24 @@ def test_the_observed_vllm_cell_is_engine_with_its_record(cov):
     assert cov.cell("sglang", "0.5.10", "llama", "cuda").level == "read"
     engine = [c for c in cov.cells if c.level == "engine"]
     assert sg in engine and cell in engine
-    # every engine cell is a committed record's release, platform and a family that record ran
+    # every engine cell is a committed record's release, platform and a family that record ran, or any family where
+    # that run showed the platform serves no drafter beside any target (a serving-failure row for every family)
     by_file = {f"engines/{r['engine'].split('==')[0]}/data/observed/{r['file']}": r for r in records()}
     for c in engine:
         rec = by_file[c.record]
         assert rec["engine"].split("==")[1] == c.release and rec["platform"] == c.platform
-        assert c.family in cov_job.record_families(rec), c
+        if c.family not in cov_job.record_families(rec):
+            assert rec["speculates"] is False, c
+            assert any(
+                "*" in r.families and r.observed_at(c.release)
+                for r in SERVING_FAILURES
+                if r.covers(c.release)
+            ), c
+    # vLLM 0.9.2.post2 on the CPU: no drafter served at all (vllm.cpu.v0-spec-worker), so a family its run did not
+    # serve, Qwen2.5-VL, fails there by that run too
+    vl = cov.cell("vllm", "0.9.2.post2", "qwen2_5_vl", "cpu")
+    assert (vl.level, vl.record) == ("engine", "engines/vllm/data/observed/vllm-0.9.2.post2-cpu.json")
+    assert cov.cell("vllm", "0.9.2.post2", "qwen2_5_vl", "cuda").level != "engine"
 
 
 def test_the_record_family_is_the_family_its_rows_were_predicted_for():

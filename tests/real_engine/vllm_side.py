@@ -229,12 +229,14 @@ def _worker_cause(text: str) -> str | None:
 
 
 def _runner(worker) -> dict:
-    """The model runner the worker built (cpu_worker.py: CPUModelRunner, or CPUModelRunnerV2 under MRV2)."""
+    """The model runner the worker built (cpu_worker.py: CPUModelRunner, or CPUModelRunnerV2 under MRV2; V0's,
+    vllm/worker/, on a CPU before 0.9.1, whatever VLLM_USE_V1 says)."""
     import torch
 
     cls = type(worker.model_runner)
     v2 = bool(getattr(worker, "use_v2_model_runner", False)) or "V2" in cls.__name__
-    return {"class": f"{cls.__module__}.{cls.__qualname__}", "runner": "mrv2" if v2 else "v1",
+    v0 = cls.__module__.startswith("vllm.worker.")
+    return {"class": f"{cls.__module__}.{cls.__qualname__}", "runner": "v0" if v0 else "mrv2" if v2 else "v1",
             "torch_threads": torch.get_num_threads(), "pid": os.getpid()}  # fmt: skip
 
 

