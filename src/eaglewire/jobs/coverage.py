@@ -8,7 +8,8 @@ Every cell's evidence level is computed, never typed, strongest first (`rules.ro
   verdict of every family is that failure, whatever the family's own code would do);
 - `model-code`: a record of the release's own model code, executed, covers them (the ledger's `observed` entries);
 - `read`: a serving row for the family's engine model file, holding on the platform, was read at source in that
-  release's own files (the release is in the row's `checked`, or the ledger lists the release as read for taps);
+  release's own files (the release is in the row's `checked`, or the ledger lists the release as read for taps),
+  or a serving-failure row for every family on the platform was (its `checked`);
 - `none`: nothing above. A release bracketed by two read ones with identical code is `none` here even where `check`
   counts it verified by the bracket: coverage says what was looked at, release by release.
 
@@ -280,10 +281,11 @@ def _read_rows(engine: str, release: Release, family: str, platform: str) -> tup
     )
 
 
-def _platform_failure(engine: str, version: str, family: str, platform: str) -> tuple[str, str] | None:
-    """(level, record) where the release cannot serve any EAGLE-3 drafter on the platform beside this family, by a
-    serving-failure row for every target (`families` "*", no drafter or quantization condition) that a record of
-    this very release showed: the engine's run (its `observed`), or the release's model code (its `model_code`)."""
+def _platform_failure(engine: str, version: str, family: str, platform: str) -> tuple[str, str | None, tuple]:
+    """(level, record, rows) where the release cannot serve any EAGLE-3 drafter on the platform beside this family,
+    by a serving-failure row for every target (`families` "*", no drafter or quantization condition) that this
+    very release showed: the engine's run (its `observed`), the release's model code (its `model_code`), or its
+    own files read (its `checked`)."""
     for row in SERVING_FAILURES:
         if not (row.engine == engine and row.platform == platform and "*" in row.families and row.covers(version)
                 and not row.unless_drafter and not row.quantized_target):  # fmt: skip
@@ -291,9 +293,11 @@ def _platform_failure(engine: str, version: str, family: str, platform: str) -> 
         if row.observed_at(version):
             rec = ENGINES_DIR / engine / "data" / "observed" / f"{engine}-{version}-{platform}.json"
             if rec.is_file():
-                return "engine", str(rec.relative_to(ENGINES_DIR.parent))
+                return "engine", str(rec.relative_to(ENGINES_DIR.parent)), ()
         if code := row.model_code_at(version):
-            return "model-code", code
+            return "model-code", code, ()
+        if row.read_at(version):
+            return "read", None, (row.name,)
     return None
 
 
@@ -309,6 +313,8 @@ def _cell(engine: str, release: Release, family: str, platform: str, seen: list[
             return Cell(engine, version, family, platform, level, hit.record)
         if failure is not None and failure[0] == level:
             return Cell(engine, version, family, platform, *failure)
+    if failure is not None:  # read: the release's own files show that the platform serves no drafter at all
+        return Cell(engine, version, family, platform, *failure)
     rows = _read_rows(engine, release, family, platform)
     return Cell(engine, version, family, platform, "read" if rows else "none", None, rows)
 

