@@ -638,6 +638,8 @@ SCENARIOS: dict[str, tuple] = {
     "vl-token-tree": (vllm({**SPEC, "speculative_token_tree": "[(0,), (1,), (0, 0)]"}), {"engine_version": "0.14.0"},
                       "vllm.speculative_token_tree", INFO),
     "vl-chain": (vllm(SPEC), {}, "vllm.chain", INFO),
+    "vl-float32-v0": (vllm(SPEC, "--dtype", "float32"), {"engine_version": "0.9.1"}, "vllm.v0_fallback_dtype",
+                      PROBLEM),
     # The draft model's own settings and arguments the engines silently drop (engines/sglang/draft.py, engines/vllm/draft.py)
     "sg-draft-quant": ([*E3, *sizes(3, 1, 4), "--quantization", "fp8"], {"drafter_config": EAGLE3_DRAFTER},
                        "sglang.draft_quantization_inherited", PROBLEM),

@@ -47,6 +47,11 @@ def test_check_says_fails_at_0_8_5_with_the_launch_that_serves_it():
     # from 0.9.0 V1 is the default: V0 is only the alternative a VLLM_USE_V1=0 launch meets
     (later,) = check(zoo.drafter_dir("default"), zoo.target_dir(), ["vllm==0.9.2"]).verdicts
     assert later.row_key.startswith("vllm-llama-v1") and [a.status for a in later.alternatives] == ["fails"]
+    # ... or, before 0.9.2, a float32 one: V1 takes float16 and bfloat16 only there (vllm-0.9.1.post2-cpu.json: the
+    # float32 zoo drafters failed in V0's EAGLE-1 wrapper, the bfloat16 family targets on V1)
+    (v091,) = check(zoo.drafter_dir("default"), zoo.target_dir(), ["vllm==0.9.1"]).verdicts
+    assert [("float32" in a.when, a.status) for a in v091.alternatives] == [(True, "fails")]
+    assert not any("float32" in a.when for a in later.alternatives)
 
 
 def test_no_v0_runner_after_0_10():

@@ -41,6 +41,13 @@ V0_SOURCE = ("vllm engine/arg_utils.py:1487-1489, 1661-1673 @0.8.5 ('Eagle is ex
              "Falling back to V0 Engine.'); platforms/cpu.py:262-266 @0.9.1 (CPU supports V1 from 0.9.1)")  # fmt: skip
 
 
+# before 0.9.2 the V1 engine takes float16 and bfloat16 only: a float32 launch (its --dtype, or a float32 checkpoint
+# under the default "auto") falls back to V0, which cannot load an EAGLE-3 head (observed: vllm-0.9.1.post2-cpu.json,
+# the float32 zoo drafters in V0's EAGLE-1 wrapper, the bfloat16 family targets on V1)
+V1_ANY_DTYPE_FROM = "0.9.2"
+V1_DTYPES_SOURCE = "vllm engine/arg_utils.py:1288 @0.9.0.1, :1341 @0.9.1 (V1_SUPPORTED_DTYPES); gone at 0.9.2"
+
+
 @dataclass(frozen=True)
 class Alternative:
     """Another row the same engine version runs the target with, and when."""
@@ -128,6 +135,8 @@ def select_rows(
             continue
         if m.row.runner == "v0":
             when = "with VLLM_USE_V1=0"
+            if version is not None and version < Version(V1_ANY_DTYPE_FROM):
+                when += f", or a float32 launch (V1 takes float16 and bfloat16 only) [{V1_DTYPES_SOURCE}]"
         elif m.row.runner == "v1":
             env = "VLLM_USE_V2_MODEL_RUNNER=0 or a launch feature MRV2 lacks"
             when = (

@@ -32,7 +32,7 @@ from eaglewire.engines.vllm.config import (
 from eaglewire.errors import InputError
 from eaglewire.rules.context import drafter_kind, local_config
 from eaglewire.rules.flags import FlagRule, State, row
-from eaglewire.rules.launch import INFO, PROBLEM, WARNING, as_int
+from eaglewire.rules.launch import INFO, PROBLEM, WARNING, Change, Edit, FlagFix, as_int
 
 rule = functools.partial(row, VLLM)
 RULES: list[FlagRule] = []
@@ -549,4 +549,36 @@ RULES += [
     rule("vllm.chain", ">=0.8.5", INFO,
        f"{VL_CFG} (one num_speculative_tokens, no topk); vllm-project/vllm#16035 (SGLang ndt - 1 = vLLM k)",
        "EAGLE-3 in vLLM is a chain", _vl_chain),
+]  # fmt: skip
+
+
+# V1 before 0.9.2 takes float16 and bfloat16 only ("Only Fp16 and Bf16 dtypes since we only support FA"): a float32
+# launch falls back to V0 (or, with VLLM_USE_V1=1, is refused), and V0 cannot load an EAGLE-3 head
+
+
+def _vl_v0_dtype(rule: FlagRule, st: State) -> None:
+    dtype = next((o.value for o in st.cmd.options if o.flag == "--dtype"), None)
+    eagle3 = st.v["spec"].get("method") == "eagle3" or st.drafter_kind == "eagle3"
+    if eagle3 and isinstance(dtype, str) and dtype in ("float32", "float"):
+        st.emit(
+            rule,
+            "--dtype",
+            dtype,
+            f"{dtype} on V0",
+            f"vLLM {st.version}'s V1 engine takes float16 and bfloat16 only: --dtype {dtype} falls back to V0 "
+            "(refused outright with VLLM_USE_V1=1), whose speculative decoding cannot load an EAGLE-3 head: "
+            "fails at load",
+        )
+
+
+def _vl_fix_dtype(st: State, change: Change) -> FlagFix:
+    edit = Edit("--dtype", "bfloat16")
+    return FlagFix(change.rule, (edit,), "--dtype bfloat16 (or float16): the dtypes V1 takes here")
+
+
+RULES += [
+    rule("vllm.v0_fallback_dtype", ">=0.9.0,<0.9.2", PROBLEM,
+       "vllm engine/arg_utils.py:1288 @0.9.0.1, :1341 @0.9.1 (V1_SUPPORTED_DTYPES, _is_v1_supported_oracle); gone "
+       "at 0.9.2", "a float32 launch runs V0", _vl_v0_dtype, _vl_fix_dtype, fails=True, stage="load",
+       observed="vllm-0.9.1.post2-cpu.json (the float32 zoo drafters fail in V0's EAGLE-1 wrapper)"),
 ]  # fmt: skip
