@@ -638,7 +638,9 @@ SCENARIOS: dict[str, tuple] = {
     "vl-token-tree": (vllm({**SPEC, "speculative_token_tree": "[(0,), (1,), (0, 0)]"}), {"engine_version": "0.14.0"},
                       "vllm.speculative_token_tree", INFO),
     "vl-chain": (vllm(SPEC), {}, "vllm.chain", INFO),
-    "vl-float32-v0": (vllm(SPEC, "--dtype", "float32"), {"engine_version": "0.9.1"}, "vllm.v0_fallback_dtype",
+    "vl-speculators-unread": (vllm({**SPEC, "model": "x/speculator"}), {"drafter_config": SPECULATORS_DRAFTER,
+                              "engine_version": "0.10.0"}, "vllm.speculators_unread", PROBLEM),
+    "vl-float32-v0": (vllm(SPEC, "--dtype", "float32"), {"engine_version": "0.9.1"}, "vllm.eagle3_on_v0",
                       PROBLEM),
     # The draft model's own settings and arguments the engines silently drop (engines/sglang/draft.py, engines/vllm/draft.py)
     "sg-draft-quant": ([*E3, *sizes(3, 1, 4), "--quantization", "fp8"], {"drafter_config": EAGLE3_DRAFTER},
@@ -698,7 +700,7 @@ SCENARIOS: dict[str, tuple] = {
     "vl-eagle3-v0-env": (["VLLM_USE_V1=0", *vllm(SPEC)], {"engine_version": "0.9.2"}, "vllm.eagle3_on_v0", PROBLEM),
 }  # fmt: skip
 NOT_MECHANICAL = {"vl-eagle3-v0", "vl-eagle3-v0-env", "sg-draft-missing", "vl-model-missing", "sg-unknown-algorithm", "vl-mtp-unsupported",
-                  "sg-draft-quant-old", "vl-eagle3-target-quant"}  # fmt: skip
+                  "sg-draft-quant-old", "vl-eagle3-target-quant", "vl-speculators-unread"}  # fmt: skip
 
 
 @pytest.mark.parametrize("name", sorted(SCENARIOS))

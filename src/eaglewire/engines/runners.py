@@ -29,7 +29,12 @@ from dataclasses import dataclass
 from packaging.version import Version
 
 from eaglewire.engines.table import NEWEST, rows_for
-from eaglewire.engines.vllm.taps import V0_CPU_UNTIL, V0_EAGLE_DEFAULT_UNTIL
+from eaglewire.engines.vllm.taps import (
+    V0_CPU_UNTIL,
+    V0_EAGLE_DEFAULT_UNTIL,
+    V1_ANY_DTYPE_FROM,
+    V1_DTYPES_SOURCE,
+)
 from eaglewire.errors import InputError
 from eaglewire.rules.taps import EngineSpec, RowMatch
 
@@ -39,13 +44,6 @@ CPU_SOURCE = "vllm config/vllm.py:724-728 @0.32.0, :751-755 @0.33.0 (MRV2 requir
 CUDA_SOURCE = "vllm config/vllm.py:731-767 @0.33.0 (VLLM_USE_V2_MODEL_RUNNER, features MRV2 lacks)"
 V0_SOURCE = ("vllm engine/arg_utils.py:1487-1489, 1661-1673 @0.8.5 ('Eagle is experimental on VLLM_USE_V1=1. "
              "Falling back to V0 Engine.'); platforms/cpu.py:262-266 @0.9.1 (CPU supports V1 from 0.9.1)")  # fmt: skip
-
-
-# before 0.9.2 the V1 engine takes float16 and bfloat16 only: a float32 launch (its --dtype, or a float32 checkpoint
-# under the default "auto") falls back to V0, which cannot load an EAGLE-3 head (observed: vllm-0.9.1.post2-cpu.json,
-# the float32 zoo drafters in V0's EAGLE-1 wrapper, the bfloat16 family targets on V1)
-V1_ANY_DTYPE_FROM = "0.9.2"
-V1_DTYPES_SOURCE = "vllm engine/arg_utils.py:1288 @0.9.0.1, :1341 @0.9.1 (V1_SUPPORTED_DTYPES); gone at 0.9.2"
 
 
 @dataclass(frozen=True)

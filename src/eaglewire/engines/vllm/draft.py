@@ -16,7 +16,14 @@ from packaging.version import Version
 
 from eaglewire.engines.vllm.args import VLLM
 from eaglewire.engines.vllm.config import vl_key_edit
-from eaglewire.engines.vllm.taps import V0_EAGLE_DEFAULT_UNTIL, V0_REFUSES, V0_SOURCE, V0_UNTIL
+from eaglewire.engines.vllm.taps import (
+    V0_EAGLE_DEFAULT_UNTIL,
+    V0_REFUSES,
+    V0_SOURCE,
+    V0_UNTIL,
+    V1_ANY_DTYPE_FROM,
+    V1_DTYPES_SOURCE,
+)
 from eaglewire.rules import scanned
 from eaglewire.rules.draft_context import PAST_WORDS, ContextRow, choose, model_length
 from eaglewire.rules.draft_weights import DraftEmbedding, DraftHead
@@ -43,12 +50,22 @@ def _eagle_proposer(st: State) -> bool:
     return _method(st) in EAGLE_METHODS or _mtp(st)
 
 
+def _float32(st: State) -> str | None:
+    """The --dtype given where it is float32 before 0.9.2, whose V1 engine takes float16 and bfloat16 only (a
+    float32 launch goes to V0, or is refused with VLLM_USE_V1=1: V1_DTYPES_SOURCE)."""
+    dtype = next((o.value for o in st.cmd.options if o.flag == "--dtype"), None)
+    old = st.version < Version(V1_ANY_DTYPE_FROM)
+    return dtype if old and dtype in ("float32", "float") else None
+
+
 def _v0(st: State) -> bool:
-    """The V0 engine runs the launch (it has its own speculative worker; gone in 0.10.0): with VLLM_USE_V1=0, and
-    before 0.9.0 for EAGLE unless VLLM_USE_V1=1 and for MTP always (engines/vllm/taps.py V0_EAGLE_DEFAULT_UNTIL; on
-    a CPU before 0.9.1 whatever the launch, which lint cannot see)."""
+    """The V0 engine runs the launch (it has its own speculative worker; gone in 0.10.0): with VLLM_USE_V1=0, with
+    a float32 --dtype before 0.9.2, and before 0.9.0 for EAGLE unless VLLM_USE_V1=1 and for MTP always
+    (engines/vllm/taps.py V0_EAGLE_DEFAULT_UNTIL; on a CPU before 0.9.1 whatever the launch, which lint cannot see)."""
     if st.version >= Version(V0_UNTIL):
         return False
+    if _float32(st):
+        return True
     if not st.env_true("VLLM_USE_V1", True) or (_mtp(st) and st.version < Version(V0_EAGLE_DEFAULT_UNTIL)):
         return True  # V1 runs deepseek_mtp from 0.9.0 (MTP_IN_V1)
     # 0.8.5 keeps ngram off V1 the same way ("ngram is supported on V1, but off by default": arg_utils.py:1485)
@@ -233,6 +250,13 @@ RULES += [
 def _vl_eagle3_on_v0(rule: FlagRule, st: State) -> None:
     if _method(st) != "eagle3" or not _v0(st):
         return
+    dtype = _float32(st)
+    if dtype:
+        st.emit(rule, "--dtype", dtype, f"{dtype} on V0",
+                f"vLLM {st.version}'s V1 engine takes float16 and bfloat16 only: --dtype {dtype} falls back to V0 (it "
+                f"is refused outright with VLLM_USE_V1=1) [{V1_DTYPES_SOURCE}]: {V0_REFUSES}; the server does not "
+                "start")  # fmt: skip
+        return
     why = ("VLLM_USE_V1=0 puts it on V0" if not st.env_true("VLLM_USE_V1", True)
            else f"vLLM {st.version} runs EAGLE on V0 unless VLLM_USE_V1=1 ('Eagle is experimental on VLLM_USE_V1=1. "
            "Falling back to V0 Engine.')")  # fmt: skip
@@ -246,6 +270,10 @@ def _vl_eagle3_on_v0(rule: FlagRule, st: State) -> None:
 
 
 def _fix_eagle3_on_v0(st: State, change: Change) -> FlagFix:
+    if change.flag == "--dtype":
+        return FlagFix(
+            change.rule, (Edit("--dtype", "bfloat16"),), "--dtype bfloat16 (or float16): V1 takes these"
+        )
     if st.version < Version(V0_EAGLE_DEFAULT_UNTIL):
         how = "launch with VLLM_USE_V1=1 (on CUDA; on a CPU vLLM has V1 from 0.9.1)"
     else:

@@ -27,12 +27,13 @@ from eaglewire.engines.vllm.config import (
     vl_fix_short_conflict,
     vl_fix_tokens,
     vl_fix_tp_key,
+    vl_key_edit,
     vllm_key_known,
 )
 from eaglewire.errors import InputError
 from eaglewire.rules.context import drafter_kind, local_config
 from eaglewire.rules.flags import FlagRule, State, row
-from eaglewire.rules.launch import INFO, PROBLEM, WARNING, Change, Edit, FlagFix, as_int
+from eaglewire.rules.launch import INFO, PROBLEM, WARNING, Change, FlagFix, as_int
 
 rule = functools.partial(row, VLLM)
 RULES: list[FlagRule] = []
@@ -552,33 +553,32 @@ RULES += [
 ]  # fmt: skip
 
 
-# V1 before 0.9.2 takes float16 and bfloat16 only ("Only Fp16 and Bf16 dtypes since we only support FA"): a float32
-# launch falls back to V0 (or, with VLLM_USE_V1=1, is refused), and V0 cannot load an EAGLE-3 head
+def _vl_speculators_unread(rule: FlagRule, st: State) -> None:
+    served, _ = local_config(st.cmd.model)
+    for flag, config in (("model", served), ("--speculative-config.model", st.drafter)):
+        if config and config.get("speculators_model_type") is not None:
+            where = "the served model" if flag == "model" else "the drafter"
+            st.emit(
+                rule,
+                flag,
+                st.cmd.model if flag == "model" else st.v["spec"].get("model", st.drafter_source),
+                "refused at load",
+                f"{where} is a speculators checkpoint, a format vLLM {st.version} does not read (from 0.10.1): "
+                "its config.json has no model_type, and the engine refuses it at load ('Unrecognized model')",
+            )
+            return
 
 
-def _vl_v0_dtype(rule: FlagRule, st: State) -> None:
-    dtype = next((o.value for o in st.cmd.options if o.flag == "--dtype"), None)
-    eagle3 = st.v["spec"].get("method") == "eagle3" or st.drafter_kind == "eagle3"
-    if eagle3 and isinstance(dtype, str) and dtype in ("float32", "float"):
-        st.emit(
-            rule,
-            "--dtype",
-            dtype,
-            f"{dtype} on V0",
-            f"vLLM {st.version}'s V1 engine takes float16 and bfloat16 only: --dtype {dtype} falls back to V0 "
-            "(refused outright with VLLM_USE_V1=1), whose speculative decoding cannot load an EAGLE-3 head: "
-            "fails at load",
-        )
-
-
-def _vl_fix_dtype(st: State, change: Change) -> FlagFix:
-    edit = Edit("--dtype", "bfloat16")
-    return FlagFix(change.rule, (edit,), "--dtype bfloat16 (or float16): the dtypes V1 takes here")
+def _vl_fix_speculators(st: State, change: Change) -> FlagFix:
+    edit = vl_key_edit("model", "<the drafter converted: eaglewire convert SRC DST --to eagle>")
+    return FlagFix(change.rule, (edit,), "serve the drafter in the EAGLE format (eaglewire convert --to eagle), "
+                   "or upgrade to vLLM 0.10.1", mechanical=False)  # fmt: skip
 
 
 RULES += [
-    rule("vllm.v0_fallback_dtype", ">=0.9.0,<0.9.2", PROBLEM,
-       "vllm engine/arg_utils.py:1288 @0.9.0.1, :1341 @0.9.1 (V1_SUPPORTED_DTYPES, _is_v1_supported_oracle); gone "
-       "at 0.9.2", "a float32 launch runs V0", _vl_v0_dtype, _vl_fix_dtype, fails=True, stage="load",
-       observed="vllm-0.9.1.post2-cpu.json (the float32 zoo drafters fail in V0's EAGLE-1 wrapper)"),
+    rule("vllm.speculators_unread", ">=0.8.5,<0.10.1", PROBLEM,
+       "vllm 0.10.1 transformers_utils/config.py:81 (speculators config class; none before)", "a speculators "
+       "checkpoint before 0.10.1", _vl_speculators_unread, _vl_fix_speculators, fails=True, stage="load",
+       observed="vllm-0.8.5.post2-cpu.json, vllm-0.9.2.post2-cpu.json, vllm-0.10.0.post2-cpu.json (speculators/top, "
+       "speculators/none)"),
 ]  # fmt: skip

@@ -267,6 +267,11 @@ NEVER = (("glm4_moe", "vLLM (through 0.33.0) has no EAGLE-3 for Glm4MoeForCausal
 V0_UNTIL = "0.10.0"
 V0_EAGLE_DEFAULT_UNTIL = "0.9.0"  # CUDA: V0 unless VLLM_USE_V1=1 before it, V1 unless VLLM_USE_V1=0 from it
 V0_CPU_UNTIL = "0.9.1"  # CPU: V0 whatever the launch before it
+# before 0.9.2 the V1 engine takes float16 and bfloat16 only: a float32 launch falls back to V0 (with VLLM_USE_V1=1 it
+# is refused outright) (observed: vllm-0.9.1.post2-cpu.json, its float32 zoo drafters in V0's EAGLE-1 wrapper, its
+# bfloat16 family targets on V1)
+V1_ANY_DTYPE_FROM = "0.9.2"
+V1_DTYPES_SOURCE = "vllm engine/arg_utils.py:1288 @0.9.0.1, :1341 @0.9.1 (V1_SUPPORTED_DTYPES); gone at 0.9.2"
 V0_REFUSES = (
     "the V0 engine builds the draft as EAGLE-1's EAGLEModel, whose fc takes 2 x hidden (the token embedding and "
     "one target state): an EAGLE-3 head's fc (3 x hidden) does not load (AssertionError: Attempted to load weight "
