@@ -25,6 +25,8 @@ RULES: list[StructureRule] = []
 
 # architecture -> the releases vLLM loads it as an EAGLE-3 draft (vllm transformers_utils/configs/eagle.py), as
 # alternative ranges: LlamaForCausalLMEagle3 in 0.8.5 (and its .post rebuilds), not 0.9.0-0.10.1, again from 0.10.2
+# (observed: vllm-0.10.1.1.post2-cpu.json, "Model architectures ['LlamaForCausalLMEagle3'] are not supported for
+# now" for every eagle and modelopt drafter, before the CPU runner's assert)
 ROUTES = (
     ("LlamaForCausalLM", (">=0.8.5",)),
     ("Eagle3LlamaForCausalLM", (">=0.8.5",)),
