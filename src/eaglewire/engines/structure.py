@@ -17,6 +17,9 @@ from eaglewire.rules.structure import NEXTN_SUFFIXES, Context, StructureRule, ru
 from eaglewire.rules.taps import get_path
 
 ANY: list[StructureRule] = []  # the rows of every engine
+# rows an engine meets when it builds its speculative config from the drafter's config.json, before any platform
+# worker loads anything (vLLM's SpeculativeConfig: the draft architecture in its registry, the format it reads)
+CONFIG_CHECK = ("architecture-routing", "speculators-format-unread")
 
 # ---- format and architecture routing -----------------------------------------------------------------------
 

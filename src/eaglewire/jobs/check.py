@@ -19,6 +19,7 @@ from pathlib import Path
 from eaglewire.engines import registries, runners, table
 from eaglewire.engines.runners import check_choice
 from eaglewire.engines.serving import serving_failure
+from eaglewire.engines.structure import CONFIG_CHECK
 from eaglewire.errors import InputError
 from eaglewire.formats import DrafterCheckpoint, read_drafter, write_drafter
 from eaglewire.formats.checkpoint import PROVENANCE_KEY
@@ -360,7 +361,9 @@ def check(
             else:
                 v = _verdict(ckpt, tinfo, spec, choice, trained, strict, platform)
                 if cannot is not None and _earlier(cannot.stage, v.served):  # what the engine meets first
-                    v = _cannot_serve(spec, m, tinfo, cannot, str(version))
+                    v = _config_refusal(v, cannot, str(version)) or _cannot_serve(
+                        spec, m, tinfo, cannot, str(version)
+                    )
             if on_cpu is not None and v.status != "fails":
                 said = (f"platform not given: not the CPU, where {spec.framework} {version} cannot serve this pair "
                         f"(fails at {on_cpu.stage}: `{on_cpu.words}`; {on_cpu.evidence(str(version))}); --platform "
@@ -435,6 +438,20 @@ def _earlier(stage: str, served: conv.Resolution) -> bool:
         return True
     own = served.stage if served.stage in STAGES else STAGES[-1]
     return STAGES.index(stage) < STAGES.index(own)
+
+
+def _config_refusal(v: EngineVerdict, cannot: ServingFailure, version: str) -> EngineVerdict | None:
+    """The verdict failing at load by the drafter's own config (a structure row the engine meets when it builds its
+    speculative config: CONFIG_CHECK), which comes before any platform failure at load: that failure is the one the
+    engine names; the platform's is added, as what the drafter meets once its config is fixed. None otherwise."""
+    first = next((f for f in v.findings if f.code in CONFIG_CHECK and f.severity == "problem"), None)
+    if first is None or cannot.stage != "load" or v.served.failure is not None:
+        return None
+    v.served = replace(v.served, taps=None, failure=first.message, stage="load")
+    v.findings.append(
+        Finding("problem", "platform", f"once the drafter loads: {cannot.failure(version)}", v.engine)
+    )
+    return v
 
 
 def _cannot_serve(
