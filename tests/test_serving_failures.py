@@ -240,7 +240,8 @@ def test_check_decides_a_quantized_target_from_the_records(tmp_path):
 
 def test_check_says_a_cpu_build_that_cannot_speculate_fails_there_by_the_evidence_it_has():
     """vLLM's CPU build refuses speculation from 0.11.0 to 0.21.0: check --platform cpu says fails at every such
-    release, citing the record where one ran it and `read at source, not observed` where none did; on CUDA the same
+    release, citing the record where one ran it and `read at source, not observed` where none did (naming the releases
+    read where that one was not); on CUDA the same
     releases are not refused for it."""
     from eaglewire import zoo
     from eaglewire.jobs.check import check
@@ -248,16 +249,21 @@ def test_check_says_a_cpu_build_that_cannot_speculate_fails_there_by_the_evidenc
     observed = {r["engine"].split("==")[1] for r in records("engine") if r["engine"].startswith("vllm==")}
     drafter, target = zoo.drafter_dir("default"), zoo.target_dir()
     seen = set()
-    for release in ("0.11.0.post2", "0.15.1", "0.19.1", "0.20.0", "0.21.0"):
+    for release in ("0.11.0.post2", "0.11.2", "0.15.1", "0.17.0", "0.19.1", "0.20.0", "0.21.0"):
         row = serving_failure("vllm", release, "cpu", "llama", {}, ())
         assert row is not None and row.families == ("*",), release
         (cpu,) = check(drafter, target, [f"vllm=={release}"], platform="cpu").verdicts
         assert cpu.status == "fails" and cpu.served.stage == row.stage and row.words in cpu.served.failure, (
             release
         )
-        said = "observed: " if release in observed else f"read at source, not observed at {release}"
+        # unobserved: read at source in that very release (the row's `checked`), or in others around it
+        kind = (
+            "observed" if release in observed else "read here" if row.read_at(release) else "read elsewhere"
+        )
+        said = {"observed": "observed: ", "read here": f"read at source, not observed at {release}",
+                "read elsewhere": f"(not at {release} itself), not observed at {release}"}[kind]  # fmt: skip
         assert said in cpu.served.failure, (release, cpu.served.failure)
-        seen.add(said.removesuffix(f" at {release}"))
+        seen.add(kind)
         (gpu,) = check(drafter, target, [f"vllm=={release}"], platform="cuda").verdicts
         assert gpu.status != "fails" or row.words not in (gpu.served.failure or ""), release
-    assert seen == {"observed: ", "read at source, not observed"}  # both kinds of evidence are exercised
+    assert seen == {"observed", "read here", "read elsewhere"}  # every kind of evidence is exercised
