@@ -20,6 +20,7 @@ from dataclasses import dataclass
 
 from packaging.version import InvalidVersion, Version
 
+from eaglewire.engines.observed import records
 from eaglewire.rules import engine_data
 
 ENGINES = ("sglang", "vllm")
@@ -176,14 +177,14 @@ def _registry_answers(engine: str) -> dict[tuple[Version, str], str | None]:
     """(release, architecture) -> the model-code record whose run the release's model registry refused the class
     in, or None where the class built or ran there (tests/engines/model_code.py, each family's `refused`)."""
     out: dict[tuple[Version, str], str | None] = {}
-    folder = engine_data(engine, "observed")
-    for path in sorted(folder.glob("*-model-code.json")) if folder.is_dir() else ():
-        rec = json.loads(path.read_text())
-        release = Version(rec["engine"].partition("==")[2])
+    for rec in records("model-code"):
+        name, _, release = rec["engine"].partition("==")
+        if name != engine:
+            continue
         for fam in rec.get("families", ()):
-            key = (release, fam.get("architecture", ""))
+            key = (Version(release), fam.get("architecture", ""))
             if fam.get("refused"):
-                out[key] = f"observed/{path.name}"
+                out[key] = f"observed/{rec['file']}"
             else:
                 out.setdefault(key, None)
     return out

@@ -281,9 +281,10 @@ def _read_rows(engine: str, release: Release, family: str, platform: str) -> tup
     )
 
 
-def _platform_failure(engine: str, version: str, family: str, platform: str) -> tuple[str, str | None, tuple]:
-    """(level, record, rows) where the release cannot serve any EAGLE-3 drafter on the platform beside this family,
-    by a serving-failure row for every target (`families` "*", no drafter or quantization condition) that this
+@cache
+def _platform_failure(engine: str, version: str, platform: str) -> tuple[str, str | None, tuple] | None:
+    """(level, record, rows) where the release cannot serve any EAGLE-3 drafter on the platform beside any target
+    (the same for every family: computed once per release and platform), by a serving-failure row for every target (`families` "*", no drafter or quantization condition) that this
     very release showed: the engine's run (its `observed`), the release's model code (its `model_code`), or its
     own files read (its `checked`)."""
     for row in SERVING_FAILURES:
@@ -303,7 +304,7 @@ def _platform_failure(engine: str, version: str, family: str, platform: str) -> 
 
 def _cell(engine: str, release: Release, family: str, platform: str, seen: list[_Seen]) -> Cell:
     version = str(Version(release.version))
-    failure = _platform_failure(engine, version, family, platform)
+    failure = _platform_failure(engine, version, platform)
     for level in LEVELS[:2]:  # engine, then model-code
         hit = next(
             (s for s in seen if s.level == level and s.release == version and s.platform == platform
