@@ -161,6 +161,23 @@ def test_byte_corruption(sources, tmp_path, fmt, cut, flips):
     _loads_or_input_error(d, sources["target"])
 
 
+@pytest.mark.parametrize("shape", [[120.0], [-1], [True], ["120"]])
+def test_a_header_shape_that_is_not_whole_numbers_is_an_input_error(sources, tmp_path, shape):
+    """One flipped byte in the JSON header (`[120]` -> `[1.0]`) leaves a header that still parses: the lazy
+    reader names the entry instead of handing torch a float dimension (found by test_byte_corruption)."""
+    d = _copy(sources, "eagle", tmp_path)
+    file = next(d.glob("*.safetensors"))
+    data = file.read_bytes()
+    size = int.from_bytes(data[:8], "little")
+    header = json.loads(data[8 : 8 + size])
+    name = next(k for k in header if k != "__metadata__")
+    header[name]["shape"] = shape
+    text = json.dumps(header).encode()  # data offsets count from the end of the header: they hold
+    file.write_bytes(len(text).to_bytes(8, "little") + text + data[8 + size :])
+    with pytest.raises(InputError, match=f"malformed safetensors entry '{name}'"):
+        read_drafter(d, weights="lazy")
+
+
 @FUZZ
 @given(
     family=st.sampled_from(["llama", "deepseek_v3", "qwen3", "kimi_k25"]),

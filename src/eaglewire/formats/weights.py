@@ -125,7 +125,9 @@ def _lazy_part(path: Path, header: dict) -> dict:
             continue
         shape = info.get("shape")
         dtype = DTYPES.get(info.get("dtype"))
-        if not isinstance(shape, list) or dtype is None:
+        # a flipped byte can leave a header that parses with a float or negative dimension in a shape
+        dims_ok = isinstance(shape, list) and all(type(d) is int and d >= 0 for d in shape)
+        if not dims_ok or dtype is None:
             raise InputError(f"{path}: malformed safetensors entry {name!r}")
         if torch.Size(shape).numel() <= SMALL:
             small.append(name)
