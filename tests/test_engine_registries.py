@@ -181,7 +181,8 @@ def test_the_registry_agrees_with_every_row_the_table_read(engine):
             assert not any(m.model_known for m in matches), f"{engine} {version} {arch}: the family's refusal"
             assert all(m.basis and "rows refuse it" in m.basis for m in matches)
     assert not wrong, f"{len(wrong)}: {wrong[:8]}"
-    assert len(finer) < 12, finer  # the exceptions stay exceptions
+    # the exceptions stay exceptions: few architectures (each may span many releases)
+    assert len({f.split()[-1] for f in finer}) < 3, finer
 
 
 # ---- check: decided on every family x release read ---------------------------------------------------------

