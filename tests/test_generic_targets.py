@@ -137,6 +137,16 @@ def test_a_capture_that_differs_only_at_the_edges_settles_ids_inside():
     assert not replace(run, edges_only=False).settles((2, 16, 29), 32, (2, 16, 29))
 
 
+def test_claims_made_only_by_the_capture_request_failing_at_the_edges_decide_nothing_inside(drafter):
+    """SGLang 0.5.23's Qwen4-Exp: its per-layer flags raise IndexError for ids L-1 and L at startup (4 claims, each
+    agreeing), but the probe could not run its forward, so nothing says what the loop captures for ids inside it:
+    the run does not hold, and check stays unverified there rather than calling the generic capture verified."""
+    run = generic_run("sglang", "0.5.23", "Qwen4ExpForConditionalGeneration", None)
+    assert run is not None and run.claims == run.agree > 0
+    assert all(c["forward_taps"] is None and "IndexError" in c["error"] for c in run.cases)
+    assert not run.holds and not run.settles((2, 16, 29), 32, (3, 17, 30))
+
+
 def test_a_capture_that_differs_only_where_it_returns_the_last_layer_is_decided_inside(drafter, tmp_path):
     """SGLang's Gemma decoders append the last layer's output after their loop (`if num_layers in
     layers_to_capture`), where the generic capture has no such line: at 0.5.16 Gemma-4's captured h32 for id 31 and

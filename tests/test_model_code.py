@@ -5,7 +5,9 @@ without the engine."""
 
 from __future__ import annotations
 
+import json
 from importlib import import_module
+from pathlib import Path
 from types import SimpleNamespace
 
 import pytest
@@ -14,6 +16,8 @@ from engines.model_code import ENTRY_FAILS, agrees, releases, table_taps
 
 from eaglewire.engines.observed import records
 from eaglewire.targets import FAMILIES, GENERIC, _family_of
+
+ROOT = Path(__file__).resolve().parents[1]
 
 CODE = list(records("model-code"))
 
@@ -179,6 +183,29 @@ def test_an_error_names_the_engines_functions_that_raised_it():
         engine["set_aux_hidden_state_layers"]({0: "layers.0"}, 0)
     assert cp._raised_in(raised.value) == "set_aux_hidden_state_layers > get"
     assert any(w in f"KeyError: -1 (raised in {cp._raised_in(raised.value)})" for w in ENTRY_FAILS)
+
+
+def test_a_capture_request_the_release_refuses_is_a_claim():
+    """SGLang's per-layer capture flags (`setattr(self.layers[i], ...)`) raise IndexError for id L-1 (+1 = L): the
+    error comes out of torch's ModuleList, called by the release's own setter, so the frames of torch are passed
+    over and the setter names it. The record keeps the case as a claim (the table's hl_crash), where it was once
+    dropped: SGLang 0.5.4.post2's Qwen3-MoE, whose rows said 0.5.5 until its record showed the crash."""
+    import torch
+    from engines import capture_probe as cp
+
+    engine: dict = {"torch": torch}
+    source = ("def set_eagle3_layers_to_capture(layers, ids):\n"
+              "    for i in ids:\n        setattr(layers[i + 1], 'flag', True)\n")  # fmt: skip
+    exec(compile(source, "/site-packages/sglang/srt/models/qwen2_moe.py", "exec"), engine)
+    layers = torch.nn.ModuleList(torch.nn.Identity() for _ in range(4))
+    with pytest.raises(IndexError) as raised:
+        engine["set_eagle3_layers_to_capture"](layers, [3])
+    assert cp._raised_in(raised.value) is None  # the innermost frame is torch's
+    assert cp._raised_in(raised.value, through=("torch",)) == "set_eagle3_layers_to_capture"
+    record = json.loads((ROOT / "src/eaglewire/engines/sglang/data/observed/sglang-0.5.4.post2-model-code.json")
+                        .read_text())  # fmt: skip
+    crashed = [c for c in record["cases"] if c[0] == "Qwen3MoeForCausalLM" and c[7] and "IndexError" in c[7]]
+    assert crashed and all(c[-1] is True for c in crashed)  # claims, each agreeing with the row's crash
 
 
 def test_a_build_failure_is_the_engines_only_where_its_own_call_hands_its_own_class_an_argument(monkeypatch):

@@ -599,15 +599,17 @@ def _hands_capture_target(inner, exc: BaseException) -> bool:
     return lacks and any(f"{name}=" in loops for name in INSIDE)
 
 
-def _raised_in(exc: BaseException) -> str | None:
+def _raised_in(exc: BaseException, through: tuple[str, ...] = ()) -> str | None:
     """The engine's own functions that raised `exc`, outermost first ("A > B"), as its traceback names them; None
-    where the innermost frame is not the engine's (the error came from elsewhere)."""
+    where the innermost frame is not the engine's (the error came from elsewhere). Frames of the packages in
+    `through` are passed over (torch's ModuleList raising the IndexError of an engine's `self.layers[i]`)."""
     names, tb, last = [], exc.__traceback__, None
     while tb is not None:
         code = tb.tb_frame.f_code
-        last = any(f"/{p}/" in code.co_filename for p in ("vllm", "sglang"))
-        if last:
-            names.append(getattr(code, "co_qualname", code.co_name))
+        if not any(f"/{p}/" in code.co_filename for p in through):
+            last = any(f"/{p}/" in code.co_filename for p in ("vllm", "sglang"))
+            if last:
+                names.append(getattr(code, "co_qualname", code.co_name))
         tb = tb.tb_next
     return " > ".join(names) if last else None
 
@@ -1231,6 +1233,7 @@ def _sglang_case(case: dict) -> dict:
             f"{PROBE_FAILED}: no `self.model = ...` decoder in {arch}'s code (add it to capture_probe.SGLANG)"
         )
         return out
+    requesting = False  # inside the release's capture request
     try:
         loaded = _sglang_config(arch, num_layers, model_type)
         text_config = getattr(loaded, "text_config", loaded)
@@ -1251,7 +1254,9 @@ def _sglang_case(case: dict) -> dict:
                 _check_builds(text_cls, cls)
                 _check_builds(inner_cls, text_cls)
                 model.language_model = _bare(text_cls, pp_group=last, config=text_config, model=inner)
+        requesting = True
         out["entry"] = _sglang_request_capture(model, ids)
+        requesting = False
         if out["entry"].endswith("(no ids read)"):
             out["ids"] = (
                 None  # the release's runner never reads them: the fc is fed the default's three states
@@ -1264,7 +1269,15 @@ def _sglang_case(case: dict) -> dict:
         # a target whose real decoder the release fails to build (an earlier case of it found that): every launch
         # builds the model before its runner's capture request, so that failure comes first, whatever the ids
         failure = _BUILT.get((arch, num_layers, model_type)) if case.get("forward") else None
-        out |= {"forward_error": failure} if failure else {"error": f"{type(exc).__name__}: {exc}"}
+        error = f"{type(exc).__name__}: {exc}"
+        # the release's own capture request raised (a per-layer flag set on layers[L]: IndexError): the engine's
+        # answer where its own code raised it, named by the traceback (torch's frames passed over; never a stand-in)
+        where = _raised_in(exc, through=("torch",)) if requesting and not _raised_by_a_stand_in(exc) else None
+        out |= (
+            {"forward_error": failure}
+            if failure
+            else {"error": f"{error} (raised in {where})" if where else error}
+        )
         return out
     if case.get("forward"):
         _sglang_launch(arch, num_layers, model_type)

