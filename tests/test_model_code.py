@@ -208,6 +208,31 @@ def test_a_capture_request_the_release_refuses_is_a_claim():
     assert crashed and all(c[-1] is True for c in crashed)  # claims, each agreeing with the row's crash
 
 
+def test_a_forward_failure_is_the_engines_where_its_own_check_raised_it(tmp_path):
+    """SGLang's AuxHiddenStatePacker checks it captured as many states as the drafter takes (0.5.17: a multi-line
+    `assert`; 0.5.23: `raise RuntimeError`): that check, raised by a statement of the release's own code, is the
+    engine's answer (the row's missing_crash), where a torch op failing on an engine line is not."""
+    import torch
+    from engines import capture_probe as cp
+
+    source = tmp_path / "sglang" / "srt" / "layers" / "aux_hidden_states.py"
+    source.parent.mkdir(parents=True)
+    source.write_text("def finalize(idx, n):\n    assert idx == n, (\n        f'captured {idx} of {n} aux hidden states'\n"
+                      "    )\n\ndef cat(a, b):\n    return torch.cat([a, b])\n")  # fmt: skip
+    engine: dict = {"torch": torch}
+    exec(compile(source.read_text(), str(source), "exec"), engine)
+    with pytest.raises(AssertionError) as checked:
+        engine["finalize"](2, 3)
+    assert cp._checked_by_the_release(checked.value)
+    assert (
+        cp._forward_failure(checked.value, "forward") == "AssertionError: captured 2 of 3 aux hidden states"
+    )
+    with pytest.raises(RuntimeError) as op:
+        engine["cat"](torch.zeros(2, 3), torch.zeros(2, 4))
+    assert not cp._checked_by_the_release(op.value)
+    assert cp._forward_failure(op.value, "forward").startswith(cp.PROBE_FAILED)
+
+
 def test_a_build_failure_is_the_engines_only_where_its_own_call_hands_its_own_class_an_argument(monkeypatch):
     """Every launch builds the target's decoder before the runner's capture request. A build that stopped because
     the release's own code handed one of its own classes an argument that class does not take (SGLang 0.5.13's

@@ -747,7 +747,9 @@ def test_sigint_to_probe_launch_stops_the_engine(tmp_path):
         while not (tmp_path / "pids").exists() or not (tmp_path / "pids").read_text().strip():
             assert time.monotonic() < end and proc.poll() is None, proc.stderr.read() if proc.poll() else ""
             time.sleep(0.1)
-        time.sleep(1.0)  # healthy, the probe waits on GET /v1/models
+        # the probe now waits on the server (its health, then GET /v1/models, which answers after 60 s); soon after,
+        # so that a loaded machine's delay does not outlast the GET's own 10 s timeout first
+        time.sleep(0.2)
         pids = _pids(tmp_path)
         proc.send_signal(signal.SIGINT)
         _, err = proc.communicate(timeout=60)

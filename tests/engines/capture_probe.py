@@ -51,12 +51,14 @@ one of its own classes an argument that class does not take, every case fails at
 
 from __future__ import annotations
 
+import ast
 import contextlib
 import functools
 import importlib
 import importlib.util
 import inspect
 import json
+import linecache
 import logging
 import os
 import sys
@@ -615,11 +617,38 @@ def _raised_in(exc: BaseException, through: tuple[str, ...] = ()) -> str | None:
 
 
 def _forward_failure(exc: Exception, where: str) -> str:
-    """A forward's failure as a result says it: the loop's own (a TypeError on None, what the engine meets) in the
-    engine's words; anything else a stand-in the forward could not use (no claim)."""
+    """A forward's failure as a result says it: the loop's own (a TypeError on None, what the engine meets) or a
+    check of the release's own (`_checked_by_the_release`: SGLang's AuxHiddenStatePacker refusing fewer states than
+    the drafter takes) in the engine's words; anything else a stand-in the forward could not use (no claim)."""
     text = f"{type(exc).__name__}: {exc}"
     own = isinstance(exc, TypeError) and "NoneType" in str(exc) and not _raised_by_a_stand_in(exc)
+    own |= _checked_by_the_release(exc)
     return text if own else f"{PROBE_FAILED}: {where}: {text}"
+
+
+def _checked_by_the_release(exc: BaseException) -> bool:
+    """Whether `exc` comes from a `raise` or `assert` statement of the release's own code (its innermost frame is
+    the engine's, on such a line): a check the engine makes, not an operation a stand-in's output broke (a torch
+    op failing inside an engine line raises from that line too, but the line is the call, not a raise)."""
+    tb = exc.__traceback__
+    while tb is not None and tb.tb_next is not None:
+        tb = tb.tb_next
+    if tb is None or _raised_in(exc) is None:
+        return False
+    return any(a <= tb.tb_lineno <= b for a, b in _checks(tb.tb_frame.f_code.co_filename))
+
+
+@functools.cache
+def _checks(filename: str) -> tuple[tuple[int, int], ...]:
+    """The line spans of a source file's `raise` and `assert` statements (a multi-line one raises from any of its
+    lines: 0.5.17's packer asserts with its message on the next line)."""
+    try:
+        tree = ast.parse("".join(linecache.getlines(filename)))
+    except SyntaxError:
+        return ()
+    return tuple(
+        (n.lineno, n.end_lineno or n.lineno) for n in ast.walk(tree) if isinstance(n, ast.Raise | ast.Assert)
+    )
 
 
 def _raised_by_a_stand_in(exc: BaseException) -> bool:
