@@ -273,7 +273,7 @@ ROWS: tuple[Convention, ...] = (
         "models/glm4_moe.py:1098-1104, 1430-1442 @0.5.20"),
     row("sglang-glm4-moe-0.5.21+", ">=0.5.21", ("glm4_moe",), Rule.PLUS_ONE,
         "models/glm4_moe.py:844-849, 953-959, 1269-1281 @0.5.23", h0=None),
-    # ---- minimax_m2.py (MiniMax-M2): from 0.5.6
+    # ---- minimax_m2.py (MiniMax-M2): EAGLE-3 from 0.5.5.post1
     # minimax_m2.py enters the registry at 0.5.4.post1 and gains its setter at 0.5.5.post1 (0.5.6's capture code)
     unsupported("sglang-minimax-m2-<0.5.5.post1", ">=0.5.4.post1,<0.5.5.post1", ("minimax_m2",),
                 "SGLang 0.5.4.post1-0.5.5: MiniMaxM2ForCausalLM has no set_eagle3_layers_to_capture",
