@@ -858,3 +858,19 @@ def test_engine_argv_is_what_the_engine_parser_sees():
     assert engine_argv(cmd) == ["--model-path", "org/m", "--tp", "2"]
     assert engine_argv(parse_launch(KIMI)) == KIMI[3:]
     assert engine_argv(parse_launch(vllm(SPEC))) == vllm(SPEC)[2:]
+
+
+def test_the_overlap_opt_in_is_the_one_of_the_postN_that_added_it():
+    """SGLang's overlap scheduler opt-in changed at .postN releases, not minor ones (their server_args.py read):
+    `--enable-beta-spec` from 0.5.3.post2 to 0.5.4, `SGLANG_ENABLE_SPEC_V2` from 0.5.4.post1; an EAGLE launch that
+    opts in keeps the scheduler, one that does not has it turned off."""
+    beta = [*EAGLE, "--enable-beta-spec", *sizes(3, 1, 4)]
+    env = ["SGLANG_ENABLE_SPEC_V2=1", *EAGLE, *sizes(3, 1, 4)]
+    plain = [*EAGLE, *sizes(3, 1, 4)]
+    for version in ("0.5.3.post2", "0.5.3.post3", "0.5.4"):
+        assert not changes(lint(beta, engine_version=version), "sglang.overlap_schedule"), version
+        assert changes(lint(plain, engine_version=version), "sglang.overlap_schedule"), version
+    for version in ("0.5.4.post1", "0.5.4.post3", "0.5.5"):
+        assert not changes(lint(env, engine_version=version), "sglang.overlap_schedule"), version
+        assert changes(lint(plain, engine_version=version), "sglang.overlap_schedule"), version
+    assert changes(lint(beta, engine_version="0.5.3.post1"), "sglang.overlap_schedule")  # no opt-in there

@@ -249,7 +249,7 @@ def _sg_overlap_always_off(rule: FlagRule, st: State) -> None:
 
 
 RULES += [
-    rule("sglang.overlap_schedule", ">=0.4.5,<0.5.4", INFO,
+    rule("sglang.overlap_schedule", ">=0.4.5,<0.5.3.post2", INFO,
        f"{SG_SA}: `self.disable_overlap_schedule = True` for EAGLE/EAGLE3",
        "overlap scheduler off", _sg_overlap_always_off),
 ]  # fmt: skip
@@ -280,12 +280,13 @@ def _sg_overlap_opt_in(algorithms: tuple[str, ...], switch: str) -> Callable[[Fl
 
 
 RULES += [
-    rule("sglang.overlap_schedule", ">=0.5.4,<0.5.5", INFO,
-       "sglang 0.5.4 server_args.py _handle_speculative_decoding (enable_beta_spec)",
+    # --enable-beta-spec exists in 0.5.3.post2, 0.5.3.post3 and 0.5.4 only; 0.5.4.post1 reads SGLANG_ENABLE_SPEC_V2
+    rule("sglang.overlap_schedule", ">=0.5.3.post2,<0.5.4.post1", INFO,
+       "sglang 0.5.3.post2 server_args.py:1179-1189, 0.5.4 _handle_speculative_decoding (enable_beta_spec)",
        "overlap scheduler off unless --enable-beta-spec with EAGLE",
        _sg_overlap_opt_in(("EAGLE",), "--enable-beta-spec")),
-    rule("sglang.overlap_schedule", ">=0.5.5,<0.5.7", INFO,
-       "sglang 0.5.5-0.5.6 server_args.py _handle_speculative_decoding; environ.py "
+    rule("sglang.overlap_schedule", ">=0.5.4.post1,<0.5.7", INFO,
+       "sglang 0.5.4.post1 server_args.py:1434-1447, 0.5.5-0.5.6.post2 _handle_speculative_decoding; environ.py "
        "SGLANG_ENABLE_SPEC_V2 = EnvBool(False)",
        "overlap scheduler off unless SGLANG_ENABLE_SPEC_V2 with EAGLE",
        _sg_overlap_opt_in(("EAGLE",), "SGLANG_ENABLE_SPEC_V2")),
