@@ -172,8 +172,10 @@ def test_a_read_release_is_read_and_an_unread_one_none(cov):
     # a .postN release read at itself is read (its capture code compared with the releases around it)
     post = cov.cell("sglang", "0.4.5.post1", "llama", "cuda")
     assert (post.level, post.rows) == ("read", ("sglang-llama-<0.4.9",))
-    # a family the CPU build's runner never ran and no row read for the CPU at that release: none
-    assert cov.cell("vllm", "0.22.1", "deepseek_v4", "cpu").level == "none"
+    # a family the CPU build's runner never ran, read at the release itself (its sdist: the CPU build imports the
+    # NVIDIA branch of vllm/models/deepseek_v4, the only one it has)
+    v4 = cov.cell("vllm", "0.22.1", "deepseek_v4", "cpu")
+    assert (v4.level, v4.rows) == ("read", ("vllm-deepseek_v4-<0.25.0",))
     # ... unless a row for every family on the platform was read in the release: V0's EAGLE-1 wrapper on the CPU
     mistral = cov.cell("vllm", "0.9.0.1", "mistral", "cpu")
     assert (mistral.level, mistral.rows) == ("read", ("vllm.cpu.v0-eagle-wrapper",))
@@ -362,15 +364,15 @@ def test_check_says_the_evidence_its_verdict_rests_on():
 
 
 def test_a_release_nobody_read_whose_own_code_ran_is_decided():
-    """vLLM 0.27.1 was never read at source, but its model code was executed (and its CPU build run): its rows'
-    rule there was seen, so check decides instead of saying `unverified: not read at source`; the row's runner
-    must be the one whose code ran."""
+    """vLLM 0.15.1 was never read at source (it has no sdist on the index), but its model code was executed (and
+    its CPU build run): its rows' rule there was seen, so check decides instead of saying `unverified: not read at
+    source`; the row's runner must be the one whose code ran."""
     from eaglewire.jobs.check import check
     from eaglewire.jobs.coverage import executed_at
 
-    assert "taps" not in next(r for r in ledger("vllm").releases if r.version == "0.27.1").read
-    assert executed_at("vllm", "0.27.1", "llama", "mrv2").endswith("vllm-0.27.1-model-code.json")
+    assert "taps" not in next(r for r in ledger("vllm").releases if r.version == "0.15.1").read
+    assert executed_at("vllm", "0.15.1", "llama", "v1").endswith("vllm-0.15.1-model-code.json")
     assert executed_at("vllm", "0.99.0", "llama", "v1") is None
-    (v,) = check(zoo.drafter_dir("default"), zoo.target_dir(), ["vllm==0.27.1"], platform="cuda").verdicts
+    (v,) = check(zoo.drafter_dir("default"), zoo.target_dir(), ["vllm==0.15.1"], platform="cuda").verdicts
     assert v.status == "ok" and not any("not read at source" in u for u in v.unknowns), v.unknowns
     assert v.evidence["level"] == "model-code"

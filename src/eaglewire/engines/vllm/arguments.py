@@ -103,8 +103,9 @@ VLLM_ROWS: tuple[ArgumentRow, ...] = (
        f"{V33} v1/sample/rejection_sampler.py:105, v1/worker/gpu/spec_decode/rejection_sampler.py:162"),
     VL("use_local_argmax_reduction", ">=0.17.0", (HONOURED, REFUSED), (),
        f"{V33} v1/worker/gpu/spec_decode/speculator.py:139; {CFG}:1711-1720, 2020-2025"),
-    VL("synthetic_acceptance_rate", "==0.19.0", (HONOURED,), (), "vllm 0.19.0 config/speculative.py (synthetic "
-       "rejection sampling)", "renamed synthetic_acceptance_rates in 0.20.0"),
+    VL("synthetic_acceptance_rate", ">=0.19.0,<0.20.0", (HONOURED,), (), "vllm 0.19.0 and 0.19.1 config/speculative.py "
+       "(synthetic rejection sampling; 0.19.1 :187, read at v1/worker/gpu/spec_decode/rejection_sampler.py:459)",
+       "renamed synthetic_acceptance_rates in 0.20.0"),
     *(VL(name, ">=0.20.0", (HONOURED, REFUSED), (), f"{CFG}:1967-1982 (only with rejection_sample_method 'synthetic')")
       for name in ("synthetic_acceptance_rates", "synthetic_acceptance_length")),
     VL("use_heterogeneous_vocab", ">=0.25.0", (HONOURED, REFUSED), (), f"{CFG}:2000-2022 (draft_model only)"),
