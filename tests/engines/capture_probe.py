@@ -630,9 +630,7 @@ def _checked_by_the_release(exc: BaseException) -> bool:
     """Whether `exc` comes from a `raise` or `assert` statement of the release's own code (its innermost frame is
     the engine's, on such a line): a check the engine makes, not an operation a stand-in's output broke (a torch
     op failing inside an engine line raises from that line too, but the line is the call, not a raise)."""
-    tb = exc.__traceback__
-    while tb is not None and tb.tb_next is not None:
-        tb = tb.tb_next
+    tb = _innermost(exc)
     if tb is None or _raised_in(exc) is None:
         return False
     return any(a <= tb.tb_lineno <= b for a, b in _checks(tb.tb_frame.f_code.co_filename))
@@ -654,10 +652,16 @@ def _checks(filename: str) -> tuple[tuple[int, int], ...]:
 def _raised_by_a_stand_in(exc: BaseException) -> bool:
     """Whether the innermost frame of the exception is this probe's own code (a stand-in handed None, such as a
     TapLayer inside a real layer whose block it stood in): the probe's failure, never the engine's answer."""
+    tb = _innermost(exc)
+    return tb is not None and Path(tb.tb_frame.f_code.co_filename).resolve() == Path(__file__).resolve()
+
+
+def _innermost(exc: BaseException):
+    """The traceback entry of the frame that raised `exc` (None where it has no traceback)."""
     tb = exc.__traceback__
     while tb is not None and tb.tb_next is not None:
         tb = tb.tb_next
-    return tb is not None and Path(tb.tb_frame.f_code.co_filename).resolve() == Path(__file__).resolve()
+    return tb
 
 
 @functools.cache
