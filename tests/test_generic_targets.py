@@ -502,3 +502,33 @@ def test_mistral_large_3_is_served_by_the_deepseek_rows_of_its_release(drafter):
         assert run is not None and not run.holds and row in run.fits, release
         v = _on_gpu(drafter, "MistralLarge3ForCausalLM", f"sglang=={release}")
         assert v.status == "ok" and v.row_key == row and v.evidence["level"] == "model-code", release
+
+
+@pytest.mark.parametrize(
+    "spec,row,level",
+    [
+        ("sglang==0.4.6", "sglang-llama-<0.4.9", "model-code"),
+        ("vllm==0.10.1", "vllm-llama-v1-0.8.5-0.11.1", "model-code"),
+    ],
+)
+def test_a_class_its_family_rows_do_not_name_is_served_by_the_rows_its_run_fits(drafter, spec, row, level):
+    """Llama-4's text-only class (Llama4ForCausalLM) inherits LlamaForCausalLM's capture request and LlamaModel's
+    loop at SGLang 0.4.5-0.4.8 and vLLM 0.10.1-0.11.0, where the llama4 rows (Llama4ForConditionalGeneration, no
+    EAGLE-3 interface) refuse. The records run it as a class its family's rows do not name (`assumed`): every case
+    is what the llama row says, and `check` serves it by that row, resting on the record, where it said
+    `unverified` before (on SGLang's CPU: before 0.5.11 its CUDA graphs replay the default ids, read)."""
+    engine, release = spec.split("==")
+    run = generic_run(engine, release, "Llama4ForCausalLM", "v1" if engine == "vllm" else None)
+    assert run is not None and run.agree == 0 < run.claims and row in run.fits
+    target = TargetInfo("Llama4ForCausalLM", "Llama4ForCausalLM", "llama4_text", "llama4", 32, 4096, 128256,
+                        source="test")  # fmt: skip
+    (v,) = check(
+        drafter,
+        target,
+        [spec],
+        TRAINED,
+        platform="cpu" if engine == "sglang" else "cuda",
+        runner="v1" if engine == "vllm" else None,
+    ).verdicts
+    assert v.row_key == row and not [u for u in v.unknowns if "not in eaglewire's table" in u], v.unknowns
+    assert v.evidence["level"] == level and f"as row {row} says" in v.evidence["basis"]

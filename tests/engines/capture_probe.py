@@ -1228,7 +1228,7 @@ def _sglang_case(case: dict) -> dict:
         # the config its class keeps: the top level, or a wrapper's text_config where the top has no layers
         module_name, text_path, keeps = case["module"].removeprefix(package + "."), None, "auto"
         try:
-            outer = getattr(importlib.import_module(f"{package}.{module_name}"), arch)
+            outer = getattr(_import_sglang_model(f"{package}.{module_name}"), arch)
             inner, text = _found_inner(outer), None
             # a multimodal wrapper: the decoder of the text model its code builds
             if inner is None and (text := _found_text(outer)) is not None:
@@ -1247,7 +1247,7 @@ def _sglang_case(case: dict) -> dict:
         inner_path = None if inner is None else _qualname(inner, package)
         text_path = None if inner is None or text is None else _qualname(text, package)
     try:
-        module = importlib.import_module(f"{package}.{module_name}")
+        module = _import_sglang_model(f"{package}.{module_name}")
         cls = getattr(module, arch)
     except (ImportError, AttributeError) as exc:  # a release without this model file or class
         refusal = _registry_refusal("sglang", arch)  # which its own registry then refuses at startup
@@ -1702,6 +1702,30 @@ def _real_forward_taps(inner, config) -> dict:
 
 
 # ---- vLLM ------------------------------------------------------------------------------------------------------
+
+
+def _import_sglang_model(name: str):
+    """A model module, imported as SGLang's startup imports it: its registry imports every model file in name order
+    (srt/models/registry.py `import_model_classes`, skipping one that fails), so a file imported alone can meet an
+    import cycle the engine never meets (0.4.5-0.4.8's llama4.py, through layers/linear.py, before llama.py)."""
+    try:
+        return importlib.import_module(name)
+    except ImportError as exc:
+        if "partially initialized module" not in str(exc):
+            raise
+    import pkgutil
+
+    import sglang.srt.models as models
+
+    for info in sorted(pkgutil.iter_modules(models.__path__), key=lambda m: m.name):
+        before = f"{models.__name__}.{info.name}"
+        if before == name:
+            break
+        try:
+            importlib.import_module(before)
+        except Exception:  # as the registry skips it
+            pass
+    return importlib.import_module(name)
 
 
 class RegistryRefusal(Exception):

@@ -219,9 +219,10 @@ def table_taps(
         return {"row": None, "taps": None, "failure": refused, "claims": True, "graphs_differ": False}
     if row is None:
         return {"row": None, "taps": None, "failure": "no row", "claims": False, "graphs_differ": False}
-    # an architecture the table does not list: its generic capture is what `check` applies, assumed; the case
-    # tests the assumption (`assumed`), and `check` decides from the record where it ran
-    assumed = {"assumed": True} if family == GENERIC and not known else {}
+    # an architecture the table does not list (generic, or a listed family's class its rows do not name: SGLang
+    # 0.4.5-0.4.8's Llama4ForCausalLM): the row's capture is what `check` applies, assumed; the case tests the
+    # assumption (`assumed`), and `check` decides from the record where it ran
+    assumed = {"assumed": True} if not known else {}
     if row.refused_at == "config":  # the engine's config check refuses before the runner: its code never runs
         return {
             "row": row.key,
@@ -458,7 +459,8 @@ def covers(engine: str, release: str, ran: list[dict]) -> list[dict]:
     SGLang row whose CUDA graphs capture other ids covers the CPU only). A family the release's registry refuses
     (`refused`) is refused at startup, before any graph is captured: that covers CUDA too."""
     out = []
-    ran = [f for f in ran if f["family"] != GENERIC]  # a generic target is no family: check reads its entries
+    # a generic target is no family, nor is a class the family's rows do not name: check reads their entries
+    ran = [f for f in ran if f["family"] != GENERIC and not f.get("assumed")]
     for runner in sorted({f["runner"] for f in ran}):
         if (
             engine == "vllm" and runner == "v1"

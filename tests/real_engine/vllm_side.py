@@ -77,7 +77,8 @@ def _preloads() -> None:
     without a drafter: the setup vLLM's CPU install guide asks for) get them there, for the worker processes the
     engine starts: the system's tcmalloc (Debian: `apt-get install libtcmalloc-minimal4`) and the venv's own
     libiomp5 (the intel-openmp wheel the release requires). Other releases are left as they are; where a library
-    is missing the release fails as it would. Read from the installed package's files."""
+    is missing the release fails as it would, and observe.py writes no record of it. Read from the installed
+    package's files."""
     import importlib.util
 
     spec = importlib.util.find_spec("vllm")

@@ -558,7 +558,7 @@ def _row_unknowns(
         tried = (
             run is None
             and spec.version
-            and generic_not_run(spec.framework, str(spec.version), target.architecture)
+            and generic_not_run(spec.framework, str(spec.version), target.architecture, m.row.runner)
         )
         if tried:
             seen = f" (its model-code record could not run it: {tried[0]} [{tried[1]}])"
@@ -573,7 +573,7 @@ def _generic(spec: conv.EngineSpec, m: conv.RowMatch, target: TargetInfo) -> Gen
     """For an architecture the table does not list: the release's own capture code, executed for it (a
     model-code record), which settles the generic capture the row assumes or read (vLLM's shared mixin), or shows
     it captures nothing or otherwise."""
-    if target.family != GENERIC:
+    if target.family != GENERIC and m.model_known:
         return None
     version = spec.version or table.NEWEST.get(spec.framework)
     return generic_run(spec.framework, str(version), target.architecture, m.row.runner) if version else None

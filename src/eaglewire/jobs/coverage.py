@@ -442,8 +442,9 @@ def evidence_markdown(cov: Coverage | None = None) -> str:
 
 GENERIC_HEAD = """## Targets the table does not list
 
-Every text-generating target a release's registry serves with EAGLE-3 but eaglewire's table does not list is run by
-that release's model-code record (its capture request and decoder loop, on the same id lists as the families),
+Every text-generating target a release's registry serves with EAGLE-3 but eaglewire's table does not list (or a
+listed family's class its rows do not name, such as SGLang 0.4.5-0.4.8's Llama4ForCausalLM) is run by that
+release's model-code record (its capture request and decoder loop, on the same id lists as the families),
 beside the generic capture `check` would otherwise assume. Per engine, the newest release with such runs: **holds**
 (its capture is the generic one in every case: `check` decides from the record), **captures nothing** (`check`
 says `fails`: no config value helps), **as listed families** (every case is what the table's rows for some listed
@@ -743,7 +744,8 @@ def _generic_runs(engine: str) -> dict[tuple[str, str, str], GenericRun]:
         where = f"engines/{engine}/data/observed/{rec['file']}"
         col = {c: i for i, c in enumerate(rec["columns"])}
         for fam in rec["families"]:
-            if fam["family"] != "generic" or not fam["claims"]:
+            # a generic target, or a listed family's class its rows do not name (`assumed`: the row's capture tested)
+            if not (fam["family"] == "generic" or fam.get("assumed")) or not fam["claims"]:
                 continue
             arch, runner = fam["architecture"], fam.get("runner", "")
             cases = tuple(dict(zip(rec["columns"], c, strict=True)) for c in rec["cases"]
@@ -766,9 +768,10 @@ def _generic_runs(engine: str) -> dict[tuple[str, str, str], GenericRun]:
 
 
 @cache
-def _not_run(engine: str) -> dict[tuple[str, str], tuple[str, str]]:
-    """(release, architecture) -> (why its model-code record did not run it, the record), per runner label."""
-    out: dict[tuple[str, str], tuple[str, str]] = {}
+def _not_run(engine: str) -> dict[tuple[str, str], dict[str, tuple[str, str]]]:
+    """(release, architecture) -> runner label ("" where the record names none) -> (why its model-code record did
+    not run it, the record)."""
+    out: dict[tuple[str, str], dict[str, tuple[str, str]]] = {}
     for rec in records("model-code"):
         name, _, version = rec["engine"].partition("==")
         if name != engine:
@@ -782,16 +785,23 @@ def _not_run(engine: str) -> dict[tuple[str, str], tuple[str, str]]:
                     "",
                     why.removeprefix("probe could not build the model: "),
                 )
-                out.setdefault(
-                    (str(Version(version)), arch), (why, f"engines/{engine}/data/observed/{rec['file']}")
+                runner = label.rpartition(")")[2].strip()
+                out.setdefault((str(Version(version)), arch), {}).setdefault(
+                    runner, (why, f"engines/{engine}/data/observed/{rec['file']}")
                 )
     return out
 
 
-def generic_not_run(engine: str, version: str, arch: str | None) -> tuple[str, str] | None:
+def generic_not_run(
+    engine: str, version: str, arch: str | None, runner: str | None = None
+) -> tuple[str, str] | None:
     """(why, record) where the release's model-code record lists a text-generating architecture it could not run
-    (the probe's reason, such as a decoder whose captured state stand-in layers cannot tell apart)."""
-    return _not_run(engine).get((str(Version(version)), arch)) if arch else None
+    (the probe's reason, such as a decoder whose captured state stand-in layers cannot tell apart), for the runner
+    asked where the record names one (else the first it names)."""
+    found = _not_run(engine).get((str(Version(version)), arch)) if arch else None
+    if not found:
+        return None
+    return found.get(runner or "") or next(iter(found.values()))
 
 
 def inside_loop(ids: list[int] | tuple[int, ...] | None, num_layers: int) -> bool:
