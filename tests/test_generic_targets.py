@@ -532,3 +532,21 @@ def test_a_class_its_family_rows_do_not_name_is_served_by_the_rows_its_run_fits(
     ).verdicts
     assert v.row_key == row and not [u for u in v.unknowns if "not in eaglewire's table" in u], v.unknowns
     assert v.evidence["level"] == level and f"as row {row} says" in v.evidence["basis"]
+
+
+@pytest.mark.parametrize("release", ["0.5.22", "0.5.23"])
+def test_a_target_its_release_cannot_load_the_config_of_fails_at_load(drafter, release):
+    """SGLang 0.5.22-0.5.23 pin transformers 5.19.0, whose Gemma-4 text config (model_type gemma4_text, Gemma-4's
+    text-only class) keeps head_dim per layer; the release's get_config flattens only the multimodal Gemma-4 types,
+    so its copy of the text keys reads `head_dim` and transformers raises. The record runs the release's own loader
+    under its pin and keeps that error as the engine's (raised in get_config): `fails` at load whatever the ids,
+    where no record could run the target before."""
+    run = generic_run("sglang", release, "Gemma4ForCausalLM", None)
+    assert run is not None and run.refused_loading and run.refused_at_load and not run.refused_building
+    assert "AmbiguousGlobalPerLayerAttributeError" in run.refused and "get_config" in run.refused
+    rec = next(r for r in records("model-code") if r["engine"] == f"sglang=={release}")
+    assert rec["provenance"]["transformers_pinned"] == "5.19.0"
+    v = _on_gpu(drafter, "Gemma4ForCausalLM", f"sglang=={release}")
+    assert v.status == "fails" and "loading the target's config.json" in v.served.failure
+    assert v.served.stage == "load" and v.fix is not None and v.fix.key is None
+    assert v.evidence["level"] == "model-code"

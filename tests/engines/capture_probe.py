@@ -616,6 +616,43 @@ def _raised_in(exc: BaseException, through: tuple[str, ...] = ()) -> str | None:
     return " > ".join(names) if last else None
 
 
+LOADER_WORDS = "in the release's config loader, under the transformers it pins"
+
+
+def _loader_refusal(exc: BaseException, engine: str) -> str | None:
+    """The release's own config loader failing on the target's config.json, as every launch of the target runs it
+    before any model is built: a deliberate raise of transformers' (an exception class of its own, not an operation
+    a missing key broke) called from the release's code, under the transformers version the release pins (SGLang
+    0.5.22-0.5.23's get_config reading `head_dim` of a Gemma-4 text config, which transformers 5.19 keeps per layer:
+    AmbiguousGlobalPerLayerAttributeError). The engine's failure at load, in its words and where it was raised;
+    None otherwise (a probe failure: no claim)."""
+    own = type(exc).__module__.startswith("transformers.") and _innermost_in(exc, "transformers")
+    where = _raised_in(exc, through=("transformers",))
+    if not own or where is None or not _transformers_pinned(engine):
+        return None
+    return f"{type(exc).__name__}: {exc} (raised in {where}, {LOADER_WORDS})"
+
+
+def _innermost_in(exc: BaseException, package: str) -> bool:
+    """Whether the frame that raised `exc` is the package's code."""
+    tb = _innermost(exc)
+    return tb is not None and f"/{package}/" in tb.tb_frame.f_code.co_filename
+
+
+@functools.cache
+def _transformers_pinned(engine: str) -> bool:
+    """Whether the transformers imported here satisfies the engine release's own requirement on it (a release that
+    names none: no)."""
+    import importlib.metadata as metadata
+
+    from packaging.requirements import Requirement
+
+    have = metadata.version("transformers")
+    pins = [Requirement(r) for r in metadata.requires(engine) or [] if r.startswith("transformers")]
+    pins = [r for r in pins if r.marker is None or r.marker.evaluate()]
+    return bool(pins) and all(r.specifier.contains(have) for r in pins)
+
+
 def _forward_failure(exc: Exception, where: str) -> str:
     """A forward's failure as a result says it: the loop's own (a TypeError on None, what the engine meets) or a
     check of the release's own (`_checked_by_the_release`: SGLang's AuxHiddenStatePacker refusing fewer states than
@@ -1269,6 +1306,10 @@ def _sglang_case(case: dict) -> dict:
     requesting = False  # inside the release's capture request
     try:
         loaded = _sglang_config(arch, num_layers, model_type)
+    except Exception as exc:
+        refused = _loader_refusal(exc, "sglang")
+        return out | {"error": refused or f"{type(exc).__name__}: {exc}"}
+    try:
         text_config = getattr(loaded, "text_config", loaded)
         # a wrapper that keeps its text config as its own (GLM-5-Next), else the one that has the layers
         if keeps == "auto":

@@ -55,7 +55,7 @@ from engines.capture import (
     run_probe,
     runner_results,
 )
-from engines.capture_probe import _MODEL_TYPES
+from engines.capture_probe import _MODEL_TYPES, LOADER_WORDS
 
 ROOT = Path(__file__).resolve().parents[2]
 FIRST = {"sglang": "0.4.5", "vllm": "0.8.5"}  # the range: the oldest release of each with a record
@@ -72,8 +72,9 @@ NO_TAP = "its forward ran only on id lists that ask for no layer it has"
 GATE_WORDS = "is only supported for"
 # the engine's own errors when a target cannot capture at all (its runner's request fails at startup)
 # (the release's model registry refusing the architecture: capture_probe._registry_refusal; the gate)
+# (the release's config loader failing on the target's config.json: capture_probe._loader_refusal)
 ENTRY_FAILS = ("set_eagle3_layers_to_capture", "set_aux_hidden_state_layers", "does not support EAGLE3",
-               *REGISTRY_REFUSES, GATE_WORDS)  # fmt: skip
+               *REGISTRY_REFUSES, GATE_WORDS, LOADER_WORDS)  # fmt: skip
 CONFIG_CHECK = "the table's refusal is the engine's config check, before any model code runs"
 # the draft-settings records (tests/engines/draft_settings.py), whose `eagle3/gate <model_type>` cases ran the gate
 DRAFT_SETTINGS = ROOT / "src/eaglewire/engines/vllm/data/draft-settings"

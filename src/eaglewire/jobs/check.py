@@ -593,7 +593,8 @@ def _fails_whatever_ids(run: GenericRun, tinfo: TargetInfo) -> tuple[str, str]:
     """(the failure, why no config value fixes it) where the release's own code fails for the target whatever
     the ids (`GenericRun.refused`)."""
     said = f"{run.engine} {run.release}"
-    where = ("building the target, as it loads," if run.refused_building
+    where = ("loading the target's config.json," if run.refused_loading
+             else "building the target, as it loads," if run.refused_building
              else "its capture request, as the target loads," if run.refused_at_load else "its own code")  # fmt: skip
     return (f"{said} fails for {tinfo.architecture} in {where} for every id list asked: {run.refused} "
             f"[model code, executed: {run.record}]",

@@ -645,6 +645,8 @@ def _engine_ran(engine: str) -> dict[tuple[str, str, str], str]:
 # the functions of a runner's capture request (vLLM `set_aux_hidden_state_layers`, SGLang
 # `set_eagle3_layers_to_capture`), named by an error the request raised (the probe's "raised in A > B")
 CAPTURE_REQUEST = ("set_aux_hidden_state_layers", "set_eagle3_layers_to_capture")
+# the probe's words for an error of the release's config loader (tests/engines/capture_probe.py LOADER_WORDS)
+CONFIG_LOADER = "in the release's config loader, under the transformers it pins"
 
 
 @dataclass(frozen=True)
@@ -680,11 +682,18 @@ class GenericRun:
 
     @property
     def refused_at_load(self) -> bool:
-        """Whether the refusal comes as the target loads: from the runner's capture request, which runs then, or from
-        building the model (`refused_building`)."""
+        """Whether the refusal comes as the target loads: from the runner's capture request, which runs then, from
+        building the model (`refused_building`), or from the release's config loader (`refused_loading`)."""
         return self.refused is not None and (
-            any(w in self.refused for w in CAPTURE_REQUEST) or self.refused_building
+            any(w in self.refused for w in CAPTURE_REQUEST) or self.refused_building or self.refused_loading
         )
+
+    @property
+    def refused_loading(self) -> bool:
+        """Whether the refusal was raised by the release's own config loader on the target's config.json, under the
+        transformers it pins (the probe says so: SGLang 0.5.22-0.5.23 on a Gemma-4 text config), before any model
+        is built."""
+        return self.refused is not None and CONFIG_LOADER in self.refused
 
     @property
     def refused_building(self) -> bool:
