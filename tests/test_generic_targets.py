@@ -550,3 +550,32 @@ def test_a_target_its_release_cannot_load_the_config_of_fails_at_load(drafter, r
     assert v.status == "fails" and "loading the target's config.json" in v.served.failure
     assert v.served.stage == "load" and v.fix is not None and v.fix.key is None
     assert v.evidence["level"] == "model-code"
+
+
+@pytest.mark.parametrize("release", ["0.24.0", "0.25.0", "0.25.1", "0.26.0"])
+def test_a_model_whose_imports_name_a_compiled_op_runs(drafter, release):
+    """vLLM 0.24-0.26's MiniMax-M3 imports the fused all-reduce norm, whose matcher file names
+    `torch.ops._C.rotary_embedding.default` at module level: the CUDA build's op library does not load here, so the
+    records could not import it. With a stand-in for such names (raising if called) the release's loop runs, and
+    it captures as the generic capture says on both runners: decided from the record."""
+    for arch in ("MiniMaxM3SparseForCausalLM", "MiniMaxM3SparseForConditionalGeneration"):
+        for runner in ("v1", "mrv2"):
+            run = generic_run("vllm", release, arch, runner)
+            assert run is not None and run.holds and run.claims == 31, (arch, runner)
+    v = _on_gpu(drafter, "MiniMaxM3SparseForCausalLM", f"vllm=={release}")
+    assert v.status == "ok" and not v.unknowns and v.evidence["level"] == "model-code"
+
+
+def test_a_wrapper_whose_text_model_lacks_the_eagle_loop_fails_at_load(drafter):
+    """vLLM 0.20-0.21 serve EXAONE-4.5 (a Qwen2.5-VL wrapper declaring SupportsEagle3) over Exaone4ForCausalLM, whose
+    Exaone4Model has no EagleModelMixin: the runner's capture request asserts as the target loads, whatever the ids
+    (the records ran it once the probe stood in for an image processor transformers 5.19 no longer exports). A
+    checkpoint of EXAONE-4.5's own model type meets the eagle3 gate before that."""
+    for release in ("0.20.0", "0.20.1", "0.20.2", "0.21.0"):
+        run = generic_run("vllm", release, "Exaone4_5_ForConditionalGeneration", "v1")
+        assert run is not None and run.refused_at_load and "must inherit from EagleModelMixin" in run.refused
+    # a model type the release's eagle3 gate lets through (EXAONE-4.5's own, `exaone4_5`, it refuses first)
+    (v,) = check(drafter, _target("Exaone4_5_ForConditionalGeneration", "qwen_like"), ["vllm==0.21.0"], TRAINED,
+                 platform="cuda").verdicts  # fmt: skip
+    assert v.status == "fails" and "its capture request, as the target loads" in v.served.failure
+    assert v.served.stage == "load" and v.fix is not None and v.fix.key is None

@@ -1820,7 +1820,7 @@ def _vllm_class(arch: str) -> type:
             raise RegistryRefusal(refusal)
     module_name, cls_name = _VLLM_MODELS[arch]
     prefix = "" if "." in module_name else "vllm.model_executor.models."
-    module = importlib.import_module(prefix + module_name)
+    module = _import_vllm_model(prefix + module_name)
     if "current_platform" in inspect.getsource(module) and hasattr(module, "__path__"):
         cuda = _cuda_branch(module.__name__)  # a package that picks its implementation by platform
         if cls_name in cuda:
@@ -1828,6 +1828,52 @@ def _vllm_class(arch: str) -> type:
     # a module `__getattr__` that picks at lookup runs on the CPU platform (qwen4_exp @0.33.0 takes its nvidia/
     # branch there too: it tests only for ROCm, XPU and TPU)
     return getattr(module, cls_name)
+
+
+def _import_vllm_model(name: str):
+    """A model module, imported where a file it imports names one of vLLM's compiled ops at module level (0.24-0.26's
+    compilation/passes/fusion/matcher_utils.py: `ROTARY_OP = torch.ops._C.rotary_embedding.default`, reached through
+    MiniMax-M3's fused all-reduce norm): the CUDA build's op library does not load here, so such a name is given a
+    stand-in that raises if called (`_MissingOp`). Only a module that fails to import without them gets them."""
+    try:
+        return importlib.import_module(name)
+    except AttributeError as exc:
+        if "'_OpNamespace' '_C' object has no attribute" not in str(exc):
+            raise
+    import torch
+
+    namespace = type(torch.ops._C)
+    lookup = namespace.__getattr__
+
+    def missing_as_stand_in(self, op: str):
+        try:
+            return lookup(self, op)
+        except AttributeError:
+            if self.name != "_C" or op.startswith("__"):
+                raise
+            return _MissingOp(op)
+
+    namespace.__getattr__ = missing_as_stand_in
+    try:
+        return importlib.import_module(name)
+    finally:
+        namespace.__getattr__ = lookup
+
+
+class _MissingOp:
+    """One of vLLM's compiled ops, named at import where its library is not built: any overload of it (`.default`)
+    is itself, and a call raises from this file (the probe's failure, never the engine's answer)."""
+
+    def __init__(self, name: str) -> None:
+        self.name = name
+
+    def __getattr__(self, overload: str):
+        if overload.startswith("__"):
+            raise AttributeError(overload)
+        return self
+
+    def __call__(self, *args, **kwargs):
+        raise RuntimeError(f"vLLM's compiled op _C.{self.name} is not built here (a stand-in of the probe)")
 
 
 def _on_backend(arch: str) -> bool:
@@ -2238,12 +2284,16 @@ DROPPED = (
     ("transformers.models.pixtral.modeling_pixtral", "PixtralRotaryEmbedding"),
     ("transformers.models.pixtral.modeling_pixtral", "position_ids_in_meshgrid"),
     ("transformers.models.qwen2_5_vl.modeling_qwen2_5_vl", "Qwen2_5_VisionRotaryEmbedding"),
+    # vLLM 0.20-0.21's EXAONE-4.5 imports its image processor from the model package, where 5.19 no longer has it
+    ("transformers.models.exaone4_5", "Exaone4_5_ImageProcessor"),
 )
 
 
 def _dropped(name: str):
     def init(self, *args, **kwargs):
-        raise NotImplementedError(f"transformers.{name}: dropped in transformers 5 (an import-time stand-in)")
+        raise NotImplementedError(
+            f"transformers.{name}: not in the transformers here (an import-time stand-in)"
+        )
 
     return init
 
