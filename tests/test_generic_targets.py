@@ -186,7 +186,8 @@ def test_every_generic_run_decides_check_as_its_outcome_says(drafter):
     }
     runs = [g for g in coverage().generic if g["release"] in releases[g["engine"]]]
     assert {g["outcome"] for g in runs} == {"holds", "differs at the edges", "as listed families",
-                                            "as listed families inside the loop", "captures nothing", "refused"}  # fmt: skip
+                                            "as listed families inside the loop", "captures nothing", "refused",
+                                            "no forward ran"}  # fmt: skip
     assert {g["engine"] for g in runs} == {"sglang", "vllm"}
     for g in runs:
         spec = f"{g['engine']}=={g['release']}"
@@ -208,7 +209,7 @@ def test_every_generic_run_decides_check_as_its_outcome_says(drafter):
         elif g["outcome"] == "differs at the edges":  # the drafter's default ids ask for no edge, nor get one
             assert not table_unknown and "outside 1..L-1" in v.evidence["basis"], where
             assert v.status != "unverified", where
-        else:
+        else:  # differs, or no forward ran (only the request's failures): named, undecided
             assert v.status == "unverified" and any(g["record"] in u for u in table_unknown), where
 
 
@@ -579,3 +580,24 @@ def test_a_wrapper_whose_text_model_lacks_the_eagle_loop_fails_at_load(drafter):
                  platform="cuda").verdicts  # fmt: skip
     assert v.status == "fails" and "its capture request, as the target loads" in v.served.failure
     assert v.served.stage == "load" and v.fix is not None and v.fix.key is None
+
+
+def test_multimodal_models_of_the_transformers_backend_run_where_the_registry_names_them(drafter):
+    """vLLM serves Emu3 with its Transformers modeling backend's multimodal class: the records build the whole
+    transformers model (towers tiny) and run the release's request and forward on text tokens. At 0.33.0 its capture
+    is what the DeepSeek rows say (id 0 asks the backend for `_layer_names[-1]`: KeyError at load), so `check`
+    decides. The backend's generic multimodal classes are not run (no checkpoint names them, and what they capture
+    depends on the checkpoint's wrapper), nor is a forward the probe could not run counted (HunYuan-VL, whose M-RoPE
+    sections its checkpoints carry): its only claims are the request's failures, `no forward ran`."""
+    for runner in ("v1", "mrv2"):
+        run = generic_run("vllm", "0.33.0", "Emu3ForConditionalGeneration", runner)
+        assert run is not None and run.forward_ran and f"vllm-deepseek-{runner}-0.33" in run.fits, runner
+    v = _on_gpu(drafter, "Emu3ForConditionalGeneration", "vllm==0.33.0")
+    assert v.status == "ok" and not v.unknowns and v.evidence["level"] == "model-code"
+    rec = next(r for r in records("model-code") if r["engine"] == "vllm==0.33.0")
+    said = rec["not_run"]["generic (TransformersMultiModalForCausalLM) v1"]
+    assert "depends on the checkpoint's transformers wrapper" in said
+    hunyuan = generic_run("vllm", "0.33.0", "HunYuanVLForConditionalGeneration", "v1")
+    assert hunyuan is not None and not hunyuan.forward_ran and not hunyuan.fits and not hunyuan.edges_only
+    v = _on_gpu(drafter, "HunYuanVLForConditionalGeneration", "vllm==0.33.0")
+    assert v.status == "unverified" and any("no forward ran" in u for u in v.unknowns)

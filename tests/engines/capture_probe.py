@@ -1887,7 +1887,7 @@ def _backend_model(arch: str, num_layers: int, model_type: str | None):
     """The backend's model for the architecture: its class, around the transformers decoder of the model type its
     checkpoint names (the backend's generic classes: `modeling_backend.GENERIC_MODEL_TYPES`)."""
     cls = _vllm_class(arch)
-    modeling_backend.check_text_only(cls)
+    modeling_backend.check_named(arch, cls)
     found = (
         model_type or modeling_backend.GENERIC_MODEL_TYPES.get(arch) or (_hf_model_type(arch) or (None,))[0]
     )
@@ -2245,7 +2245,11 @@ def _vllm_case(case: dict) -> dict:
                 try:
                     entry |= modeling_backend.forward_taps(backend)
                 except Exception as exc:
-                    entry["forward_error"] = _forward_failure(exc, "forward")
+                    # transformers' model failing inside its own code ran on a config the probe wrote (HunYuan-VL's
+                    # M-RoPE sections, which its checkpoints carry): the probe's, unless the release raised it
+                    theirs = _raised_in(exc) is None
+                    entry["forward_error"] = (f"{PROBE_FAILED}: forward: {type(exc).__name__}: {exc}" if theirs
+                                              else _forward_failure(exc, "forward"))  # fmt: skip
         finally:
             if backend is not None:
                 modeling_backend.release(backend)

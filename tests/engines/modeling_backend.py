@@ -28,8 +28,17 @@ TINY = {"hidden_size": 16, "intermediate_size": 32, "num_attention_heads": 2, "n
         "head_dim": 8, "vocab_size": 64, "max_position_embeddings": 64, "moe_intermediate_size": 16,
         "num_experts": 4, "num_local_experts": 4, "n_routed_experts": 4, "num_experts_per_tok": 2,
         "shared_expert_intermediate_size": 16, "n_inner": 32, "pad_token_id": 0}  # fmt: skip
-# the backend's generic classes name no model type: a checkpoint's config.json brings one; these stand for it
+# the backend's generic classes name no model type: a checkpoint's config.json brings one; these stand for it. Its
+# generic multimodal classes have none: what they capture depends on the checkpoint's transformers wrapper (0.33.0
+# with transformers 5.19: Llava's forward records none of the recorders the release adds, Emu3's records them), so
+# only the architectures the registry names are built
 GENERIC_MODEL_TYPES = {"TransformersForCausalLM": "llama", "TransformersMoEForCausalLM": "qwen3_moe"}
+# the towers and encoders of a multimodal config, as small as their own keys allow (the capture is the text
+# model's; a tower runs only on inputs the probe does not give)
+TOWER_TINY = {"hidden_size": 16, "intermediate_size": 32, "num_attention_heads": 2, "num_key_value_heads": 2,
+              "head_dim": 8, "num_hidden_layers": 2, "depth": 2, "num_layers": 2, "embed_dim": 16,
+              "projection_dim": 16, "out_hidden_size": 16, "image_size": 32, "patch_size": 16,
+              "vision_output_dim": 16, "projector_input_dim": 16, "projector_output_dim": 16}  # fmt: skip
 
 
 class NotBuilt(Exception):
@@ -53,13 +62,52 @@ def hf_config(model_type: str, num_layers: int):
     return config
 
 
-def check_text_only(cls: type) -> None:
-    """A multimodal class of the backend builds the whole multimodal transformers model (towers and text model from
-    one config), which the probe does not: it builds the text-only classes."""
-    if any(k.__name__ == "MultiModalMixin" for k in cls.__mro__):
+# keys a multimodal family's checkpoints carry in config.json that its transformers config does not default, and
+# that its model's __init__ reads: Emu3's vocabulary map (its end-of-line and image tokens)
+MM_CHECKPOINT_KEYS = {"emu3": {"vocabulary_map": {"<|extra_200|>": 62, "<image>": 63}}}
+
+
+def multimodal(cls: type) -> bool:
+    """Whether a class of the backend is a multimodal one: it builds the whole transformers model of the checkpoint
+    (towers and text model from one config) and captures in its text model."""
+    return any(k.__name__ == "MultiModalMixin" for k in cls.__mro__)
+
+
+def check_named(arch: str, cls: type) -> None:
+    """A generic multimodal class (no checkpoint names it; `GENERIC_MODEL_TYPES`) is not built."""
+    if multimodal(cls) and arch == cls.__name__:
         raise NotBuilt(
-            f"a multimodal model of the backend ({cls.__name__}): only its text-only classes are built"
+            f"a generic multimodal class of the backend ({arch}): what it captures depends on the checkpoint's "
+            "transformers wrapper, so only the architectures the registry names are built"
         )
+
+
+def mm_config(model_type: str, num_layers: int):
+    """A tiny multimodal config of the model type: its text model as `hf_config` builds one (L layers), each other
+    sub-config (vision tower, audio or VQ encoder) its own defaults with `TOWER_TINY` where it has those keys."""
+    from transformers import AutoConfig, PretrainedConfig
+
+    base = AutoConfig.for_model(model_type)
+    text = base.get_text_config()
+    if text is base:
+        raise NotBuilt(
+            f"{model_type} is not a multimodal model type of transformers {transformers_version()}"
+        )
+    parts = {}
+    for name, sub in vars(base).items():
+        if not isinstance(sub, PretrainedConfig):
+            continue
+        if sub is text:
+            parts[name] = AutoConfig.for_model(
+                text.model_type, num_hidden_layers=num_layers, **TINY
+            ).to_dict()
+        else:
+            own = sub.to_dict()
+            parts[name] = own | {k: v for k, v in TOWER_TINY.items() if k in own}
+    config = AutoConfig.for_model(model_type, **parts, **MM_CHECKPOINT_KEYS.get(model_type, {}))
+    for sub in [config, *(v for v in vars(config).values() if isinstance(v, PretrainedConfig))]:
+        sub._attn_implementation = "eager"
+    return config
 
 
 def build(cls: type, model_type: str, num_layers: int, init_attributes=None):
@@ -71,19 +119,22 @@ def build(cls: type, model_type: str, num_layers: int, init_attributes=None):
     import torch
     from transformers import AutoModel
 
-    check_text_only(cls)
-    config = hf_config(model_type, num_layers)
+    mm = multimodal(cls)
+    config = mm_config(model_type, num_layers) if mm else hf_config(model_type, num_layers)
+    text_config = config.get_text_config()
     model = cls.__new__(cls)
     torch.nn.Module.__init__(model)
     if init_attributes is not None:
         init_attributes(model, config)
-    init = {"config": config, "text_config": config, "ignore_unexpected_prefixes": [],
+    init = {"config": config, "text_config": text_config, "ignore_unexpected_prefixes": [],
             "ignore_unexpected_suffixes": [], "_target_class": torch.nn.Module, "_layer_names": {},
             "_output_aux_hidden_states_kwargs": {},
             # vLLM's attention layers, which 0.14-0.22's forward hands the model (read only by the "vllm"
             # attention implementation, not the eager one the probe keeps)
             "attention_instances": {},
-            "pp_group": SimpleNamespace(is_first_rank=True, is_last_rank=True, world_size=1, rank_in_group=0)}  # fmt: skip
+            "pp_group": SimpleNamespace(is_first_rank=True, is_last_rank=True, world_size=1, rank_in_group=0),
+            # what a multimodal class's forward reads of the engine's model config (positions as given: 1-D)
+            "model_config": SimpleNamespace(uses_mrope=False)}  # fmt: skip
     for name, value in init.items():
         setattr(model, name, value)
     torch.manual_seed(0)
@@ -171,8 +222,13 @@ def forward_taps(model) -> dict[str, Any]:
     where it equals none), in the order returned."""
     import torch
 
-    layers = next(m for m in model.model.modules() if isinstance(m, torch.nn.ModuleList)
-                  and len(m) == model.text_config.num_hidden_layers)  # fmt: skip
+    # the decoder layers the release named (`_layer_names`: "layers.0", or "language_model.layers.0" in a
+    # multimodal model, whose towers have layer lists of their own)
+    named = model._layer_names[0].rsplit(".", 1)[0]
+    try:
+        layers = model.model.get_submodule(named)
+    except AttributeError:  # a release that kept the "model." prefix
+        layers = model.model.get_submodule(named.removeprefix("model."))
     states: dict[int, torch.Tensor] = {}
 
     def first(value):

@@ -553,7 +553,9 @@ def _row_unknowns(
             else ""
         )
         seen = (f", but the release's own code, executed, captured otherwise in {run.claims - run.agree} of "
-                f"{run.claims} cases{edges} ({run.record})" if run else "")  # fmt: skip
+                f"{run.claims} cases{edges} ({run.record})" if run and run.forward_ran else
+                f" (its model-code record ran only its capture request, which failed for {run.claims} id lists; no "
+                f"forward ran, so nothing says what its loop captures: {run.record})" if run else "")  # fmt: skip
         # the release's model-code record tried it and says why it could not
         tried = (
             run is None
@@ -583,7 +585,7 @@ def _captures_nothing(run: GenericRun, tinfo: TargetInfo) -> tuple[str, str]:
     """(the failure, why no config value fixes it) where the release's decoder for the target never captures."""
     said = f"{run.engine} {run.release}"
     return (f"{said} serves {tinfo.architecture} with a decoder that never captures an aux hidden state (its "
-            f"forward returned none for any id list asked): the drafter's fc gets none of its inputs [model code, "
+            f"forward returned none for any id list its capture request took): the drafter's fc gets none of its inputs [model code, "
             f"executed: {run.record}]",
             f"no config value helps: {said}'s decoder for {tinfo.architecture} captures no aux hidden state, "
             "whatever ids it is given")  # fmt: skip

