@@ -647,8 +647,12 @@ def _transformers_pinned(engine: str) -> bool:
 
     from packaging.requirements import Requirement
 
-    have = metadata.version("transformers")
-    pins = [Requirement(r) for r in metadata.requires(engine) or [] if r.startswith("transformers")]
+    try:
+        have = metadata.version("transformers")
+        requires = metadata.requires(engine) or []
+    except metadata.PackageNotFoundError:  # an engine installed without its metadata: no pin to hold it to
+        return False
+    pins = [Requirement(r) for r in requires if r.startswith("transformers")]
     pins = [r for r in pins if r.marker is None or r.marker.evaluate()]
     return bool(pins) and all(r.specifier.contains(have) for r in pins)
 
