@@ -1838,7 +1838,7 @@ def _import_vllm_model(name: str):
     """A model module, imported where a file it imports names one of vLLM's compiled ops at module level (0.24-0.26's
     compilation/passes/fusion/matcher_utils.py: `ROTARY_OP = torch.ops._C.rotary_embedding.default`, reached through
     MiniMax-M3's fused all-reduce norm): the CUDA build's op library does not load here, so such a name is given a
-    stand-in that raises if called (`_MissingOp`). Only a module that fails to import without them gets them."""
+    stand-in that raises if called (`CompiledOp`). Only a module that fails to import without them gets them."""
     try:
         return importlib.import_module(name)
     except AttributeError as exc:
@@ -1855,7 +1855,7 @@ def _import_vllm_model(name: str):
         except AttributeError:
             if self.name != "_C" or op.startswith("__"):
                 raise
-            return _MissingOp(op)
+            return CompiledOp(op)
 
     namespace.__getattr__ = missing_as_stand_in
     try:
@@ -1864,9 +1864,10 @@ def _import_vllm_model(name: str):
         namespace.__getattr__ = lookup
 
 
-class _MissingOp:
-    """One of vLLM's compiled ops, named at import where its library is not built: any overload of it (`.default`)
-    is itself, and a call raises from this file (the probe's failure, never the engine's answer)."""
+class CompiledOp:
+    """One of vLLM's compiled ops (`torch.ops._C`), named where its library is not built here (it does not load
+    beside this torch): its overloads (`.default`, as modules bind them at import) are itself, and a call raises
+    from this file (the probe's failure, never the engine's answer). draft_probe.py binds its handles too."""
 
     def __init__(self, name: str) -> None:
         self.name = name
@@ -1877,7 +1878,7 @@ class _MissingOp:
         return self
 
     def __call__(self, *args, **kwargs):
-        raise RuntimeError(f"vLLM's compiled op _C.{self.name} is not built here (a stand-in of the probe)")
+        raise NotImplementedError(f"torch.ops._C.{self.name}: a compiled op, bound but not run by the probe")
 
 
 def _on_backend(arch: str) -> bool:

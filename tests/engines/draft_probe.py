@@ -29,7 +29,7 @@ import sys
 from types import SimpleNamespace
 from typing import Any
 
-from capture_probe import engine_error, setup
+from capture_probe import CompiledOp, engine_error, setup
 
 # the first projection of a decoder layer (attention): the draft's own layer, whose quantization is the question
 STOP = ("qkv_proj", "q_proj", "q_a_proj", "fused_qkv_a_proj", "q_b_proj", "kv_a_proj_with_mqa")
@@ -174,22 +174,7 @@ class _CompiledOps:
     def __getattr__(self, name: str):
         if name.startswith("__"):
             raise AttributeError(name)
-        return _CompiledOp(name)
-
-
-class _CompiledOp:
-    """One compiled op's handle: its overloads (`.default`, as modules bind them at import) are itself."""
-
-    def __init__(self, name: str) -> None:
-        self.name = name
-
-    def __getattr__(self, overload: str):
-        if overload.startswith("__"):
-            raise AttributeError(overload)
-        return self
-
-    def __call__(self, *args, **kwargs):
-        raise NotImplementedError(f"torch.ops._C.{self.name}: a compiled op, bound but not run by the probe")
+        return CompiledOp(name)
 
 
 def _build_v0(config: Any, head_weights: dict | None) -> dict:
