@@ -14,6 +14,7 @@ from hypothesis import strategies as st
 from eaglewire.engines import models, table
 from eaglewire.engines.models import MODEL_FILES, REGISTRY_CAPTURE
 from eaglewire.jobs.check import check
+from eaglewire.jobs.coverage import generic_run
 from eaglewire.rules import taps as conv
 from eaglewire.rules.taps import NESTED, Rule
 from eaglewire.targets import FAMILIES
@@ -119,7 +120,12 @@ def test_an_ok_on_unrecorded_taps_is_ok_under_every_candidate(tmp_path_factory, 
     (tmp / "d" / "config.json").write_text(json.dumps(cfg))
     engine = [f"{row.framework}=={version_in(row)}"]
     rep = check(tmp / "d", tmp / "t", engine, runner=row.runner)
-    assert [v.row_key for v in rep.verdicts] == [row.key]
+    # or a class its family's rows do not name, served by the rows its model-code run fits (Llama4ForCausalLM,
+    # Llama's capture, where the llama4 rows refuse: tests/test_generic_targets.py)
+    run = generic_run(row.framework, version_in(row), rep.target.architecture, row.runner or None)
+    assert [v.row_key for v in rep.verdicts] == [row.key] or (
+        run is not None and rep.verdicts[0].row_key in run.fits
+    )
     (v,) = rep.verdicts
     if v.status == "ok":
         served = {t.index for t in v.served.taps.taps}

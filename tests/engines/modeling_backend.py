@@ -87,24 +87,30 @@ def mm_config(model_type: str, num_layers: int):
     sub-config (vision tower, audio or VQ encoder) its own defaults with `TOWER_TINY` where it has those keys."""
     from transformers import AutoConfig, PretrainedConfig
 
-    base = AutoConfig.for_model(model_type)
-    text = base.get_text_config()
-    if text is base:
-        raise NotBuilt(
-            f"{model_type} is not a multimodal model type of transformers {transformers_version()}"
-        )
-    parts = {}
-    for name, sub in vars(base).items():
-        if not isinstance(sub, PretrainedConfig):
-            continue
-        if sub is text:
-            parts[name] = AutoConfig.for_model(
-                text.model_type, num_hidden_layers=num_layers, **TINY
-            ).to_dict()
-        else:
-            own = sub.to_dict()
-            parts[name] = own | {k: v for k, v in TOWER_TINY.items() if k in own}
-    config = AutoConfig.for_model(model_type, **parts, **MM_CHECKPOINT_KEYS.get(model_type, {}))
+    try:
+        base = AutoConfig.for_model(model_type)
+        text = base.get_text_config()
+        if text is base:
+            raise NotBuilt(
+                f"{model_type} is not a multimodal model type of transformers {transformers_version()}"
+            )
+        parts = {}
+        for name, sub in vars(base).items():
+            if not isinstance(sub, PretrainedConfig):
+                continue
+            if (
+                sub is text
+            ):  # its own class: a text model type the auto registry may not list (emu3_text_model)
+                parts[name] = type(text)(num_hidden_layers=num_layers, **TINY).to_dict()
+            else:
+                own = sub.to_dict()
+                parts[name] = own | {k: v for k, v in TOWER_TINY.items() if k in own}
+        config = AutoConfig.for_model(model_type, **parts, **MM_CHECKPOINT_KEYS.get(model_type, {}))
+    except NotBuilt:
+        raise
+    except Exception as exc:  # transformers' config, not the release's code: the probe's failure
+        raise NotBuilt(f"transformers {transformers_version()} does not build a {model_type} config: "
+                       f"{type(exc).__name__}: {exc}") from exc  # fmt: skip
     for sub in [config, *(v for v in vars(config).values() if isinstance(v, PretrainedConfig))]:
         sub._attn_implementation = "eager"
     return config
