@@ -740,15 +740,15 @@ def test_sigint_to_probe_launch_stops_the_engine(tmp_path):
     """A real Ctrl-C (SIGINT) to `eaglewire probe --launch` while it waits on the server: exit 130, group gone."""
     env = {**os.environ, "PYTHONPATH": str(Path(__file__).parents[1] / "src")}
     cmd = [sys.executable, "-m", "eaglewire.cli", "probe", "--launch", "--engine", "vllm", "--",
-           *_group_cmd(tmp_path, "--unhealthy-for", "120")]  # fmt: skip
+           *_group_cmd(tmp_path, "--slow-models", "60")]  # fmt: skip
     proc = subprocess.Popen(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
     try:
         end = time.monotonic() + 60
         while not (tmp_path / "pids").exists() or not (tmp_path / "pids").read_text().strip():
             assert time.monotonic() < end and proc.poll() is None, proc.stderr.read() if proc.poll() else ""
             time.sleep(0.1)
-        # the probe now waits on the server, whose health says "starting" for 120 s: the signal lands in that wait
-        # however loaded the machine (a slow /v1/models instead raced the probe's own 10 s GET timeout)
+        # the probe now waits on the server (its health, then GET /v1/models, which answers after 60 s); soon after,
+        # so that a loaded machine's delay does not outlast the GET's own 10 s timeout first
         time.sleep(0.2)
         pids = _pids(tmp_path)
         proc.send_signal(signal.SIGINT)

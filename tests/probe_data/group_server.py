@@ -23,7 +23,6 @@ def main() -> None:
     ap.add_argument("--port", type=int, required=True)
     ap.add_argument("--pidfile", required=True)
     ap.add_argument("--slow-models", type=float, default=0.0)
-    ap.add_argument("--unhealthy-for", type=float, default=0.0, help="seconds /health answers 503 (starting)")
     ap.add_argument("--exit-code", type=int, default=None)
     ap.add_argument("--model", default=None)
     ap.add_argument("--shm", default=None)
@@ -44,12 +43,10 @@ def main() -> None:
     with open(args.pidfile, "w") as fh:
         fh.write(f"{__import__('os').getpid()} {child.pid}\n")
 
-    healthy_at = time.monotonic() + args.unhealthy_for
-
     class Handler(BaseHTTPRequestHandler):
         def do_GET(self):
             if self.path == "/health":
-                self.send_response(503 if time.monotonic() < healthy_at else 200)
+                self.send_response(200)
                 self.end_headers()
                 return
             if self.path == "/v1/models":
