@@ -678,8 +678,7 @@ class GenericRun:
         Transformers modeling backend, which asks for transformers 5 under a pin below it, as the target loads).
         None otherwise."""
         errors = {c["error"] for c in self.cases}
-        ran = any(c["forward_taps"] is not None for c in self.cases)
-        if len(self.cases) != self.asked or len(errors) != 1 or None in errors or ran:
+        if len(self.cases) != self.asked or len(errors) != 1 or None in errors or self.forward_ran:
             return None
         return errors.pop()
 
@@ -709,15 +708,14 @@ class GenericRun:
     def forward_ran(self) -> bool:
         """Whether any case ran the loop's forward (else its claims are only the capture request failing for some
         ids: SGLang's Qwen4-Exp, vLLM's HunYuan-VL, whose forwards the probe could not run)."""
-        return any(c["forward_taps"] is not None for c in self.cases)
+        return _ran(self.cases)
 
     @property
     def holds(self) -> bool:
         """Every claim agreed and a forward ran: claims made only by the capture request failing at the loop's edges
         (ids L-1, L on per-layer flags; SGLang 0.5.23's Qwen4-Exp, whose forward the probe could not run) say
         nothing of what the loop captures for any other ids."""
-        ran = any(c["forward_taps"] is not None for c in self.cases)
-        return self.claims > 0 and self.agree == self.claims and ran
+        return self.claims > 0 and self.agree == self.claims and self.forward_ran
 
     @cached_property
     def fits(self) -> tuple[str, ...]:
@@ -736,8 +734,7 @@ class GenericRun:
     def _fitting(self, cases: tuple[dict, ...]) -> tuple[str, ...]:
         # cases whose forward never ran (only the capture request's errors at an edge id: HunYuan-VL, whose forward
         # the probe could not run) say nothing of what the loop captures: they fit any row that fails there
-        ran = any(c["forward_taps"] is not None for c in cases)
-        if self.holds or self.captures_nothing or self.refused or not ran:
+        if self.holds or self.captures_nothing or self.refused or not _ran(cases):
             return ()
         runner = cases[0]["runner"] or ""
         return tuple(r.key for r in fitting_rows(self.engine, self.release, runner, list(cases)))
@@ -823,6 +820,11 @@ def generic_not_run(
     if not found:
         return None
     return found.get(runner or "") or next(iter(found.values()))
+
+
+def _ran(cases: tuple[dict, ...]) -> bool:
+    """Whether any of the cases ran the loop's forward (returned taps, even none)."""
+    return any(c["forward_taps"] is not None for c in cases)
 
 
 def _captures_nothing(cases: tuple[dict, ...]) -> bool:
