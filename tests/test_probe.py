@@ -21,6 +21,7 @@ from types import SimpleNamespace
 
 import numpy as np
 import pytest
+from interrupt import interruptible
 
 from eaglewire import zoo
 from eaglewire.cli import main
@@ -741,7 +742,11 @@ def test_sigint_to_probe_launch_stops_the_engine(tmp_path):
     env = {**os.environ, "PYTHONPATH": str(Path(__file__).parents[1] / "src")}
     cmd = [sys.executable, "-m", "eaglewire.cli", "probe", "--launch", "--engine", "vllm", "--",
            *_group_cmd(tmp_path, "--slow-models", "60")]  # fmt: skip
-    proc = subprocess.Popen(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    # as a terminal delivers it: run in a background job (make test & without job control) SIGINT is inherited
+    # ignored, and the probe would then time its GET out (exit 2) whatever the test sends: the old "flake"
+    proc = subprocess.Popen(
+        cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, preexec_fn=interruptible
+    )
     try:
         end = time.monotonic() + 60
         while not (tmp_path / "pids").exists() or not (tmp_path / "pids").read_text().strip():

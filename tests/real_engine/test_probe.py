@@ -22,6 +22,7 @@ import time
 from pathlib import Path
 
 import pytest
+from interrupt import interruptible
 
 from eaglewire import zoo
 from eaglewire.jobs.probe import ProbeOptions, probe
@@ -186,14 +187,7 @@ def _launch(vllm_python, drafter, k, *extra) -> subprocess.Popen:
            *serve_argv(vllm_python, drafter, k)]  # fmt: skip
     env = {**os.environ, "PYTHONPATH": str(SRC), "COLUMNS": "400"}
     return subprocess.Popen(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                            preexec_fn=_interruptible)  # fmt: skip
-
-
-def _interruptible() -> None:
-    """Ctrl-C as a terminal delivers it. A shell without job control starts a background job (CI's runner) with
-    SIGINT ignored, every child inherits that, and Python then installs no KeyboardInterrupt handler: the probe
-    would run to its end and exit 0 whatever it does with a Ctrl-C."""
-    signal.signal(signal.SIGINT, signal.SIG_DFL)
+                            preexec_fn=interruptible)  # fmt: skip
 
 
 def _gone(pgid: int) -> bool:

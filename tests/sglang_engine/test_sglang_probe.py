@@ -21,8 +21,9 @@ import sys
 from pathlib import Path
 
 import pytest
+from interrupt import interruptible
 from real_engine.probe_table import case_of, write_case
-from real_engine.test_probe import _gone, _interruptible, _left_in_shm, _wait_for, ids_removed
+from real_engine.test_probe import _gone, _left_in_shm, _wait_for, ids_removed
 
 from eaglewire import zoo
 from eaglewire.jobs.probe import ProbeOptions
@@ -63,7 +64,7 @@ def launch(argv: list[str], *extra: str) -> subprocess.Popen:
            *argv]  # fmt: skip
     env = {**os.environ, "PYTHONPATH": str(SRC), "COLUMNS": "400"}
     return subprocess.Popen(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                            preexec_fn=_interruptible)  # fmt: skip
+                            preexec_fn=interruptible)  # fmt: skip
 
 
 def run(tmp: Path, argv: list[str]) -> tuple[dict, str, int]:
