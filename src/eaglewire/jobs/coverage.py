@@ -37,6 +37,7 @@ from eaglewire.engines.serving import ROWS as SERVING_FAILURES
 from eaglewire.engines.table import ENGINES, ROWS, parse_spec
 from eaglewire.errors import InputError
 from eaglewire.rules import ENGINES_DIR, engine_data
+from eaglewire.rules.builds import differs
 from eaglewire.rules.ledger import Release, ledger
 from eaglewire.rules.row import LEVELS, Spec, match
 from eaglewire.rules.taps import _is_version
@@ -162,21 +163,23 @@ class _Seen:
     gated: frozenset[str] = frozenset()  # families vLLM's eagle3 model_type gate refused (its config check)
     # model-code families whose real decoder the release's own __init__ built
     built: frozenset[str] = frozenset()
+    build: str = ""  # the build that ran, where its Python source is the release's (rules.builds)
 
 
 def _observations(engine: str) -> list[_Seen]:
     """Every record of a running engine or of a release's model code, from the ledger and the committed records."""
-    pairs: dict[tuple[str, str, str, str], str] = {}  # (release, platform, record, runner) -> level
+    # (release, platform, record, runner) -> (level, the build that ran it where not the release: rules.builds)
+    pairs: dict[tuple[str, str, str, str], tuple[str, str]] = {}
     for rel, o in ledger(engine).observed():
-        pairs[(rel.version, o.platform, o.record, o.runner)] = o.level
+        pairs[(rel.version, o.platform, o.record, o.runner)] = (o.level, o.build)
     for rec in records(None):
         name, _, version = rec["engine"].partition("==")
         if name == engine and "covers" not in rec:  # a record with `covers` is entered by the ledger per item
             pairs.setdefault(
-                (version, rec["platform"], f"observed/{rec['file']}", ""), rec.get("level", "engine")
+                (version, rec["platform"], f"observed/{rec['file']}", ""), (rec.get("level", "engine"), "")
             )
     out = []
-    for (version, platform, record, runner), level in pairs.items():
+    for (version, platform, record, runner), (level, build) in pairs.items():
         path = engine_data(engine, record)
         if not path.is_file():
             continue  # a ledger entry without its record is no evidence
@@ -195,7 +198,7 @@ def _observations(engine: str) -> list[_Seen]:
         real, refused, gated, built = _how_decided(rec, runner)
         out.append(_Seen(str(Version(version)), platform, level, where, fams, runner, rec["platform"],
                          "covers" in rec and not draft_build, rec.get("speculates", True) is not False,
-                         draft_build, real, refused, gated, built))  # fmt: skip
+                         draft_build, real, refused, gated, built, build))  # fmt: skip
     return out
 
 
@@ -291,8 +294,8 @@ def _platform_failure(engine: str, version: str, platform: str) -> tuple[str, st
         if not (row.engine == engine and row.platform == platform and "*" in row.families and row.covers(version)
                 and not row.unless_drafter and not row.quantized_target):  # fmt: skip
             continue
-        if row.observed_at(version):
-            rec = ENGINES_DIR / engine / "data" / "observed" / f"{engine}-{version}-{platform}.json"
+        if name := row.observed_record(version):  # its own run, or a build verified to be its code
+            rec = ENGINES_DIR / engine / "data" / "observed" / name
             if rec.is_file():
                 return "engine", str(rec.relative_to(ENGINES_DIR.parent)), ()
         if code := row.model_code_at(version):
@@ -600,7 +603,11 @@ def evidence(
             if level == "model-code" and where == "cpu" and hit.runner == "v1" and engine == "vllm":
                 runner = "the CPU build's V1 runner (the GPU runner's request): "
             if level == "engine":
-                what = "engine run"
+                changed = differs(engine, hit.build or version)
+                what = "engine run" + (
+                    f" of build {hit.build}, whose Python source is {version}'s" if hit.build else
+                    f" of its CPU build, whose code differs from the release's in {', '.join(changed)}" if changed
+                    else "")  # fmt: skip
             elif hit.draft_build:  # the release's draft build, its loader handed an EAGLE-3 head
                 what = f"model code, executed ({runner}draft build and weight loader)"
             elif family in hit.gated:  # refused by the engine config's eagle3 gate, before any model code

