@@ -142,7 +142,10 @@ def test_the_observed_vllm_cell_is_engine_with_its_record(cov):
     assert (read.level, read.rows) == ("read", ("vllm.cpu.spec-decode-unsupported",))
     assert cov.cell("vllm", "0.10.2.post2", "deepseek_v3", "cpu").level == "engine"
     rebuilt = cov.cell("vllm", "0.10.1", "deepseek_v3", "cpu")
-    assert (rebuilt.level, rebuilt.record) == ("engine", "engines/vllm/data/observed/vllm-0.10.1.post2-cpu.json")
+    assert (rebuilt.level, rebuilt.record) == (
+        "engine",
+        "engines/vllm/data/observed/vllm-0.10.1.post2-cpu.json",
+    )
     wrapper = next(r for r in SERVING_FAILURES if r.name == "vllm.cpu.v0-eagle-wrapper")
     assert wrapper.read_at("0.8.5.post1") and not replace(wrapper, checked=("0.8.5.post2",)).read_at(
         "0.8.5.post1"
