@@ -553,6 +553,25 @@ def test_a_target_its_release_cannot_load_the_config_of_fails_at_load(drafter, r
     assert v.evidence["level"] == "model-code"
 
 
+@pytest.mark.parametrize("release", ["0.5.13", "0.5.13.post1", "0.5.14"])
+def test_a_target_newer_than_the_pinned_transformers_fails_at_load(drafter, release):
+    """SGLang 0.5.13-0.5.14 ship Gemma-4-Unified's model code, but pin transformers 5.8.1, which does not know its
+    checkpoints' model type `gemma4_unified` (5.19 does). The record writes the config.json a checkpoint carries
+    (the type as the newest transformers names it) and runs the release's get_config under its pin:
+    transformers refuses the type, whatever the ids. The probe used to build a Llama config instead and failed
+    itself, so no record ran the target; 0.5.15 runs it."""
+    run = generic_run("sglang", release, "Gemma4UnifiedForConditionalGeneration", None)
+    assert run is not None and run.refused_loading and run.refused_at_load and not run.refused_building
+    assert "model type `gemma4_unified`" in run.refused and "get_config" in run.refused
+    rec = next(r for r in records("model-code") if r["engine"] == f"sglang=={release}")
+    assert rec["provenance"]["transformers_pinned"] == "5.8.1"
+    v = _on_gpu(drafter, "Gemma4UnifiedForConditionalGeneration", f"sglang=={release}")
+    assert v.status == "fails" and "loading the target's config.json" in v.served.failure
+    assert v.served.stage == "load" and v.evidence["level"] == "model-code"
+    later = generic_run("sglang", "0.5.15", "Gemma4UnifiedForConditionalGeneration", None)
+    assert later is not None and later.forward_ran and not later.refused
+
+
 @pytest.mark.parametrize("release", ["0.24.0", "0.25.0", "0.25.1", "0.26.0"])
 def test_a_model_whose_imports_name_a_compiled_op_runs(drafter, release):
     """vLLM 0.24-0.26's MiniMax-M3 imports the fused all-reduce norm, whose matcher file names

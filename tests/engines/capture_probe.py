@@ -626,11 +626,23 @@ def _loader_refusal(exc: BaseException, engine: str) -> str | None:
     0.5.22-0.5.23's get_config reading `head_dim` of a Gemma-4 text config, which transformers 5.19 keeps per layer:
     AmbiguousGlobalPerLayerAttributeError). The engine's failure at load, in its words and where it was raised;
     None otherwise (a probe failure: no claim)."""
-    own = type(exc).__module__.startswith("transformers.") and _innermost_in(exc, "transformers")
+    own = (type(exc).__module__.startswith("transformers.") or _unknown_type(exc)) and _innermost_in(
+        exc, "transformers"
+    )
     where = _raised_in(exc, through=("transformers",))
     if not own or where is None or not _transformers_pinned(engine):
         return None
     return f"{type(exc).__name__}: {exc} (raised in {where}, {LOADER_WORDS})"
+
+
+def _unknown_type(exc: BaseException) -> bool:
+    """transformers' AutoConfig refusing a model type it does not know (its own ValueError, raised on purpose), where
+    that type is one real checkpoints carry (`CHECKPOINT_TYPES`, never one the probe made up): the checkpoint is
+    newer than the transformers here."""
+    tb = _innermost(exc)
+    return (isinstance(exc, ValueError) and tb is not None
+            and tb.tb_frame.f_code.co_filename.endswith("/transformers/models/auto/configuration_auto.py")
+            and any(f"model type `{t}`" in str(exc) for t, _ in CHECKPOINT_TYPES.values()))  # fmt: skip
 
 
 def _innermost_in(exc: BaseException, package: str) -> bool:
@@ -1109,11 +1121,19 @@ def publish(server_args: Any) -> str | None:
     return "runtime_context.publish(server_args, role='scheduler')"
 
 
+# architecture -> (model type, wrapper) its checkpoints carry, as the newest transformers names it (the cases'
+# `checkpoint_type`, model_code.py): where the transformers a release pins does not know the type, its config.json
+# still names it, and the release's own loader meets that (SGLang 0.5.13-0.5.14's Gemma-4-Unified under 5.8.1)
+CHECKPOINT_TYPES: dict[str, tuple[str, bool]] = {}
+
+
 def _model_type(arch: str, model_type: str | None) -> tuple[str, bool]:
     """(model_type, text model under text_config) of the target config.json: the case's own model_type where it
     names one (a family with no architecture of its own: Kimi-K2 is DeepseekV3ForCausalLM with `kimi_k2`), else
     the architecture's; a registry target outside the table: a plain decoder."""
-    found, wrapped = _MODEL_TYPES.get(arch) or _hf_model_type(arch) or ("llama", False)
+    found, wrapped = (
+        _MODEL_TYPES.get(arch) or _hf_model_type(arch) or CHECKPOINT_TYPES.get(arch) or ("llama", False)
+    )
     if model_type in _ENGINE_TYPES:  # a config class the engine ships: a wrapper where it has a text config
         wrapped = _ENGINE_TYPES[model_type]
     return (model_type or found), wrapped
@@ -2418,6 +2438,9 @@ def main(request_path: str, result_path: str) -> int:
     if any(c.get("forward") for c in request["cases"]):
         STOOD_IN_GROUPS.extend(one_rank_groups(importlib.import_module(PARALLEL_STATE[engine])))
     version = importlib.import_module(engine).__version__
+    CHECKPOINT_TYPES.update(
+        {c["arch"]: tuple(c["checkpoint_type"]) for c in request["cases"] if c.get("checkpoint_type")}
+    )
     results = [one(case) for case in request["cases"]]
     with open(result_path + ".tmp", "w") as f:
         json.dump({"engine": engine, "version": version, "results": results}, f)

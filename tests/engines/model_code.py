@@ -55,7 +55,7 @@ from engines.capture import (
     run_probe,
     runner_results,
 )
-from engines.capture_probe import _MODEL_TYPES, LOADER_WORDS
+from engines.capture_probe import _MODEL_TYPES, LOADER_WORDS, _hf_model_type
 
 ROOT = Path(__file__).resolve().parents[2]
 FIRST = {"sglang": "0.4.5", "vllm": "0.8.5"}  # the range: the oldest release of each with a record
@@ -167,10 +167,13 @@ def cases_for(engine: str, release: str) -> tuple[list[dict], list[tuple]]:
     for arch, family, model_type in _targets(engine, release):
         n = num_layers(family)
         module = registry_module(engine, release, arch)
+        # SGLang's targets its pinned transformers may not know: the model type their checkpoints carry, as the
+        # newest transformers (this venv's) names it (capture_probe.CHECKPOINT_TYPES)
+        typed = _hf_model_type(arch) if engine == "sglang" and family == GENERIC else None
         for ids in id_lists(n)[:FIXED]:
             for shape, config in configs(engine, ids):
                 cases.append({"arch": arch, "num_layers": n, "config": config, "module": module, "forward": True,
-                              "model_type": model_type or None})  # fmt: skip
+                              "model_type": model_type or None} | ({"checkpoint_type": typed} if typed else {}))  # fmt: skip
                 meta.append((arch, family, n, ids, shape, config, model_type))
     return cases, meta
 
