@@ -594,11 +594,22 @@ def _forward_taps(inner, engine: str = "sglang", config=None) -> dict:
 
 def _hands_capture_target(inner, exc: BaseException) -> bool:
     """Whether a loop that stopped on a part of its real layers the stand-ins lack (Qwen4-Exp's hyper-connection
-    norms, read before it calls a layer) hands its layers a capture target (`INSIDE`): the capture is then made
-    inside the real layers, which run instead."""
+    norms, read before it calls a layer) hands its layers a capture target (`INSIDE`), or captures each state through
+    that part: the capture is then made by the real layers, which run instead."""
+    import re
+
     lacks = isinstance(exc, AttributeError) and "'TapLayer' object has no attribute" in str(exc)
     loops = "".join(_method_source(k, "forward") for k in type(inner).__mro__ if "forward" in vars(k))
-    return lacks and any(f"{name}=" in loops for name in INSIDE)
+    if lacks and any(f"{name}=" in loops for name in INSIDE):
+        return True
+    # or the loop takes each captured state from a part of the layer (SGLang 0.5.21's LongcatFlash:
+    # `aux_hidden_states.append(self.layers[i].attn_boundary.snapshot(hidden_states, forward_batch))`)
+    part = re.search(r"has no attribute '(\w+)'", str(exc)) if lacks else None
+    flat = re.sub(r"\s+", "", loops)
+    return (
+        part is not None
+        and re.search(rf"aux\w*\.append\(self\.layers\[\w+\]\.{part.group(1)}\.", flat) is not None
+    )
 
 
 def _raised_in(exc: BaseException, through: tuple[str, ...] = ()) -> str | None:
