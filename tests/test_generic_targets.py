@@ -535,39 +535,33 @@ def test_a_class_its_family_rows_do_not_name_is_served_by_the_rows_its_run_fits(
     assert v.evidence["level"] == level and f"as row {row} says" in v.evidence["basis"]
 
 
-@pytest.mark.parametrize("release", ["0.5.22", "0.5.23"])
-def test_a_target_its_release_cannot_load_the_config_of_fails_at_load(drafter, release):
-    """SGLang 0.5.22-0.5.23 pin transformers 5.19.0, whose Gemma-4 text config (model_type gemma4_text, Gemma-4's
-    text-only class) keeps head_dim per layer; the release's get_config flattens only the multimodal Gemma-4 types,
-    so its copy of the text keys reads `head_dim` and transformers raises. The record runs the release's own loader
-    under its pin and keeps that error as the engine's (raised in get_config): `fails` at load whatever the ids,
-    where no record could run the target before."""
-    run = generic_run("sglang", release, "Gemma4ForCausalLM", None)
+@pytest.mark.parametrize(
+    ("release", "arch", "words", "pin"),
+    [(r, "Gemma4ForCausalLM", "AmbiguousGlobalPerLayerAttributeError", "5.19.0") for r in ("0.5.22", "0.5.23")]
+    + [(r, "Gemma4UnifiedForConditionalGeneration", "model type `gemma4_unified`", "5.8.1")
+       for r in ("0.5.13", "0.5.13.post1", "0.5.14")],
+)  # fmt: skip
+def test_a_target_its_release_cannot_load_the_config_of_fails_at_load(drafter, release, arch, words, pin):
+    """The record runs the release's own config loader under the transformers it pins and keeps transformers'
+    refusal as the engine's (raised in get_config): `fails` at load whatever the ids, where no record could run the
+    target before.
+    - SGLang 0.5.22-0.5.23 (5.19.0): Gemma-4's text config (gemma4_text, the text-only class) keeps head_dim per
+      layer; get_config flattens only the multimodal Gemma-4 types, so its copy of the text keys reads `head_dim`.
+    - SGLang 0.5.13-0.5.14 (5.8.1) ship Gemma-4-Unified's model code, but their pin does not know its checkpoints'
+      model type `gemma4_unified` (5.19 does): the record writes the type the newest transformers names, where the
+      probe used to build a Llama config and fail itself. 0.5.15 runs it."""
+    run = generic_run("sglang", release, arch, None)
     assert run is not None and run.refused_loading and run.refused_at_load and not run.refused_building
-    assert "AmbiguousGlobalPerLayerAttributeError" in run.refused and "get_config" in run.refused
+    assert words in run.refused and "get_config" in run.refused
     rec = next(r for r in records("model-code") if r["engine"] == f"sglang=={release}")
-    assert rec["provenance"]["transformers_pinned"] == "5.19.0"
-    v = _on_gpu(drafter, "Gemma4ForCausalLM", f"sglang=={release}")
+    assert rec["provenance"]["transformers_pinned"] == pin
+    v = _on_gpu(drafter, arch, f"sglang=={release}")
     assert v.status == "fails" and "loading the target's config.json" in v.served.failure
     assert v.served.stage == "load" and v.fix is not None and v.fix.key is None
     assert v.evidence["level"] == "model-code"
 
 
-@pytest.mark.parametrize("release", ["0.5.13", "0.5.13.post1", "0.5.14"])
-def test_a_target_newer_than_the_pinned_transformers_fails_at_load(drafter, release):
-    """SGLang 0.5.13-0.5.14 ship Gemma-4-Unified's model code, but pin transformers 5.8.1, which does not know its
-    checkpoints' model type `gemma4_unified` (5.19 does). The record writes the config.json a checkpoint carries
-    (the type as the newest transformers names it) and runs the release's get_config under its pin:
-    transformers refuses the type, whatever the ids. The probe used to build a Llama config instead and failed
-    itself, so no record ran the target; 0.5.15 runs it."""
-    run = generic_run("sglang", release, "Gemma4UnifiedForConditionalGeneration", None)
-    assert run is not None and run.refused_loading and run.refused_at_load and not run.refused_building
-    assert "model type `gemma4_unified`" in run.refused and "get_config" in run.refused
-    rec = next(r for r in records("model-code") if r["engine"] == f"sglang=={release}")
-    assert rec["provenance"]["transformers_pinned"] == "5.8.1"
-    v = _on_gpu(drafter, "Gemma4UnifiedForConditionalGeneration", f"sglang=={release}")
-    assert v.status == "fails" and "loading the target's config.json" in v.served.failure
-    assert v.served.stage == "load" and v.evidence["level"] == "model-code"
+def test_a_newer_release_loads_gemma4_unified():
     later = generic_run("sglang", "0.5.15", "Gemma4UnifiedForConditionalGeneration", None)
     assert later is not None and later.forward_ran and not later.refused
 
