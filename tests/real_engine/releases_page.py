@@ -12,6 +12,7 @@ from pathlib import Path
 from packaging.version import Version
 
 from eaglewire.engines.observed import target_ran
+from eaglewire.rules.builds import differs, release_of
 
 ROOT = Path(__file__).resolve().parents[2]
 OBSERVED = ROOT / "src/eaglewire/engines/vllm/data/observed"
@@ -40,6 +41,10 @@ includes the bonus token and is measured along the engine's walk (vLLM: 1 + acce
   the target runs without the drafter). `make test` requires `check` to predict every one, taps or failure. A
   target the engine did not run even without the drafter ("did not run") says nothing about EAGLE-3: it is listed,
   and left out of the comparison and of the coverage.
+- **vLLM's code**: which vLLM release's Python source the build is (tools/cpu_builds.py compares the wheels file by
+  file, the packager's alias and version files apart): `= 0.10.0` where it is exactly that release's, so its record
+  counts for that release too; otherwise the files where the build's code differs (its record then speaks for the
+  build).
 - **seconds**: install / whole release, end to end (goal: 900 s per release on 2 cores). **others' CPU**: the CPU
   seconds processes other than the generator's used on the machine meanwhile (/proc/stat): where it is a large
   share of 2 x the seconds, other work shared the cores and the seconds overstate the release's cost; `-`: observed
@@ -126,9 +131,18 @@ def _machine(obs: dict) -> str:
     return "-" if m.get("other_cpu_seconds") is None else f"{m['other_cpu_seconds']:.0f} s"
 
 
+def _code(build: str) -> str:
+    """Which vLLM release's code the build is (rules.builds), or where its code differs from its release's."""
+    release = release_of("vllm", build)
+    if release is not None:
+        return f"= {release}"
+    changed = [f"`{c.removeprefix('vllm/')}`" for c in differs("vllm", build)]
+    return f"differs in {', '.join(changed)}" if changed else "not compared"
+
+
 def render() -> str:
-    lines = [HEAD, "| release | torch | transformers | speculates | ids | walk = engine | lossless | custom-taps K=3 "
-             "| idless K=3 | families | seconds | others' CPU |", "|---" * 12 + "|"]  # fmt: skip
+    lines = [HEAD, "| release | vLLM's code | torch | transformers | speculates | ids | walk = engine | lossless "
+             "| custom-taps K=3 | idless K=3 | families | seconds | others' CPU |", "|---" * 13 + "|"]  # fmt: skip
     refusals: list[str] = []
     for rec, acc in load():
         # the tier's release: its own id matrix and accept record, the generator's families (and its seconds)
@@ -147,7 +161,7 @@ def render() -> str:
             f", {len(fams) - ran} did not run" if ran < len(fams) else ""
         )
         fam = fam if fams else "-"
-        lines.append(f"| {release} | {inst['torch']} | {inst['transformers']} | {spec} | {_ids(rec)} | {_walk(acc)} "
+        lines.append(f"| {release} | {_code(release)} | {inst['torch']} | {inst['transformers']} | {spec} | {_ids(rec)} | {_walk(acc)} "
                      f"| {lossless} | {_tau(acc, 'custom-taps', 3)} | {_tau(acc, 'custom-taps-idless', 3)} | {fam} "
                      f"| {secs.get('install', 0):.0f} / {secs['total']:.0f} | {_machine(obs)} |")  # fmt: skip
         for f in fams:
