@@ -600,8 +600,10 @@ def test_multimodal_models_of_the_transformers_backend_run_where_the_registry_na
     transformers model (towers tiny) and run the release's request and forward on text tokens. At 0.33.0 its capture
     is what the DeepSeek rows say (id 0 asks the backend for `_layer_names[-1]`: KeyError at load), so `check`
     decides. The backend's generic multimodal classes are not run (no checkpoint names them, and what they capture
-    depends on the checkpoint's wrapper), nor is a forward the probe could not run counted (HunYuan-VL, whose M-RoPE
-    sections its checkpoints carry): its only claims are the request's failures, `no forward ran`."""
+    depends on the checkpoint's wrapper). HunYuan-VL runs with the M-RoPE sections its checkpoints carry (without
+    them transformers' own rotary embedding fails, a forward the probe could not run): its wrapper records none of
+    the states the release asks for, so it captures nothing, as VibeVoice-ASR's. A forward that never ran is not
+    counted: SGLang 0.5.23's Qwen4-Exp, whose only claims are the request's failures, is `no forward ran`."""
     for runner in ("v1", "mrv2"):
         run = generic_run("vllm", "0.33.0", "Emu3ForConditionalGeneration", runner)
         assert run is not None and run.forward_ran and f"vllm-deepseek-{runner}-0.33" in run.fits, runner
@@ -610,7 +612,12 @@ def test_multimodal_models_of_the_transformers_backend_run_where_the_registry_na
     rec = next(r for r in records("model-code") if r["engine"] == "vllm==0.33.0")
     said = rec["not_run"]["generic (TransformersMultiModalForCausalLM) v1"]
     assert "depends on the checkpoint's transformers wrapper" in said
-    hunyuan = generic_run("vllm", "0.33.0", "HunYuanVLForConditionalGeneration", "v1")
-    assert hunyuan is not None and not hunyuan.forward_ran and not hunyuan.fits and not hunyuan.edges_only
+    for runner in ("v1", "mrv2"):
+        hunyuan = generic_run("vllm", "0.33.0", "HunYuanVLForConditionalGeneration", runner)
+        assert hunyuan is not None and hunyuan.forward_ran and hunyuan.captures_nothing, runner
     v = _on_gpu(drafter, "HunYuanVLForConditionalGeneration", "vllm==0.33.0")
+    assert v.status == "fails" and v.fix is not None and v.fix.key is None
+    qwen4 = generic_run("sglang", "0.5.23", "Qwen4ExpForConditionalGeneration", None)
+    assert qwen4 is not None and not qwen4.forward_ran and not qwen4.fits and not qwen4.edges_only
+    v = _on_gpu(drafter, "Qwen4ExpForConditionalGeneration", "sglang==0.5.23")
     assert v.status == "unverified" and any("no forward ran" in u for u in v.unknowns)

@@ -65,6 +65,13 @@ def hf_config(model_type: str, num_layers: int):
 # keys a multimodal family's checkpoints carry in config.json that its transformers config does not default, and
 # that its model's __init__ reads: Emu3's vocabulary map (its end-of-line and image tokens)
 MM_CHECKPOINT_KEYS = {"emu3": {"vocabulary_map": {"<|extra_200|>": 62, "<image>": 63}}}
+# and the text config's: HunYuan-VL's multimodal RoPE axes, whose sections its rotary embedding splits the head by
+# (HunYuan-VL's config.json: four sections of 16 over head_dim 128; here four of 1 over the tiny head's half)
+MM_TEXT_CHECKPOINT_KEYS = {
+    "hunyuan_vl": {
+        "rope_parameters": {"rope_type": "default", "rope_theta": 10000.0, "mrope_section": [1, 1, 1, 1]}
+    }
+}
 
 
 def multimodal(cls: type) -> bool:
@@ -101,7 +108,8 @@ def mm_config(model_type: str, num_layers: int):
             if (
                 sub is text
             ):  # its own class: a text model type the auto registry may not list (emu3_text_model)
-                parts[name] = type(text)(num_hidden_layers=num_layers, **TINY).to_dict()
+                keys = TINY | MM_TEXT_CHECKPOINT_KEYS.get(model_type, {})
+                parts[name] = type(text)(num_hidden_layers=num_layers, **keys).to_dict()
             else:
                 own = sub.to_dict()
                 parts[name] = own | {k: v for k, v in TOWER_TINY.items() if k in own}
