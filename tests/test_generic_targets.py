@@ -612,9 +612,10 @@ def test_multimodal_models_of_the_transformers_backend_run_where_the_registry_na
     rec = next(r for r in records("model-code") if r["engine"] == "vllm==0.33.0")
     said = rec["not_run"]["generic (TransformersMultiModalForCausalLM) v1"]
     assert "depends on the checkpoint's transformers wrapper" in said
-    for runner in ("v1", "mrv2"):
-        hunyuan = generic_run("vllm", "0.33.0", "HunYuanVLForConditionalGeneration", runner)
-        assert hunyuan is not None and hunyuan.forward_ran and hunyuan.captures_nothing, runner
+    for release in ("0.29.0", "0.30.0", "0.31.0", "0.32.0", "0.33.0"):  # the backend's (native before)
+        for runner in ("v1", "mrv2"):
+            hunyuan = generic_run("vllm", release, "HunYuanVLForConditionalGeneration", runner)
+            assert hunyuan is not None and hunyuan.forward_ran and hunyuan.captures_nothing, (release, runner)
     v = _on_gpu(drafter, "HunYuanVLForConditionalGeneration", "vllm==0.33.0")
     assert v.status == "fails" and v.fix is not None and v.fix.key is None
     qwen4 = generic_run("sglang", "0.5.23", "Qwen4ExpForConditionalGeneration", None)
