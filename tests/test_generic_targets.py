@@ -557,6 +557,9 @@ def test_a_target_its_release_cannot_load_the_config_of_fails_at_load(drafter, r
     assert rec["provenance"]["transformers_pinned"] == pin
     v = _on_gpu(drafter, arch, f"sglang=={release}")
     assert v.status == "fails" and "loading the target's config.json" in v.served.failure
+    # the engine's words on one line, transformers' paragraph of advice cut at a sentence; where it was raised kept
+    assert words in v.served.failure and "\n" not in v.served.failure and "pip install" not in v.served.failure
+    assert "(raised in " in v.served.failure
     assert v.served.stage == "load" and v.fix is not None and v.fix.key is None
     assert v.evidence["level"] == "model-code"
 

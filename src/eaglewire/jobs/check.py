@@ -598,9 +598,20 @@ def _fails_whatever_ids(run: GenericRun, tinfo: TargetInfo) -> tuple[str, str]:
     where = ("loading the target's config.json," if run.refused_loading
              else "building the target, as it loads," if run.refused_building
              else "its capture request, as the target loads," if run.refused_at_load else "its own code")  # fmt: skip
-    return (f"{said} fails for {tinfo.architecture} in {where} for every id list asked: {run.refused} "
+    return (f"{said} fails for {tinfo.architecture} in {where} for every id list asked: {_one_line(run.refused)} "
             f"[model code, executed: {run.record}]",
             f"no config value helps: {said} fails for {tinfo.architecture} whatever ids the drafter asks for")  # fmt: skip
+
+
+def _one_line(error: str, limit: int = 300) -> str:
+    """An engine's error on one line, its message cut after the last sentence that ends within `limit` characters
+    (transformers' refusals run to a paragraph of advice); where it was raised is kept."""
+    text = " ".join(error.split())
+    head, sep, tail = text.partition(" (raised in ")
+    if len(head) > limit:
+        cut = head.rfind(". ", 0, limit)
+        head = head[: cut + 1] if cut > 0 else head[:limit] + "..."
+    return head + sep + tail
 
 
 def _nothing_stage(spec: conv.EngineSpec, platform: str | None) -> str | None:
