@@ -10,7 +10,7 @@ from dataclasses import replace
 import pytest
 
 from eaglewire.engines.observed import records
-from eaglewire.jobs.check import check
+from eaglewire.jobs.check import _one_line, check
 from eaglewire.jobs.coverage import GenericRun, generic_run
 from eaglewire.taps import Wiring
 from eaglewire.targets import TargetInfo
@@ -202,7 +202,7 @@ def test_every_generic_run_decides_check_as_its_outcome_says(drafter):
             assert v.status == "fails" and "never captures" in v.served.failure, where
         elif g["outcome"] == "refused":  # the engine's own error, whatever the ids
             run = generic_run(g["engine"], g["release"], g["architecture"], g["runner"] or None)
-            assert v.status == "fails" and run.refused in v.served.failure, where
+            assert v.status == "fails" and _one_line(run.refused) in v.served.failure, where
         elif g["outcome"].startswith("as listed families"):  # served by those rows (they answer it alike)
             assert not table_unknown and v.row_key in g["fits"], where
             assert f"as row {v.row_key} says" in v.evidence["basis"], where
@@ -558,7 +558,9 @@ def test_a_target_its_release_cannot_load_the_config_of_fails_at_load(drafter, r
     v = _on_gpu(drafter, arch, f"sglang=={release}")
     assert v.status == "fails" and "loading the target's config.json" in v.served.failure
     # the engine's words on one line, transformers' paragraph of advice cut at a sentence; where it was raised kept
-    assert words in v.served.failure and "\n" not in v.served.failure and "pip install" not in v.served.failure
+    assert (
+        words in v.served.failure and "\n" not in v.served.failure and "pip install" not in v.served.failure
+    )
     assert "(raised in " in v.served.failure
     assert v.served.stage == "load" and v.fix is not None and v.fix.key is None
     assert v.evidence["level"] == "model-code"

@@ -281,3 +281,33 @@ def test_check_says_a_cpu_build_that_cannot_speculate_fails_there_by_the_evidenc
         (gpu,) = check(drafter, target, [f"vllm=={release}"], platform="cuda").verdicts
         assert gpu.status != "fails" or row.words not in (gpu.served.failure or ""), release
     assert seen == {"observed", "read here", "read elsewhere"}  # every kind of evidence is exercised
+
+
+def test_sglang_cannot_load_a_longcat_flash_checkpoint_without_rope_scaling(tmp_path):
+    """SGLang 0.5.17-0.5.23 load every LongCat checkpoint with their own LongcatFlashConfig, which under transformers
+    5 leaves `rope_parameters` None where the checkpoint has no rope_scaling; each decoder layer's build then tests
+    membership in it (TypeError): the target does not load at all. A checkpoint with rope_scaling (LongCat's YaRN
+    variants), or 0.5.16, whose layers read rope_theta, is served by the generic capture's verdict."""
+    from eaglewire import zoo
+    from eaglewire.jobs.check import check
+
+    plain = {"architectures": ["LongcatFlashForCausalLM"], "model_type": "longcat_flash", "num_layers": 28,
+             "hidden_size": 6144, "vocab_size": 131072, "rope_theta": 10000000.0, "kv_lora_rank": 512}  # fmt: skip
+    yarn = plain | {
+        "rope_scaling": {"rope_type": "yarn", "factor": 2.0, "original_max_position_embeddings": 4096}
+    }
+    for name, cfg in (("plain", plain), ("yarn", yarn)):
+        (tmp_path / name).mkdir()
+        (tmp_path / name / "config.json").write_text(json.dumps(cfg))
+    drafter = zoo.drafter_dir("default")
+    for release in ("0.5.17", "0.5.21", "0.5.23"):
+        row = serving_failure("sglang", release, None, "generic", plain, ())
+        assert row is not None and row.name == "sglang.longcat-flash-rope-parameters" and row.alone, release
+        (v,) = check(drafter, tmp_path / "plain", [f"sglang=={release}"], platform="cuda").verdicts
+        assert v.status == "fails" and v.served.stage == "load" and row.words in v.served.failure, release
+        assert serving_failure("sglang", release, "cpu", "generic", yarn, ()) is None, release
+        (v,) = check(drafter, tmp_path / "yarn", [f"sglang=={release}"], platform="cuda").verdicts
+        assert row.words not in (v.served.failure or ""), release
+    assert serving_failure("sglang", "0.5.16", None, "generic", plain, ()) is None
+    # a target of another architecture, without rope_scaling, is not this row's
+    assert serving_failure("sglang", "0.5.23", None, "generic", plain | {"architectures": ["X"]}, ()) is None

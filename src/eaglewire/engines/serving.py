@@ -4,11 +4,12 @@ from __future__ import annotations
 
 from packaging.version import Version
 
+from eaglewire.engines.sglang import serving as sglang
 from eaglewire.engines.vllm import serving as vllm
 from eaglewire.rules.row import Spec, match
 from eaglewire.rules.serving import STAGES, ServingFailure
 
-ROWS: tuple[ServingFailure, ...] = (*vllm.ROWS,)
+ROWS: tuple[ServingFailure, ...] = (*vllm.ROWS, *sglang.ROWS)
 
 
 def serving_failure(engine: str, version: str | Version, platform: str | None, family: str, config: dict,

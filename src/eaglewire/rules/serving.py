@@ -34,6 +34,10 @@ class ServingFailure(Row):
     observed: str | None = None  # the records that showed it, e.g. "vllm-0.31.0-cpu.json (families)"
     families: tuple[str, ...] = ()  # eaglewire target families it holds for ("*": every target)
     config_keys: tuple[str, ...] = ()  # or: targets whose text config carries every one of these keys
+    architectures: tuple[
+        str, ...
+    ] = ()  # or: targets of these architectures (ones the table names no family for)
+    unless_keys: tuple[str, ...] = ()  # it does not hold where the target's config carries any of these keys
     # drafter architectures it does not hold for (they avoid the mechanism)
     unless_drafter: tuple[str, ...] = ()
     alone: bool = False  # the target itself does not run there, with or without a drafter
@@ -54,7 +58,11 @@ class ServingFailure(Row):
             return False
         if self.quantized_target and quantization is None:
             return False
+        if any(config.get(k) is not None for k in self.unless_keys):
+            return False
         if "*" in self.families or family in self.families:
+            return True
+        if set(self.architectures) & set(config.get("architectures") or ()):
             return True
         return bool(self.config_keys) and all(config.get(k) is not None for k in self.config_keys)
 
