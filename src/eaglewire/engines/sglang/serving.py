@@ -20,8 +20,8 @@ ROWS: tuple[ServingFailure, ...] = (
         "target does not load, with or without a drafter",
         source="sglang 0.5.17-0.5.23 models/longcat_flash.py (LongcatFlashDecoderLayer.__init__: rope_theta=...), "
         "configs/longcat_flash.py:101-102, utils/hf_transformers/config.py (_try_load_longcat_config); executed "
-        "here: 0.5.23's LongcatFlashConfig under transformers 5.19.0 leaves rope_parameters None, and 0.5.21's "
-        "layer build raised this error in the capture probe's real-layer run",
+        "here: 0.5.23's LongcatFlashConfig under transformers 5.19.0 leaves rope_parameters None, and 0.5.21's and "
+        "0.5.23's layer builds raised this error in the capture probe's real-layer run",
         architectures=("LongcatFlashForCausalLM",),
         unless_keys=("rope_scaling", "rope_parameters"),
         alone=True,
