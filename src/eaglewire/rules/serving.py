@@ -34,9 +34,8 @@ class ServingFailure(Row):
     observed: str | None = None  # the records that showed it, e.g. "vllm-0.31.0-cpu.json (families)"
     families: tuple[str, ...] = ()  # eaglewire target families it holds for ("*": every target)
     config_keys: tuple[str, ...] = ()  # or: targets whose text config carries every one of these keys
-    architectures: tuple[
-        str, ...
-    ] = ()  # or: targets of these architectures (ones the table names no family for)
+    # or: targets of these architectures (ones the table names no family for)
+    architectures: tuple[str, ...] = ()
     unless_keys: tuple[str, ...] = ()  # it does not hold where the target's config carries any of these keys
     # drafter architectures it does not hold for (they avoid the mechanism)
     unless_drafter: tuple[str, ...] = ()
@@ -84,10 +83,16 @@ class ServingFailure(Row):
 
     def observed_record(self, version: str) -> str | None:
         """The cited record that ran this release, its own first, else a same-source build's."""
+        run = self._cited_run(version)
+        return run[0] if run else None
+
+    def _cited_run(self, version: str) -> tuple[str, str] | None:
+        """(record, the version that ran) of the cited record that ran this release, its own first, else a
+        same-source build's (`rules.builds`)."""
         found = re.findall(rf"({re.escape(self.engine)}-([0-9][^-\s]*)-[a-z]+\.json)", self.observed or "")
         builds = same_source(self.engine, version)
-        own = [name for name, v in found if _same(v, version)]
-        return (own or [name for name, v in found if any(_same(v, b) for b in builds)] or [None])[0]
+        own = [f for f in found if _same(f[1], version)]
+        return (own or [f for f in found if any(_same(f[1], b) for b in builds)] or [None])[0]
 
     def model_code_at(self, version: str) -> str | None:
         """The record of this release's own code, executed, that the row rests on there (None: none)."""
@@ -98,9 +103,9 @@ class ServingFailure(Row):
 
     def evidence(self, version: str) -> str:
         """What the row rests on at this release: the records that ran it, or its source beside them."""
-        if self.observed and (rec := self.observed_record(version)):
-            build = rec.removeprefix(f"{self.engine}-").rsplit("-", 1)[0]
-            same = "" if _same(build, version) else (
+        if self.observed and (run := self._cited_run(version)):
+            rec, ran = run
+            same = "" if _same(ran, version) else (
                 f" (at {version}: {rec}, a build whose Python source is {version}'s, tools/cpu_builds.py)")  # fmt: skip
             return f"observed: {self.observed}{same}"
         also = f"; observed: {self.observed}" if self.observed else ""
