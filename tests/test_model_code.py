@@ -284,6 +284,61 @@ def test_a_build_failure_is_the_engines_only_where_its_own_call_hands_its_own_cl
     assert cp._build_failure(other.value).startswith(cp.PROBE_FAILED)
 
 
+def test_a_stopped_build_says_where_it_stopped():
+    """A real decoder's build that stopped on the probe (no claim) says where (`build_stop`: the error, the engine's
+    innermost function it passed through, the frame that raised it), so a record's `built: false` can be triaged: a
+    key the newest transformers moved (a probe limit) or a key real checkpoints lack (the release's own failure,
+    SGLang's LongCat-Flash row). Every stopped SGLang build in the records says it, or gives the engine's failure."""
+    from engines import capture_probe as cp
+
+    engine: dict = {"__name__": "sglang.srt.models.fake"}
+    source = "def build(config):\n    return config.rope_theta\n"
+    exec(compile(source, "/site-packages/sglang/srt/models/fake.py", "exec"), engine)
+    with pytest.raises(AttributeError) as stop:
+        engine["build"](SimpleNamespace())
+    words = cp._stop_words(stop.value)
+    assert words.startswith("AttributeError: 'types.SimpleNamespace' object has no attribute 'rope_theta'"), (
+        words
+    )
+    assert words.endswith("(in build, raised at fake.py:2 build)"), words
+
+    stopped = [
+        (rec["file"], f["architecture"])
+        for rec in CODE
+        if rec["engine"].startswith("sglang==")
+        for f in rec["families"]
+        if f.get("built") is False and not f.get("build_stop")
+        and not any(c[0] == f["architecture"] and c[7] and not str(c[7]).startswith(cp.PROBE_FAILED)
+                    for c in rec["cases"])
+    ]  # fmt: skip
+    assert not stopped, stopped[:5]
+
+
+def test_the_decoder_is_built_after_the_config_writes_of_the_classes_that_build_it():
+    """SGLang's Glm4MoeLiteForCausalLM sets `config.moe_layer_freq = 1` in its own __init__ before it builds its
+    decoder (0.5.8+; GLM-4.7-Flash's checkpoints carry no such key, and DeepSeek-V2's layers read it): the probe,
+    building the decoder alone, makes the same constant writes first, and only those (a computed or conditional
+    write is not replayed; a class of another package is not read)."""
+    from engines import capture_probe as cp
+
+    class Outer:
+        def __init__(self, config, flag=False):
+            config.moe_layer_freq = 1
+            config.derived = config.hidden_size * 2
+            if flag:
+                config.conditional = True
+            self.config = config
+
+    class Foreign:
+        def __init__(self, config):
+            config.foreign = 1
+
+    Outer.__module__ = "sglang.srt.models.fake"
+    config = SimpleNamespace(hidden_size=8)
+    cp._owner_writes((Outer, Foreign), config)
+    assert vars(config) == {"hidden_size": 8, "moe_layer_freq": 1}
+
+
 @pytest.mark.parametrize(
     "engine, arch, first",
     [("sglang", "LlamaForCausalLM", "0.4.5"), ("sglang", "DeepseekV3ForCausalLM", "0.5.4.post2"),

@@ -960,7 +960,7 @@ def _target_dir(arch: str, num_layers: int, model_type: str | None = None) -> Pa
     model_type, wrapped = _model_type(arch, model_type)
     text = {"num_hidden_layers": num_layers} | _checkpoint_keys(arch, model_type, num_layers)
     cfg: dict[str, Any] = {"architectures": [arch], "model_type": model_type}
-    if wrapped:
+    if wrapped and model_type not in FLAT_CHECKPOINTS:
         cfg["text_config"] = text
     else:
         cfg |= text
@@ -972,6 +972,11 @@ def _target_dir(arch: str, num_layers: int, model_type: str | None = None) -> Pa
     (folder / "config.json").write_text(json.dumps(cfg))
     return folder
 
+
+# wrappers whose published checkpoints keep the text model's keys at the top level (Qwen/Qwen2.5-VL-7B-Instruct's
+# config.json: only vision_config nested), which every transformers loads; transformers 4.57.1 (SGLang 0.5.x's pin)
+# drops `architectures` from one written with text_config, and the launch then fails on its own
+FLAT_CHECKPOINTS = frozenset({"qwen2_vl", "qwen2_5_vl"})
 
 # model types transformers does not know, whose checkpoints bring their config class as remote code: (its module,
 # its class, the module's code). Kimi-K2's configuration_deepseek.py is DeepSeek-V3's config class under model_type
@@ -1026,7 +1031,8 @@ def _sglang_launch(arch: str, num_layers: int, model_type: str | None = None) ->
     # support for Mamba cache state snapshots") is made as a CPU user must make it, without the radix cache, which
     # holds no part of the capture; one whose resolution asks the GPU's compute capability (DSA targets: GLM-5's
     # kv-cache dtype and backend defaults, 0.5.2x model_hook.py) is made as on a Hopper GPU, and one that requires a
-    # GPU attention backend (EXAONE-MoE: fa3, triton or trtllm_mha, 0.5.22+) with FlashAttention-3, a Hopper launch's
+    # GPU attention backend (EXAONE-MoE: fa3, triton or trtllm_mha, 0.5.22+) with FlashAttention-3, a Hopper launch's,
+    # or with Triton where the release takes only that on a GPU (Gemma-4: trtllm_mha, triton or intel_xpu, 0.5.13-0.5.17)
     # (the attention blocks are stood in: no backend takes part in the capture); one refused every way sets nothing
     # (0.4.5.post3-0.4.6.x size their launch by the device's memory, which a CPU does not report: such a launch is made
     # as on an 80 GB GPU, last, so that no launch another attempt makes changes)
@@ -1035,6 +1041,7 @@ def _sglang_launch(arch: str, num_layers: int, model_type: str | None = None) ->
         ({"disable_radix_cache": True}, False),
         ({}, True),
         ({"attention_backend": "fa3"}, True),
+        ({"attention_backend": "triton"}, True),
         ({}, "memory"),
     )
     for extra, gpu in attempts:
@@ -1049,7 +1056,8 @@ def _sglang_launch(arch: str, num_layers: int, model_type: str | None = None) ->
             if done is None and hasattr(module, "set_global_server_args_for_scheduler"):
                 module.set_global_server_args_for_scheduler(launch)
                 done = "server_args.set_global_server_args_for_scheduler(server_args)"
-        except Exception:
+        except Exception as exc:
+            _REFUSED[(arch, num_layers, model_type)] = _stop_words(exc)
             continue
         done = done or "ServerArgs(...)"
         if extra:
@@ -1285,8 +1293,10 @@ def _sglang_case(case: dict) -> dict:
     package = "sglang.srt.models"
     # the model type its checkpoints name: the case's, else that of their remote config code, else that of the
     # config class SGLang ships for it, else that of the listed class its class extends
+    # (a type the newest transformers knows and the release's pinned one does not is still the checkpoints' own:
+    # the release's loader then refuses it, `_unknown_type`)
     model_type = (case.get("model_type") or _remote_type(arch) or _sglang_config_type(arch, case.get("module"))
-                  or _base_type(arch, case.get("module")))  # fmt: skip
+                  or (CHECKPOINT_TYPES.get(arch) or (None,))[0] or _base_type(arch, case.get("module")))  # fmt: skip
     holder = "model"  # the attribute the model keeps its decoder in (or its text model, for a wrapper)
     if arch in SGLANG:
         module_name, inner_path, text_path, keeps = SGLANG[arch]
@@ -1394,8 +1404,9 @@ def _sglang_case(case: dict) -> dict:
             out |= _forward_taps(inner, "sglang", text_config)
         # the config the class that builds the decoder keeps: the outer model's, or the text model's
         keeps_config = model.config if text_path is None and holder == "model" else text_config
+        owners = (cls,) if text_path is None else (cls, _class(text_path, package))
         failure = (
-            _builds_real(arch, num_layers, model_type, inner_cls, keeps_config)
+            _builds_real(arch, num_layers, model_type, inner_cls, keeps_config, owners)
             if "forward_taps" in out
             else None
         )
@@ -1405,7 +1416,13 @@ def _sglang_case(case: dict) -> dict:
         if out.get("forward_error", "").endswith(INSIDE_WORDS):  # run the real layers, which make the capture
             out.pop("forward_error")
             try:
-                real = _real_decoder(inner_cls, keeps_config, _LAUNCHES.get((arch, num_layers, model_type)))
+                real = _real_decoder(
+                    inner_cls,
+                    keeps_config,
+                    _LAUNCHES.get((arch, num_layers, model_type)),
+                    (arch, num_layers, model_type),
+                    owners,
+                )
                 BUILT.add((arch, num_layers, model_type))
                 if text_path is None:
                     setattr(model, holder, real)
@@ -1418,6 +1435,8 @@ def _sglang_case(case: dict) -> dict:
                 out["forward_error"] = _build_failure(exc)
                 failed = not out["forward_error"].startswith(PROBE_FAILED)
                 _BUILT[(arch, num_layers, model_type)] = out["forward_error"] if failed else None
+                if not failed:
+                    STOPPED[(arch, num_layers, model_type)] = _stop_words(exc)
         out |= built((arch, num_layers, model_type))
     return out
 
@@ -1425,23 +1444,31 @@ def _sglang_case(case: dict) -> dict:
 # (arch, L, model_type) -> the release's own failure building its real decoder (None: it built, or the probe could
 # not tell: a stand-in the build could not use)
 _BUILT: dict[tuple, str | None] = {}
+_REFUSED: dict[tuple, str] = {}  # the last error of a launch the release refused every way (_sglang_launch)
 BUILT: set[tuple] = set()  # the targets whose real decoder the release's own __init__ built
+STOPPED: dict[tuple, str] = {}  # where the probe's build stopped (no claim), in the words it stopped with
 
 
 def built(key: tuple) -> dict:
     """What a result says of the target's real decoder: `built` true where the release's own __init__ built it,
-    false where the build was tried and stopped (on a stand-in, or the engine's failure, which the result gives);
-    nothing where no build was tried."""
-    return {"built": True} if key in BUILT else {"built": False} if key in _BUILT else {}
+    false where the build was tried and stopped (on a stand-in: `build_stop` says where, so a record can be
+    triaged; or the engine's failure, which the result gives); nothing where no build was tried."""
+    if key in BUILT:
+        return {"built": True}
+    if key not in _BUILT:
+        return {}
+    return {"built": False} | ({"build_stop": STOPPED[key][:300]} if key in STOPPED else {})
 
 
-def _builds_real(arch: str, num_layers: int, model_type: str | None, inner_cls: type, config) -> str | None:
+def _builds_real(
+    arch: str, num_layers: int, model_type: str | None, inner_cls: type, config, owners: tuple[type, ...] = ()
+) -> str | None:
     """The release's own failure building the target's real decoder (its layers real, stand-in blocks:
     `_real_decoder`), once per target: a decoder the stand-in layers ran may still be one no launch of the release
     can build (SGLang's Qwen2-MoE loop handing Intern-S1-Pro's layers `start_layer`, which they do not take).
     None where it builds or where the build stopped on a stand-in (no claim either way)."""
     key = (arch, num_layers, model_type)
-    return _built_once(key, lambda: _real_decoder(inner_cls, config, _LAUNCHES.get(key)))
+    return _built_once(key, lambda: _real_decoder(inner_cls, config, _LAUNCHES.get(key), key, owners))
 
 
 def _built_once(key: tuple, build) -> str | None:
@@ -1455,7 +1482,23 @@ def _built_once(key: tuple, build) -> str | None:
         except Exception as exc:
             failure = _build_failure(exc)
             _BUILT[key] = None if failure.startswith(PROBE_FAILED) else failure
+            if _BUILT[key] is None:
+                STOPPED[key] = _stop_words(exc)
     return _BUILT[key]
+
+
+def _stop_words(exc: BaseException) -> str:
+    """A build the probe could not finish, in one line: the exception and the innermost frame of the engine's
+    own code it passed through (where a stand-in or a newer transformers met the release's code)."""
+    own, tb, inner = None, exc.__traceback__, None
+    while tb is not None:
+        code = tb.tb_frame.f_code
+        if any(f"/{p}/" in code.co_filename for p in ("vllm", "sglang")):
+            own = getattr(code, "co_qualname", code.co_name)
+        inner = f"{Path(code.co_filename).name}:{tb.tb_lineno} {getattr(code, 'co_qualname', code.co_name)}"
+        tb = tb.tb_next
+    text = " ".join(f"{type(exc).__name__}: {exc}".split())
+    return f"{text} (in {own}, raised at {inner})" if own else text
 
 
 def _build_failure(exc: BaseException) -> str:
@@ -1580,7 +1623,32 @@ def _block_class() -> tuple[type, type]:
     return Block, Part
 
 
-def _real_decoder(inner_cls: type, config, launch):
+def _owner_writes(owners: tuple[type, ...], config) -> None:
+    """The config values the classes that build the decoder set in their own __init__ before they build it, as
+    statements of its body (GLM-4.7-Flash's `config.moe_layer_freq = 1` in SGLang's Glm4MoeLiteForCausalLM, 0.5.8+:
+    its checkpoints carry no such key, and DeepSeek-V2's layers read it): the probe builds the decoder alone, so it
+    makes those writes first. Only a constant written to `config.<key>` at the top of a body of the engine's own."""
+    import ast
+    import textwrap
+
+    for owner in owners:
+        for k in reversed(owner.__mro__):
+            init = vars(k).get("__init__")
+            if not k.__module__.startswith("sglang.") or not inspect.isfunction(init):
+                continue
+            try:
+                tree = ast.parse(textwrap.dedent(inspect.getsource(init)))
+            except (OSError, TypeError, SyntaxError):
+                continue
+            for node in tree.body[0].body:
+                if (isinstance(node, ast.Assign) and len(node.targets) == 1
+                        and isinstance(target := node.targets[0], ast.Attribute)
+                        and isinstance(target.value, ast.Name) and target.value.id == "config"
+                        and isinstance(node.value, ast.Constant)):  # fmt: skip
+                    setattr(config, target.attr, node.value.value)
+
+
+def _real_decoder(inner_cls: type, config, launch, key: tuple = (), owners: tuple[type, ...] = ()):
     """The decoder built by its own __init__ on the target's config, its layers real (norms, layer communicator,
     layer boundaries: the code that makes the capture) and every other module class the model files name a
     `_block_class` stand-in while it is built (`_standing_in`): no weights or kernels. The embeddings give h_0 = 0
@@ -1589,8 +1657,11 @@ def _real_decoder(inner_cls: type, config, launch):
 
     Block, _ = _block_class()
     if launch is None:
-        raise ProbeError("the release refuses a launch of this target")
+        raise ProbeError(
+            f"the release refuses a launch of this target: {_REFUSED.get(key, 'no launch made')}"
+        )
     _sglang_groups(launch)
+    _owner_writes(owners, config)
     with _standing_in("sglang"):
         inner = inner_cls(config=config, quant_config=None, prefix="model")
     width = config.hidden_size

@@ -14,6 +14,8 @@ blocks, each layer adding 1 to the residual stream (capture_probe._real_decoder;
 What the forward returned is set beside the taps the table gives for that release (and runner). Every launch builds
 the target before its runner's capture request, so each target's real decoder is also built once by its own
 __init__ (stand-in blocks): a release whose own code cannot build it fails every case at load (a family's `built`).
+A build that stopped on the probe says where (`build_stop`), and is run again under the transformers the release
+pins where this venv's newer one is not it (`_stopped_under_pin`).
 
 One record per release, `engines/<engine>/data/observed/<engine>-V-model-code.json` (level `model-code`): per case
 the forward's taps or the engine's own error beside the table's agreement; per family, runner and platform what it
@@ -135,7 +137,8 @@ import importlib.metadata as m, json
 from packaging.requirements import Requirement
 have = m.version("transformers")
 pins = [Requirement(r) for r in m.requires(PACKAGE) or [] if r.startswith("transformers")]
-pins = [r for r in pins if r.marker is None or r.marker.evaluate()]
+extras = m.metadata(PACKAGE).get_all("Provides-Extra") or []  # SGLang 0.4.x pins it in its `srt` extras
+pins = [r for r in pins if r.marker is None or any(r.marker.evaluate({"extra": e}) for e in ["", *extras])]
 print(json.dumps([have, str(pins[0].specifier) if pins else "", all(r.specifier.contains(have) for r in pins)]))
 """
 
@@ -294,6 +297,36 @@ def _with_gate(
     return res, table
 
 
+def _stopped_under_pin(
+    python: str, engine: str, cases: list[dict], results: list, pinned: set[int]
+) -> str | None:
+    """Every launch runs the release under the transformers it pins; the probe's venv has the newest, whose
+    configs moved keys older releases read (`rope_theta` into `rope_parameters`, `pad_token_id` off multimodal
+    configs). A target whose real decoder build stopped on such a key (`build_stop`) is run again under the pin,
+    and its results replaced where that build finished (built, or the release's own failure); its results say
+    so (`transformers`). The pinned version where any was rerun, else None."""
+    stopped = [i for i, r in enumerate(results)
+               if i not in pinned and any(res.get("build_stop") for _, res in runner_results(engine, r))]  # fmt: skip
+    if not stopped:
+        return None
+    overlay, version = transformers_overlay(python, engine)
+    if overlay is None:  # the venv's transformers is the pinned one: nothing to rerun
+        return None
+    again = run_probe(python, engine, [cases[i] for i in stopped], overlay)["results"]
+    done = False
+    for i, r in zip(stopped, again, strict=True):
+        if all("built" in res and "build_stop" not in res for _, res in runner_results(engine, r)):
+            results[i] = _tagged(engine, r, version)
+            done = True
+    return version if done else None
+
+
+def _tagged(engine: str, result: dict, version: str) -> dict:
+    if engine == "sglang":
+        return result | {"transformers": version}
+    return {runner: res | {"transformers": version} for runner, res in result.items()}
+
+
 def agrees(result: dict, table: dict, engine: str = "sglang") -> bool | None:
     """The forward's taps against the table's: equal taps; or both fail (the loop's own error, the table's
     failure; fewer states than the drafter's fc takes). None where the probe made no claim."""
@@ -346,6 +379,9 @@ def observe(python: str, engine: str, release: str, only: frozenset[str] = froze
                 results[i] = r
     data = {**data, "results": results}
     assert data["version"] == release, (data["version"], release)
+    under_pin = _stopped_under_pin(python, engine, cases, results, pinned)
+    if under_pin:
+        pinned_transformers = under_pin
     rows, fams, why, entries, inside, decided = [], {}, {}, set(), set(), set()
     for (arch, family, n, ids, shape, config, model_type), result in zip(meta, data["results"], strict=True):
         for runner, res in runner_results(engine, result):
@@ -366,6 +402,12 @@ def observe(python: str, engine: str, release: str, only: frozenset[str] = froze
                 f["layers"] = "real"
             if "built" in res:  # its real decoder, built as every launch builds it (capture_probe.built)
                 f["built"] = f.get("built", False) or res["built"]
+                if f["built"]:
+                    f.pop("build_stop", None)
+                elif "build_stop" in res:  # where the probe's build stopped (no claim): for triage
+                    f["build_stop"] = res["build_stop"]
+            if res.get("transformers"):  # its build ran under the release's pin (_stopped_under_pin)
+                f["transformers"] = res["transformers"]
             if agree is None:
                 said = res.get("forward_error") or res.get("error")
                 if not said:
@@ -422,7 +464,8 @@ def observe(python: str, engine: str, release: str, only: frozenset[str] = froze
         "what": "the release's own capture request and decoder forward loop, executed with stand-in layers (a "
                 "release that captures inside its layers: the real layers, with stand-in attention and MLP blocks); "
                 "each target's real decoder built by the release's own __init__ as every launch builds it (a "
-                "family's `built`: true where it built, false where the build stopped on a stand-in or failed)",
+                "family's `built`: true where it built, false where the build stopped on a stand-in or failed; `build_stop`: "
+                "where a stopped build stopped, the probe's words, no claim)",
         "entry": sorted(e for e in entries if e), "families": ran,
         "not_run": {k: v for k, v in sorted(why.items()) if _key(k) not in claimed},
         "columns": ["arch", "runner", "num_layers", "ids", "config_key", "ids_read", "forward_taps", "error",
