@@ -1205,6 +1205,13 @@ def _typed(arch: str) -> bool:
     return arch in _MODEL_TYPES or _hf_model_type(arch) is not None
 
 
+def _untyped_checkpoint(arch: str) -> str | None:
+    """The model type the target's checkpoints carry where the transformers here (a release's pin) does not know
+    it, though the newest does (`CHECKPOINT_TYPES`): the release's loader then meets it, not a type the class it
+    extends has. None where it is known here (the config is then the one it names)."""
+    return None if _typed(arch) else (CHECKPOINT_TYPES.get(arch) or (None,))[0]
+
+
 def _base_type(arch: str, module: str | None) -> str | None:
     """A target transformers does not know whose SGLang class extends a class the table lists: that class's model
     type, whose keys the release's config code then reads (MistralLarge3ForCausalLM is a DeepseekV3ForCausalLM, and
@@ -1296,7 +1303,7 @@ def _sglang_case(case: dict) -> dict:
     # (a type the newest transformers knows and the release's pinned one does not is still the checkpoints' own:
     # the release's loader then refuses it, `_unknown_type`)
     model_type = (case.get("model_type") or _remote_type(arch) or _sglang_config_type(arch, case.get("module"))
-                  or (CHECKPOINT_TYPES.get(arch) or (None,))[0] or _base_type(arch, case.get("module")))  # fmt: skip
+                  or _untyped_checkpoint(arch) or _base_type(arch, case.get("module")))  # fmt: skip
     holder = "model"  # the attribute the model keeps its decoder in (or its text model, for a wrapper)
     if arch in SGLANG:
         module_name, inner_path, text_path, keeps = SGLANG[arch]
