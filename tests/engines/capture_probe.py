@@ -1423,13 +1423,7 @@ def _sglang_case(case: dict) -> dict:
         if out.get("forward_error", "").endswith(INSIDE_WORDS):  # run the real layers, which make the capture
             out.pop("forward_error")
             try:
-                real = _real_decoder(
-                    inner_cls,
-                    keeps_config,
-                    _LAUNCHES.get((arch, num_layers, model_type)),
-                    (arch, num_layers, model_type),
-                    owners,
-                )
+                real = _real_decoder(inner_cls, keeps_config, (arch, num_layers, model_type), owners)
                 BUILT.add((arch, num_layers, model_type))
                 if text_path is None:
                     setattr(model, holder, real)
@@ -1475,7 +1469,7 @@ def _builds_real(
     can build (SGLang's Qwen2-MoE loop handing Intern-S1-Pro's layers `start_layer`, which they do not take).
     None where it builds or where the build stopped on a stand-in (no claim either way)."""
     key = (arch, num_layers, model_type)
-    return _built_once(key, lambda: _real_decoder(inner_cls, config, _LAUNCHES.get(key), key, owners))
+    return _built_once(key, lambda: _real_decoder(inner_cls, config, key, owners))
 
 
 def _built_once(key: tuple, build) -> str | None:
@@ -1655,14 +1649,16 @@ def _owner_writes(owners: tuple[type, ...], config) -> None:
                     setattr(config, target.attr, node.value.value)
 
 
-def _real_decoder(inner_cls: type, config, launch, key: tuple = (), owners: tuple[type, ...] = ()):
+def _real_decoder(inner_cls: type, config, key: tuple, owners: tuple[type, ...] = ()):
     """The decoder built by its own __init__ on the target's config, its layers real (norms, layer communicator,
     layer boundaries: the code that makes the capture) and every other module class the model files name a
-    `_block_class` stand-in while it is built (`_standing_in`): no weights or kernels. The embeddings give h_0 = 0
-    and every norm's weight is 0.5, so a normalized state reads as 0.5, never as a tap."""
+    `_block_class` stand-in while it is built (`_standing_in`): no weights or kernels, under the launch
+    `_sglang_launch` made for the target (`key`: arch, L, model_type). The embeddings give h_0 = 0 and every norm's
+    weight is 0.5, so a normalized state reads as 0.5, never as a tap."""
     import torch
 
     Block, _ = _block_class()
+    launch = _LAUNCHES.get(key)
     if launch is None:
         raise ProbeError(
             f"the release refuses a launch of this target: {_REFUSED.get(key, 'no launch made')}"
