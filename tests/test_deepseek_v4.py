@@ -39,10 +39,11 @@ def test_every_release_runs_the_mhc_loop_or_records_the_refusal(rec):
         cases = [c for c in rec["cases"] if c[0] == ARCH]
         taps = {tuple(c[rec["columns"].index("forward_taps")] or ()) for c in cases}
         assert not any(0 in t for t in taps) and any(L in t for t in taps), taps  # never h0; h_L reachable
-    else:
+    else:  # (on a CPU the class fails at load first: tests/test_platform_classes.py)
         col = {c: i for i, c in enumerate(rec["columns"])}
-        cases = [c for c in rec["cases"] if c[col["arch"]] == ARCH]
-        assert all(f.get("refused") for f in entries) or all(
+        gpu = lambda c: "platform" not in col or not c[col["platform"]]  # noqa: E731
+        cases = [c for c in rec["cases"] if c[col["arch"]] == ARCH and gpu(c)]
+        assert all(f.get("refused") for f in entries if not f.get("platform")) or all(
             c[col["forward_taps"]] is None and "does not support EAGLE3" in c[col["error"]] for c in cases
         ), entries
 

@@ -119,7 +119,7 @@ def test_an_ok_on_unrecorded_taps_is_ok_under_every_candidate(tmp_path_factory, 
     (tmp / "d").mkdir()
     (tmp / "d" / "config.json").write_text(json.dumps(cfg))
     engine = [f"{row.framework}=={version_in(row)}"]
-    rep = check(tmp / "d", tmp / "t", engine, runner=row.runner)
+    rep = check(tmp / "d", tmp / "t", engine, runner=row.runner, platform=row.platform)
     # or a class its family's rows do not name, served by the rows its model-code run fits (Llama4ForCausalLM,
     # Llama's capture, where the llama4 rows refuse: tests/test_generic_targets.py)
     run = generic_run(row.framework, version_in(row), rep.target.architecture, row.runner or None)
@@ -134,7 +134,7 @@ def test_an_ok_on_unrecorded_taps_is_ok_under_every_candidate(tmp_path_factory, 
         assert all(c == served for c in candidates), (v.engine, served, candidates, cfg)
         assert not (modelopt and not ids), "an id-less modelopt export is a known exception: never ok"
         assert v.assumptions and rep.assumptions  # what it rests on is said
-        strict = check(tmp / "d", tmp / "t", engine, runner=row.runner, strict=True)
+        strict = check(tmp / "d", tmp / "t", engine, runner=row.runner, platform=row.platform, strict=True)
         assert strict.verdicts[0].status == "unverified" and strict.unknowns
     if v.status == "unverified":
         assert v.unknowns  # and names what settles it

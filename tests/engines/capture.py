@@ -244,7 +244,10 @@ def compare_capture(engine: str, python: str) -> dict:
     out = []
     for (arch, family, n, ids, shape, config), result in zip(meta, data["results"], strict=True):
         runs = runner_results(engine, result)
-        matches = rows_for(parse_spec(f"{engine}=={version}"), family, arch)
+        # the oracle runs the CUDA branch of a package that picks by platform: the rows a GPU server uses
+        matches = [
+            m for m in rows_for(parse_spec(f"{engine}=={version}"), family, arch) if m.row.holds_on("cuda")
+        ]
         rows = {m.row.runner or "": m.row for m in matches}
         claims = all(m.model_known for m in matches)  # a registry target whose capture nobody read: no claim
         for runner, entry in runs:

@@ -286,6 +286,9 @@ def _tap_class() -> type:
             0  # a loop whose layers return more than (hidden, residual): the rest None (GLM-5-Next's mixes)
         )
         streams = 0  # a loop over hyper-connection streams (`_mhc_stand_ins`): how many
+        # a loop whose layers apply mhc_post themselves and return the reconstructed streams (`_mhc_stand_ins`)
+        layer_post = False
+        use_fused_mhc = False  # (the CPU platform's: no TileLang mHC kernels there)
         # no norm of its own the loop reads ahead (Beam's, fused into the previous layer's boundary: beam/nvidia
         # model.py @0.33.0, which passes a norm's weight on only where it is one)
         input_layernorm = None
@@ -296,6 +299,9 @@ def _tap_class() -> type:
                 TapLayer.asked_inside = True
             if any(name in kwargs for name in INSIDE):
                 TapLayer.offered_inside = True  # the loop hands its layers a capture target
+            if TapLayer.streams and TapLayer.layer_post:
+                # (reconstructed streams, None, None, None): every stream k (its first argument, x, has them)
+                return torch.full_like(positions, float(self.k), dtype=torch.float32), None, None, None
             if TapLayer.streams:
                 # (x, residual streams, post mix, residual mix): every stream the loop reconstructs is k
                 n, tokens = TapLayer.streams, positions.shape[0]  # its first argument has a row per token
@@ -521,7 +527,22 @@ def _mhc_stand_ins(inner) -> int:
     reference for `mhc_post` (kernels/mhc/torch.py) and a mean for `hc_head`, the collapse after the loop (no tap).
     0 for any other decoder."""
     module = sys.modules[type(inner).__module__]
-    if "mhc_post" not in _class_source(type(inner)):
+    source = _class_source(type(inner))
+    if "layer.use_fused_mhc" in source:
+        # the CPU branch (deepseek_v4/cpu/model.py @0.30.0-0.33.0): each layer applies mhc_post itself unless its
+        # TileLang kernels are fused in (never on a CPU: layers/mhc.py `_has_tilelang_mhc`), and the loop takes the
+        # mean of the streams a layer returns; the collapse after the loop is the model's own `hc_head_op`
+        if getattr(module, "HAS_TILELANG_MHC", False):
+            raise ProbeError("fused mHC kernels on this platform: the loop's hc_post is not stood in")
+        import torch
+
+        _tap_class().layer_post = True
+        inner.hc_head_op = lambda hidden_states, *args, **kwargs: hidden_states.float().mean(dim=-2)
+        streams = int(getattr(inner, "hc_mult", 0) or getattr(inner.config, "hc_mult", 0) or 4)
+        inner._mtp_hidden_buffer = torch.zeros(TOKENS, streams * HIDDEN)
+        return streams
+    _tap_class().layer_post = False
+    if "mhc_post" not in source:
         return 0
     try:
         from vllm.model_executor.kernels.mhc.torch import mhc_post_torch
@@ -1919,8 +1940,45 @@ def _named_in_model_files(arch: str) -> bool:
     )
 
 
-@functools.cache
+# the platform whose branch a package that picks its implementation by platform is taken at: CUDA's (the table's),
+# or, in a case's second V1 pass (`_on_cpu`), the CPU platform's own, which the CPU build runs
+_PLATFORM = ["cuda"]
+
+
+@contextlib.contextmanager
+def _on_cpu():
+    _PLATFORM.append("cpu")
+    try:
+        yield
+    finally:
+        _PLATFORM.pop()
+
+
 def _vllm_class(arch: str) -> type:
+    return _vllm_class_on(arch, _PLATFORM[-1])
+
+
+def _cpu_branch_differs(arch: str) -> bool:
+    """Whether the CPU platform's class for the architecture is another than a GPU server's: a package that picks
+    its implementation by platform, whose CPU branch is its own (vLLM's deepseek_v4 cpu/ from 0.30.0) or another
+    file's (deepseek_v32 on CPU: deepseek_v2.py's generic DeepSeek-V3 class, 0.29.0-0.33.0)."""
+    try:
+        cuda = _vllm_class_on(arch, "cuda")
+    except Exception:
+        return False
+    try:
+        return _vllm_class_on(arch, "cpu") is not cuda
+    except Exception:  # the CPU branch does not export it: the CPU pass gives the engine's error
+        return True
+
+
+def _build_key(arch: str, num_layers: int, model_type: str | None) -> tuple:
+    """A target's real-decoder build, once per platform branch its class comes from."""
+    return (arch, num_layers, model_type) + (("cpu",) if _PLATFORM[-1] == "cpu" else ())
+
+
+@functools.cache
+def _vllm_class_on(arch: str, platform: str) -> type:
     from vllm.model_executor.models.registry import _VLLM_MODELS  # what vLLM resolves architectures with
 
     if arch not in _VLLM_MODELS:
@@ -1930,12 +1988,13 @@ def _vllm_class(arch: str) -> type:
     module_name, cls_name = _VLLM_MODELS[arch]
     prefix = "" if "." in module_name else "vllm.model_executor.models."
     module = _import_vllm_model(prefix + module_name)
-    if "current_platform" in inspect.getsource(module) and hasattr(module, "__path__"):
+    if platform == "cuda" and "current_platform" in inspect.getsource(module) and hasattr(module, "__path__"):
         cuda = _cuda_branch(module.__name__)  # a package that picks its implementation by platform
         if cls_name in cuda:
             return cuda[cls_name]
-    # a module `__getattr__` that picks at lookup runs on the CPU platform (qwen4_exp @0.33.0 takes its nvidia/
-    # branch there too: it tests only for ROCm, XPU and TPU)
+    # the CPU platform's branch (this process runs on it), as its package's __init__ picked it; a module
+    # `__getattr__` that picks at lookup runs on it too (qwen4_exp @0.33.0 takes its nvidia/ branch there as well:
+    # it tests only for ROCm, XPU and TPU)
     return getattr(module, cls_name)
 
 
@@ -2013,9 +2072,11 @@ def _vllm_model(arch: str, num_layers: int):
     cls = _vllm_class(arch)
     if arch in VLLM:
         inner_path, text_path = VLLM[arch]
-        if text_path is None and inner_path is not None and not _builds(cls, inner_path, package):
-            # the table's decoder is the newest release's (DeepSeek-V3.2's own package from 0.25): an older
-            # release serves the architecture from another file, whose code names its decoder
+        on_cpu = _PLATFORM[-1] == "cpu"
+        if text_path is None and inner_path is not None and (on_cpu or not _builds(cls, inner_path, package)):
+            # the table's decoder is the newest release's CUDA one (DeepSeek-V3.2's own package from 0.25): an
+            # older release, or the CPU platform's branch (a class of the same name in cpu/), serves the
+            # architecture from another file, whose code names its decoder
             inner = _found_inner(cls)
             inner_path = None if inner is None else _qualname(inner, package)
         if text_path is not None and importlib.util.find_spec(f"{package}.{text_path.split('.')[0]}") is None:
@@ -2177,8 +2238,9 @@ def _vllm_builds_real(
     SGLang's (`_builds_real`): None where it builds or where the build stopped on a stand-in (no claim)."""
     import copy
 
-    if (arch, num_layers, model_type) in _BUILT:
-        return _BUILT[(arch, num_layers, model_type)]
+    key = _build_key(arch, num_layers, model_type)
+    if key in _BUILT:
+        return _BUILT[key]
     # with the keys its checkpoints carry, which its layers' __init__ reads
     config = copy.deepcopy(config)
     for name, value in _checkpoint_keys(arch, getattr(config, "model_type", None) or "", num_layers).items():
@@ -2187,7 +2249,7 @@ def _vllm_builds_real(
     if isinstance(rope, dict) and "rope_theta" in rope and not hasattr(config, "rope_theta"):
         # transformers 5 keeps it in rope_parameters only; the pin of a release that reads it kept it too
         config.rope_theta = rope["rope_theta"]
-    return _built_once((arch, num_layers, model_type), lambda: _vllm_real_decoder(inner_cls, config))
+    return _built_once(key, lambda: _vllm_real_decoder(inner_cls, config))
 
 
 def _vllm_v1_entry(model, spec) -> tuple[list[int] | None, str]:
@@ -2253,6 +2315,31 @@ def _vllm_cpu_runner() -> str | None:
     return f"CPUModelRunner.load_model -> GPUModelRunner.{setup}"
 
 
+def _store(out: dict, runner: str, entry: dict, on_cpu: bool) -> None:
+    """A runner's answer, or the CPU platform's own branch's, kept inside the V1 answer (`on_cpu`)."""
+    if on_cpu:
+        out["v1"]["on_cpu"] = _on_this_cpu(entry)
+    else:
+        out[runner] = entry
+
+
+# torch's words where a module needs a GPU (a CUDA stream, a device query): on a GPU server no failure, on a CPU the
+# release's own (vLLM's deepseek_v4 nvidia/model.py builds `torch.cuda.Stream`s in DeepseekV4Model.__init__)
+NEEDS_CUDA = ("requires CUDA support", "Torch not compiled with CUDA enabled", "Found no NVIDIA driver",
+              "No CUDA GPUs are available")  # fmt: skip
+
+
+def _on_this_cpu(entry: dict) -> dict:
+    """What a launch on a CPU does with the class an entry built: where its real decoder's build stopped on a GPU
+    requirement, the CPU build fails at load (the engine's failure there, not the probe's), whatever the loop
+    would capture."""
+    stop = entry.get("build_stop") or ""
+    if not any(w in stop for w in NEEDS_CUDA):
+        return entry
+    kept = {k: v for k, v in entry.items() if k not in ("forward_taps", "forward_error", "error", "captured")}
+    return kept | {"forward_error": f"{stop} (a CPU launch builds this class: it fails at load)"}
+
+
 def _vllm_case(case: dict) -> dict:
     from transformers import PretrainedConfig
 
@@ -2286,84 +2373,100 @@ def _vllm_case(case: dict) -> dict:
 
     entries: dict[str, str] = {}
     out: dict[str, Any] = {}
-    for runner, run in (("v1", v1), ("mrv2", mrv2)):
-        entry: dict[str, Any] = {"inner": None}
-        requesting, backend = False, None
-        if runner == "v1":  # the CPU build's V1 runner: the same request (its answer holds there), or its own
-            entry["cpu_runner"] = _vllm_cpu_runner()
-        try:
-            if runner == "mrv2" and set_eagle3_aux_hidden_state_layers is None:
-                raise ProbeError("no Model Runner V2 in this release")
-            if _on_backend(arch):  # transformers' decoder, the release's backend around it
-                model = backend = _backend_model(arch, num_layers, case.get("model_type"))
-                entry["inner"] = f"{type(model.model).__module__}.{type(model.model).__name__}"
-                inner = None
-            else:
-                model, inner, entry["inner"] = _vllm_model(arch, num_layers)
+    # a package whose CPU branch is another class than a GPU server's: the V1 request again, on the class the CPU
+    # build runs (`on_cpu` in the V1 result)
+    cpu_pass = (("v1", v1, True),) if _cpu_branch_differs(arch) else ()
+    for runner, run, on_cpu in (("v1", v1, False), ("mrv2", mrv2, False), *cpu_pass):
+        with _on_cpu() if on_cpu else contextlib.nullcontext():
+            entry: dict[str, Any] = {"inner": None}
+            requesting, backend = False, None
             if (
-                inner is not None
-            ):  # what the request reads of its decoder's __init__ (Kimi-K3's `use_attn_res`)
-                decoder_config = _vllm_text_config(
-                    _config_arch(arch), num_layers, case.get("model_type"), arch
+                runner == "v1"
+            ):  # the CPU build's V1 runner: the same request (its answer holds there), or its own
+                entry["cpu_runner"] = _vllm_cpu_runner()
+            try:
+                if runner == "mrv2" and set_eagle3_aux_hidden_state_layers is None:
+                    raise ProbeError("no Model Runner V2 in this release")
+                if _on_backend(arch):  # transformers' decoder, the release's backend around it
+                    model = backend = _backend_model(arch, num_layers, case.get("model_type"))
+                    entry["inner"] = f"{type(model.model).__module__}.{type(model.model).__name__}"
+                    inner = None
+                else:
+                    model, inner, entry["inner"] = _vllm_model(arch, num_layers)
+                if (
+                    inner is not None
+                ):  # what the request reads of its decoder's __init__ (Kimi-K3's `use_attn_res`)
+                    decoder_config = _vllm_text_config(
+                        _config_arch(arch), num_layers, case.get("model_type"), arch
+                    )
+                    _init_attributes(inner, decoder_config)
+                failure = (_vllm_builds_real(arch, num_layers, case.get("model_type"), type(inner), decoder_config)
+                           if inner is not None and case.get("forward") else None)  # fmt: skip
+                entry |= (
+                    built(_build_key(arch, num_layers, case.get("model_type"))) if case.get("forward") else {}
                 )
-                _init_attributes(inner, decoder_config)
-            failure = (_vllm_builds_real(arch, num_layers, case.get("model_type"), type(inner), decoder_config)
-                       if inner is not None and case.get("forward") else None)  # fmt: skip
-            entry |= built((arch, num_layers, case.get("model_type"))) if case.get("forward") else {}
-            if failure:  # every launch builds the real decoder before the runner's capture request, and fails
-                entry["forward_error"] = failure
-                out[runner] = entry
-                continue
-            requesting = True
-            read = run(model)
-            requesting = False
-            entry["from_config"] = None if read is None else list(read)
-            entry["captured"] = (
-                modeling_backend.requested(backend) if backend else list(_loop(inner).aux_hidden_state_layers)
-            )
-        except RegistryRefusal as exc:
-            entry["error"] = str(exc)
-        except Exception as exc:
-            # the stand-in layer list lacks a method of a container the real decoder builds: the
-            # probe's, not the engine's
-            ours = isinstance(exc, AttributeError) and "'ModuleList' object has no attribute" in str(exc)
-            ours |= isinstance(exc, modeling_backend.NotBuilt)
-            entry["error"] = (
-                f"{PROBE_FAILED}: {exc}"
-                if isinstance(exc, ProbeError) or ours
-                else f"{type(exc).__name__}: {exc}"
-            )
-            # the request itself failed: where, as the engine's traceback says (a KeyError's words are only the
-            # key) — the backend's (its model is the real one), or an assertion of the engine's own on the model's
-            # classes (the EAGLE-3 interface's `isinstance(..., EagleModelMixin)`, which the probe builds as the
-            # release does); not an import the venv could not satisfy
-            missing = isinstance(exc, ImportError) and exc.name is not None
-            asserted = isinstance(exc, AssertionError)
-            if (
-                (backend is not None or asserted)
-                and requesting
-                and not ours
-                and not missing
-                and _raised_in(exc)
-            ):
-                entry["error"] += f" (raised in {_raised_in(exc)})"
-        else:
-            entry["entry"] = entries.get(runner)
-            if case.get("forward") and inner is not None:
-                entry |= _forward_taps(inner, "vllm", decoder_config)
-            elif case.get("forward") and backend is not None:
-                try:
-                    entry |= modeling_backend.forward_taps(backend)
-                except Exception as exc:
-                    # transformers' model failing inside its own code ran on a config the probe wrote (HunYuan-VL's
-                    # M-RoPE sections, which its checkpoints carry): the probe's, unless the release raised it
-                    theirs = _raised_in(exc) is None
-                    entry["forward_error"] = (f"{PROBE_FAILED}: forward: {type(exc).__name__}: {exc}" if theirs
-                                              else _forward_failure(exc, "forward"))  # fmt: skip
-        finally:
-            if backend is not None:
-                modeling_backend.release(backend)
-        out[runner] = entry
+                if (
+                    failure
+                ):  # every launch builds the real decoder before the runner's capture request, and fails
+                    entry["forward_error"] = failure
+                    _store(out, runner, entry, on_cpu)
+                    continue
+                requesting = True
+                read = run(model)
+                requesting = False
+                entry["from_config"] = None if read is None else list(read)
+                entry["captured"] = (
+                    modeling_backend.requested(backend)
+                    if backend
+                    else list(_loop(inner).aux_hidden_state_layers)
+                )
+            except RegistryRefusal as exc:
+                entry["error"] = str(exc)
+            except Exception as exc:
+                # the stand-in layer list lacks a method of a container the real decoder builds: the
+                # probe's, not the engine's
+                ours = isinstance(exc, AttributeError) and "'ModuleList' object has no attribute" in str(exc)
+                ours |= isinstance(exc, modeling_backend.NotBuilt)
+                entry["error"] = (
+                    f"{PROBE_FAILED}: {exc}"
+                    if isinstance(exc, ProbeError) or ours
+                    else f"{type(exc).__name__}: {exc}"
+                )
+                # the request itself failed: where, as the engine's traceback says (a KeyError's words are only the
+                # key) — the backend's (its model is the real one), or an assertion of the engine's own on the model's
+                # classes (the EAGLE-3 interface's `isinstance(..., EagleModelMixin)`, which the probe builds as the
+                # release does); not an import the venv could not satisfy
+                missing = isinstance(exc, ImportError) and exc.name is not None
+                asserted = isinstance(exc, AssertionError)
+                if (
+                    (backend is not None or asserted)
+                    and requesting
+                    and not ours
+                    and not missing
+                    and _raised_in(exc)
+                ):
+                    entry["error"] += f" (raised in {_raised_in(exc)})"
+            else:
+                entry["entry"] = entries.get(runner)
+                if case.get("forward") and inner is not None:
+                    entry |= _forward_taps(inner, "vllm", decoder_config)
+                elif case.get("forward") and backend is not None:
+                    try:
+                        entry |= modeling_backend.forward_taps(backend)
+                    except Exception as exc:
+                        # transformers' model failing inside its own code ran on a config the probe wrote (HunYuan-VL's
+                        # M-RoPE sections, which its checkpoints carry): the probe's, unless the release raised it
+                        theirs = _raised_in(exc) is None
+                        entry["forward_error"] = (f"{PROBE_FAILED}: forward: {type(exc).__name__}: {exc}" if theirs
+                                                  else _forward_failure(exc, "forward"))  # fmt: skip
+            finally:
+                if backend is not None:
+                    modeling_backend.release(backend)
+            _store(out, runner, entry, on_cpu)
+    if not cpu_pass and out.get("v1", {}).get("cpu_runner"):  # the CPU build runs this class too
+        cpu = _on_this_cpu(out["v1"])
+        if cpu is not out["v1"]:
+            out["v1"]["on_cpu"] = cpu
     return out
 
 

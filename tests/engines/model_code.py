@@ -217,11 +217,12 @@ def table_taps(
     n: int,
     runner: str = "",
     model_type: str = "",
+    platform: str = "",
 ) -> dict:
-    """The table's answer at the release (for the runner): its row, taps, failure (the release's registry refusing
-    the architecture first). A row whose CUDA-graph path feeds other taps (SGLang before 0.5.11) is asked for the
-    eager ones, which are what ran."""
-    refused, row, known = _table_row(engine, release, family, arch, runner, model_type)
+    """The table's answer at the release (for the runner; on the platform, "": the runner's own, `RUNS_ON`): its
+    row, taps, failure (the release's registry refusing the architecture first). A row whose CUDA-graph path feeds
+    other taps (SGLang before 0.5.11) is asked for the eager ones, which are what ran."""
+    refused, row, known = _table_row(engine, release, family, arch, runner, model_type, platform)
     if refused is not None:
         return {"row": None, "taps": None, "failure": refused, "claims": True, "graphs_differ": False}
     if row is None:
@@ -246,14 +247,17 @@ def table_taps(
 
 
 @functools.cache
-def _table_row(engine: str, release: str, family: str, arch: str, runner: str, model_type: str = ""):
-    """(the release's registry refusal, the row for the runner, whether every row knows the model) at a release:
-    the same for every id list and config shape of a case, so asked once."""
+def _table_row(
+    engine: str, release: str, family: str, arch: str, runner: str, model_type: str = "", platform: str = ""
+):
+    """(the release's registry refusal, the row for the runner on the platform, whether every row knows the model)
+    at a release: the same for every id list and config shape of a case, so asked once."""
     refused = registries.refusal(engine, release, arch, model_type)
     if refused is not None:
         return refused.reason, None, True
+    where = platform or ("cuda" if engine == "vllm" else None)  # vLLM's runners answer for CUDA (`RUNS_ON`)
     matches = [m for m in rows_for(parse_spec(f"{engine}=={release}"), family, arch, model_type)
-               if (m.row.runner or "") == runner]  # fmt: skip
+               if (m.row.runner or "") == runner and m.row.holds_on(where)]  # fmt: skip
     if not matches:
         return None, None, False
     return None, matches[0].row, all(m.model_known for m in matches)
@@ -384,19 +388,19 @@ def observe(python: str, engine: str, release: str, only: frozenset[str] = froze
         pinned_transformers = under_pin
     rows, fams, why, entries, inside, decided = [], {}, {}, set(), set(), set()
     for (arch, family, n, ids, shape, config, model_type), result in zip(meta, data["results"], strict=True):
-        for runner, res in runner_results(engine, result):
-            table = table_taps(engine, release, family, arch, config, n, runner, model_type)
+        for runner, platform, res in platform_results(engine, result):
+            table = table_taps(engine, release, family, arch, config, n, runner, model_type, platform)
             res, table = _with_gate(engine, release, arch, model_type, res, table)
             agree = agrees(res, table, engine) if table.get("claims", True) else None
-            key = (family, arch, runner)
+            key = (family, arch, runner, platform)
             f = fams.setdefault(key, {"cases": 0, "claims": 0, "agree": 0, "graphs_differ": False})
             f["cases"] += 1
             if table.get("assumed"):  # the table's generic capture, tested (it may disagree)
                 f["assumed"] = True
-            if (
-                runner == "v1"
-            ):  # the CPU build runs this request too, on this decoder (not a CUDA-only branch)
-                same = bool(res.get("cpu_runner")) and ".nvidia." not in (res.get("inner") or "")
+            if runner == "v1" and not platform:
+                # the CPU build runs this request too, on this decoder: its class is the CPU platform's too (else
+                # the CPU's own answer is `on_cpu`, its own entry) and it builds there
+                same = bool(res.get("cpu_runner")) and "on_cpu" not in res
                 f["cpu"] = f.get("cpu", True) and same
             if res.get("forward_path") == "real decoder layers":  # the release captures inside its layers
                 f["layers"] = "real"
@@ -413,7 +417,7 @@ def observe(python: str, engine: str, release: str, only: frozenset[str] = froze
                 if not said:
                     said = (table.get("why", "the table claims nothing for this architecture")
                             if not table.get("claims", True) else f"no forward ran: {sorted(res)}")  # fmt: skip
-                why.setdefault(f"{family} ({arch}){' ' + runner if runner else ''}", said[:300])
+                why.setdefault(_label(family, arch, runner, platform), said[:300])
                 if INSIDE in said:
                     inside.add(key)
                 continue
@@ -433,15 +437,15 @@ def observe(python: str, engine: str, release: str, only: frozenset[str] = froze
             if error and GATE_WORDS in error:
                 f["gated"] = f.get("gated", 0) + 1
             rows.append((key, [arch, runner, n, ids, shape, read, res.get("forward_taps"), error, model_type,
-                               agree]))  # fmt: skip
+                               agree, platform or None]))  # fmt: skip
     # a release that captures inside the real decoder layer (the stand-ins were handed the capture target), or a
     # family its loop decided nothing for, makes no claim: an id list that captures nothing agreeing there is vacuous
     for key, f in fams.items():
         reason = INSIDE if key in inside else NO_TAP if f["claims"] and key not in decided else None
         if reason:
             f["claims"] = 0
-            fam, arch, runner = key
-            why[f"{fam} ({arch}){' ' + runner if runner else ''}"] = f"{PROBE_FAILED}: {reason}"
+            fam, arch, runner, platform = key
+            why[_label(fam, arch, runner, platform)] = f"{PROBE_FAILED}: {reason}"
         # every claim the eagle3 gate's (gate_answer): refused at the config check
         if f.pop("gated", 0) == f["claims"] > 0:
             f["gate"] = True
@@ -450,9 +454,10 @@ def observe(python: str, engine: str, release: str, only: frozenset[str] = froze
         if f.pop("cpu", False):  # kept only where the CPU build's runner made the same request every case
             f["cpu"] = True
     rows = [row for key, row in rows if fams[key]["claims"]]
-    ran = [{"family": fam, "architecture": arch, "runner": runner, "engine": {"stage": None}, **c}
-           for (fam, arch, runner), c in sorted(fams.items()) if c["claims"]]  # fmt: skip
-    claimed = {(f["family"], f["architecture"], f["runner"]) for f in ran}
+    ran = [{"family": fam, "architecture": arch, "runner": runner, **({"platform": platform} if platform else {}),
+            "engine": {"stage": None}, **c} for (fam, arch, runner, platform), c in sorted(fams.items())
+           if c["claims"]]  # fmt: skip
+    claimed = {_key(_label(f["family"], f["architecture"], f["runner"], f.get("platform", ""))) for f in ran}
     for arch, family in archs(engine, release):
         if family == GENERIC and not generates(arch) and (not only or arch in only):
             why[f"{family} ({arch})"] = (
@@ -469,7 +474,7 @@ def observe(python: str, engine: str, release: str, only: frozenset[str] = froze
         "entry": sorted(e for e in entries if e), "families": ran,
         "not_run": {k: v for k, v in sorted(why.items()) if _key(k) not in claimed},
         "columns": ["arch", "runner", "num_layers", "ids", "config_key", "ids_read", "forward_taps", "error",
-                    "model_type", "agree"],
+                    "model_type", "agree", "platform"],
         "cases": rows,
         "provenance": {"probe": "tests/engines/capture_probe.py", engine: data["version"],
                        "python": sys.version.split()[0], "seconds": round(time.time() - t0, 1)}
@@ -485,9 +490,13 @@ def merge_archs(record: dict, part: dict, only: frozenset[str], engine: str, rel
     keep = lambda arch: arch not in only  # noqa: E731
     out = dict(record)
     out["families"] = sorted([f for f in record["families"] if keep(f["architecture"])] + part["families"],
-                             key=lambda f: (f["family"], f["architecture"], f["runner"]))  # fmt: skip
+                             key=lambda f: (f["family"], f["architecture"], f["runner"], f.get("platform", "")))  # fmt: skip
+    # a record written before a column was added (`platform`): its cases read None there
+    out["columns"] = part.get("columns", record["columns"])
+    pad = [None] * (len(out["columns"]) - len(record["columns"]))
     out["cases"] = sorted(
-        [r for r in record["cases"] if keep(r[0])] + part["cases"], key=lambda r: order.get((r[0], r[8]), -1)
+        [r + pad for r in record["cases"] if keep(r[0])] + part["cases"],
+        key=lambda r: order.get((r[0], r[8]), -1),
     )
     out["not_run"] = dict(sorted(({k: v for k, v in record["not_run"].items() if keep(_key(k)[1])}
                                   | part["not_run"]).items()))  # fmt: skip
@@ -508,20 +517,26 @@ def covers(engine: str, release: str, ran: list[dict]) -> list[dict]:
     out = []
     # a generic target is no family, nor is a class the family's rows do not name: check reads their entries
     ran = [f for f in ran if f["family"] != GENERIC and not f.get("assumed")]
+    # an architecture the CPU platform serves with a class of its own: its CPU entry (`platform`) answers there
+    own_cpu = {(f["family"], f["architecture"]) for f in ran if f.get("platform") == "cpu"}
     for runner in sorted({f["runner"] for f in ran}):
         if (
             engine == "vllm" and runner == "v1"
         ):  # the CPU build's runner, where it makes the V1 request (RUNS_ON)
             ran_there: dict[str, bool] = {}  # every architecture of the family ran it there (or is refused)
             for f in (f for f in ran if f["runner"] == runner):
-                ran_there[f["family"]] = ran_there.get(f["family"], True) and bool(
-                    f.get("cpu") or f.get("refused")
-                )
+                if f.get("platform") == "cpu":
+                    ok = True
+                elif (f["family"], f["architecture"]) in own_cpu:
+                    continue
+                else:
+                    ok = bool(f.get("cpu") or f.get("refused"))
+                ran_there[f["family"]] = ran_there.get(f["family"], True) and ok
             on_cpu = sorted(fam for fam, ok in ran_there.items() if ok)
             if on_cpu:
                 out.append({"platform": "cpu", "runner": runner, "families": on_cpu})
         for platform in RUNS_ON[runner]:
-            families = sorted({f["family"] for f in ran if f["runner"] == runner
+            families = sorted({f["family"] for f in ran if f["runner"] == runner and not f.get("platform")
                                and (f.get("refused") or not (platform == "cuda" and f["graphs_differ"]))})  # fmt: skip
             if engine == "sglang" and platform == "cuda" and Version(release) < GRAPHS_AS_EAGER:
                 # graph-replayed steps there capture the default ids, not what ran: only a refusal speaks for CUDA
@@ -531,11 +546,27 @@ def covers(engine: str, release: str, ran: list[dict]) -> list[dict]:
     return out
 
 
+def _label(family: str, arch: str, runner: str, platform: str = "") -> str:
+    """A family entry's name in `not_run`: "family (Arch) runner", "... v1 on cpu" for the CPU platform's branch."""
+    return f"{family} ({arch}){' ' + runner if runner else ''}{' on ' + platform if platform else ''}"
+
+
 def _key(label: str) -> tuple[str, str, str]:
-    """("family (Arch) runner") back to its parts."""
+    """("family (Arch) runner[ on platform]") back to its parts (the runner with its platform)."""
     family, rest = label.split(" (", 1)
     arch, _, runner = rest.partition(")")
     return family, arch, runner.strip()
+
+
+def platform_results(engine: str, result: dict) -> list[tuple[str, str, dict]]:
+    """(runner, platform, result) of one probe case: each runner's answer ("": the platforms `RUNS_ON` gives it),
+    and the CPU platform's own where its class is another than a GPU server's (vLLM's `on_cpu`)."""
+    out = []
+    for runner, res in runner_results(engine, result):
+        out.append((runner, "", res))
+        if "on_cpu" in res:
+            out.append((runner, "cpu", res["on_cpu"]))
+    return out
 
 
 def main() -> None:
@@ -567,7 +598,8 @@ def main() -> None:
             print(json.dumps({"release": v, "error": f"{type(exc).__name__}: {exc}"[-1500:]}), flush=True)
             continue
         path.write_text(json.dumps(rec, separators=(",", ":")) + "\n")
-        wrong = sum(1 for r in rec["cases"] if r[-1] is False)  # every case kept made a claim
+        agree = rec["columns"].index("agree")
+        wrong = sum(1 for r in rec["cases"] if r[agree] is False)  # every case kept made a claim
         print(json.dumps({"release": v, "families": len(rec["families"]), "not_run": len(rec["not_run"]),
                           "cases": len(rec["cases"]), "disagree": wrong,
                           "seconds": rec["provenance"]["seconds"]}), flush=True)  # fmt: skip

@@ -54,7 +54,12 @@ def fitting_rows(engine: str, release: str, runner: str, cases: list[dict]) -> t
     rows = [
         r
         for r in ROWS
-        if r.framework == engine and (r.runner or "") == runner and r.rule is not Rule.UNSUPPORTED
+        if r.framework == engine
+        and (r.runner or "") == runner
+        and r.rule is not Rule.UNSUPPORTED
+        and r.holds_on(
+            "cuda"
+        )  # a generic run answers for the GPU runner (a CPU row of a class of its own is not)
     ]
     return tuple(
         r for r in match(rows, Spec(engine, Version(release))) if all(case_fits(r, engine, c) for c in cases)

@@ -95,7 +95,11 @@ def select_rows(
     platform (CPU: V1; CUDA or not given: the version's default, with the platform assumption stated when not
     given), and the other runner is listed as an alternative with the conditions under which vLLM uses it."""
     check_choice(platform, runner)
-    matches = [m for m in rows_for(spec, family, architecture, model_type) if m.row.role == "serve"]
+    every = [m for m in rows_for(spec, family, architecture, model_type) if m.row.role == "serve"]
+    # a row of one platform (where it serves the target with a class of its own): the platform's, CUDA's when not
+    # given (the CPU's row is then an alternative)
+    matches = [m for m in every if m.row.holds_on(platform or "cuda")]
+    cpu_own = next((m for m in every if m.row.platform == "cpu"), None) if platform is None else None
     plain = [RowChoice(m, "", None) for m in matches if not m.row.runner]
     runs = [m for m in matches if m.row.runner]
     if not runs:
@@ -138,13 +142,19 @@ def select_rows(
         elif m.row.runner == "v1":
             env = "VLLM_USE_V2_MODEL_RUNNER=0 or a launch feature MRV2 lacks"
             when = (
-                f"on CUDA with {env}" if platform == "cuda" else f"on CPU (always V1), or on CUDA with {env}"
+                f"on CUDA with {env}"
+                if platform == "cuda" or cpu_own is not None
+                else f"on CPU (always V1), or on CUDA with {env}"
             )
         else:
             when = "on CUDA with VLLM_USE_V2_MODEL_RUNNER=1"
         others.append(Alternative(m, when))
+    if cpu_own is not None:  # the CPU platform's own class, its V1 row
+        others.append(
+            Alternative(cpu_own, "on CPU (always V1, on the class the CPU platform serves it with)")
+        )
     why = f"{label}, the CUDA default of {name} for this target [{CUDA_SOURCE}]"
-    cpu_differs = default.row.runner != "v1" and "v1" in by_runner
+    cpu_differs = (default.row.runner != "v1" and "v1" in by_runner) or cpu_own is not None
     assumed = "platform not given: CUDA assumed" if platform is None and cpu_differs else None
     return [*plain, RowChoice(default, why, assumed, tuple(others))]
 

@@ -96,7 +96,8 @@ def current_rows(framework: str, family: str) -> list[RowMatch]:
 
 def first_serving(row: Convention) -> str | None:
     """For a row that refuses a target (Rule.UNSUPPORTED), the first release above its range whose rows of the same
-    model files and runner capture for it; None where no later row does (or the row is not a refusal)."""
+    model files and runner capture for it (on its platform, where it holds on one); None where no later row does
+    (or the row is not a refusal)."""
     if row.rule is not Rule.UNSUPPORTED:
         return None
     top = max(
@@ -107,7 +108,8 @@ def first_serving(row: Convention) -> str | None:
     later = []
     for r in ROWS:
         if (r.framework != row.framework or r.rule is Rule.UNSUPPORTED or (r.runner or "") != (row.runner or "")
-                or not set(r.models) & set(row.models)):  # fmt: skip
+                or not set(r.models) & set(row.models)
+                or (row.platform is not None and r.platform not in (None, row.platform))):  # fmt: skip
             continue
         lows = [Version(s.version) for s in SpecifierSet(r.versions) if s.operator in (">=", ">")]
         if lows and min(lows) >= top:

@@ -732,7 +732,8 @@ def _fix(row: conv.Convention, reading: _Reading, trained: TrainedTaps, L: int) 
 
 def _label(spec: conv.EngineSpec, row: conv.Convention) -> str:
     version = spec.version or table.NEWEST.get(spec.framework)
-    return f"{spec.framework}=={version}" + (f" {row.runner}" if row.runner else "")
+    where = f" on {row.platform}" if row.platform == "cpu" else ""  # a row of the CPU platform's own class
+    return f"{spec.framework}=={version}" + (f" {row.runner}" if row.runner else "") + where
 
 
 def _verdict(

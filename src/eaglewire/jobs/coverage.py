@@ -772,9 +772,15 @@ def _generic_runs(engine: str) -> dict[tuple[str, str, str], GenericRun]:
             # a generic target, or a listed family's class its rows do not name (`assumed`: the row's capture tested)
             if not (fam["family"] == "generic" or fam.get("assumed")) or not fam["claims"]:
                 continue
+            if fam.get(
+                "platform"
+            ):  # the CPU platform's own class (its V1 entry says it does not speak there)
+                continue
             arch, runner = fam["architecture"], fam.get("runner", "")
+            at = col.get("platform")  # a case of the CPU platform's own class (records from its column on)
             cases = tuple(dict(zip(rec["columns"], c, strict=True)) for c in rec["cases"]
-                          if c[col["arch"]] == arch and (c[col["runner"]] or "") == runner)  # fmt: skip
+                          if c[col["arch"]] == arch and (c[col["runner"]] or "") == runner
+                          and (at is None or not c[at]))  # fmt: skip
             nothing = _captures_nothing(cases)
             release = str(Version(version))
             out[(release, arch, runner)] = GenericRun(

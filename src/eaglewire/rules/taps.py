@@ -147,6 +147,9 @@ class Convention(Row):
     via: str | None = None  # trainers: the engine whose capture produced the training data
     verified_all: bool = False  # facts hold for every version the row covers (e.g. a fixed file of a commit)
     records_ids: bool = True  # trainers: the checkpoint carries the ids the trainer used
+    # the platform the row holds on ("cpu", "cuda"; None: every one): where a platform serves the models with a
+    # class of its own (vLLM's packages that pick their implementation by platform, engines/vllm/taps.py)
+    platform: str | None = None
 
     def verified(self, version: Version | None) -> bool:
         """Whether `version` lies where this row was read at source: between the oldest and newest version

@@ -12,7 +12,7 @@ a newer release whose capture code is unchanged joins them by being marked read 
 from __future__ import annotations
 
 import itertools
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from packaging.version import Version
 
@@ -66,6 +66,18 @@ VLLM_SRC = (
 )
 
 
+TYPE_ERROR = "residual is None before layer 0: hidden_states + residual raises TypeError at the first forward"
+
+
+@dataclass(frozen=True)
+class Capture:
+    since: str  # first version of this capture code
+    lowest: int  # 0: h0 reachable
+    highest: str  # "L" or "L-1"
+    source: str
+    h0_crash: str | None = TYPE_ERROR  # what id 0 does where h0 is not reachable (None: it captures nothing)
+
+
 def _since(lo: str) -> tuple[str, ...]:
     return tuple(v for v in READ if Version(v) >= Version(lo))
 
@@ -80,10 +92,12 @@ def _rows_0_33(
     h0_crash: str | None = None,
     missing_crash: str | None = None,
     notes: tuple[str, ...] = (),
+    cpu: Capture | None = None,
 ) -> tuple[Convention, ...]:
     """The MRV2 (default on GPU) and V1 rows of one decoder from 0.33 (checked: every release read from 0.33 on):
     F(v) = v; V1 reads top-level then eagle_config; MRV2 never reads the nested ids. What differs by decoder is
-    which taps its loop reaches."""
+    which taps its loop reaches. `cpu`: the capture of the class the CPU platform serves the models with, where it
+    is another (the V1 row then holds on CUDA, a V1 row of its own on the CPU)."""
     mrv2_note = "MRV2 does NOT read eagle_config.eagle_aux_hidden_state_layer_ids"
     out = []
     for runner, ids, extra, more in (
@@ -95,19 +109,46 @@ def _rows_0_33(
         ),
         ("v1", (TOP, NESTED, DFLASH), "", ()),
     ):
-        out.append(Convention(
+        row = Convention(
             key=f"vllm-{name}-{runner}-0.33", framework="vllm", role="serve", versions=f">={END}", checked=_since(END),
             models=models, runner=runner, default_runner=runner == "mrv2", id_sources=ids, rule=Rule.RAW,
             default="2,L//2,L-3", default_rule=Rule.RAW, lowest_tap=lowest, highest_tap=highest, h0_crash=h0_crash,
             missing_crash=missing_crash, reads_speculators_format=True,
             source=f"vllm 0.33.0 {source}; {VLLM_SRC}{extra}", notes=(*more, *notes),
-        ))  # fmt: skip
+        )  # fmt: skip
+        if cpu is not None and runner == "v1":
+            out.append(replace(row, platform="cuda"))
+            out.append(replace(row, key=f"{row.key}-cpu", platform="cpu", lowest_tap=cpu.lowest,
+                               highest_tap=cpu.highest, h0_crash=cpu.h0_crash if cpu.lowest else None,
+                               missing_crash=None, source=f"vllm 0.33.0 {cpu.source}; {VLLM_SRC}", notes=()))  # fmt: skip
+        else:
+            out.append(row)
     return tuple(out)
 
 
 DEEPSEEK_TYPE_ERROR = (
     "DeepseekV2Model computes hidden_states + residual with residual None at index 0: TypeError"
 )
+# The CPU platform's own classes (vllm/models/<package>/__init__.py picks by platform). DeepSeek-V3.2 from 0.29.0:
+# every platform but CUDA and ROCm takes deepseek_v2.py's generic DeepseekV3ForCausalLM, which captures like the
+# other DeepSeek targets (id 0 raises, id L is captured), not as the CUDA DSA decoder does. DeepSeek-V4 0.25.0-0.29.0:
+# a CPU takes nvidia/model.py (only ROCm has its own), whose DeepseekV4Model.__init__ builds CUDA streams; from
+# 0.30.0 its cpu/model.py, which captures as the CUDA decoder (its layers apply mhc_post themselves: no TileLang
+# mHC kernels on a CPU, layers/mhc.py). Executed: the model-code records' V1 request on the CPU's class (`on_cpu`).
+DEEPSEEK_V32_CPU = Capture(
+    "0.29.0", 1, "L", "on a CPU vllm/models/deepseek_v32/__init__.py:17-30 @0.29.0 takes models/deepseek_v2.py's "
+    "DeepseekV3ForCausalLM (end-layer capture, vllm PR #46973); executed: engines/vllm/data/observed/"
+    "vllm-0.29.0..0.33.0-model-code.json (platform cpu)", h0_crash=TYPE_ERROR)  # fmt: skip
+DEEPSEEK_V4_CPU_FAILS = (
+    "a CPU launch fails at load: vllm/models/deepseek_v4/__init__.py takes nvidia/model.py on every platform but "
+    "ROCm, whose DeepseekV4Model.__init__ builds torch.cuda.Stream()s (nvidia/model.py:969 @0.25.0): RuntimeError: "
+    "torch.cuda.Stream requires CUDA support (executed: the model-code records' real-decoder build, 0.25.0-0.29.0)"
+)
+DEEPSEEK_V4_CPU = Capture(
+    "0.30.0", 1, "L", "on a CPU vllm/models/deepseek_v4/__init__.py:33-39 @0.30.0 takes cpu/model.py, whose loop "
+    "captures id idx+1 after layer idx as the mean of the streams its unfused layer reconstructs, id L included, "
+    "id 0 never; executed: engines/vllm/data/observed/vllm-0.30.0..0.33.0-model-code.json (platform cpu)",
+    h0_crash=None)  # fmt: skip
 FEWER = "fewer aux states than ids: the drafter's fc input width no longer matches (a shape error downstream)"
 ROWS_0_33: tuple[Convention, ...] = (
     *_rows_0_33("llama", VLLM_MIXIN_MODELS, "models/interfaces.py:1639-1648 (EagleModelMixin)"),
@@ -117,12 +158,13 @@ ROWS_0_33: tuple[Convention, ...] = (
     # DeepseekV32Model captures before layer k (k = 0: the embeddings, residual None) and never after the loop.
     *_rows_0_33("deepseek-v32", ("deepseek_v32",), "vllm/models/deepseek_v32/__init__.py:17-21, nvidia/model.py:"
                 "169, 284-323, 432-438 (engine oracle, tests/engines)", highest="L-1", missing_crash=FEWER,
+                cpu=replace(DEEPSEEK_V32_CPU, h0_crash=DEEPSEEK_TYPE_ERROR),
                 notes=("id L (the last layer's output) is never captured on CUDA: the DSA decoder has no "
                        "end-layer capture (the generic deepseek_v2.py one has)",)),
     # DeepSeek-V4 on CUDA: nvidia/model.py captures id idx+1 after layer idx as the mean of the reconstructed
     # hyper-connection streams; id 0 (the embeddings) is never captured.
     *_rows_0_33("deepseek-v4", ("deepseek_v4",), "vllm/models/deepseek_v4/__init__.py:40-49, nvidia/model.py:"
-                "811, 993-1020 (engine oracle, tests/engines)", lowest=1, missing_crash=FEWER,
+                "811, 993-1020 (engine oracle, tests/engines)", lowest=1, missing_crash=FEWER, cpu=DEEPSEEK_V4_CPU,
                 notes=("a tap is the mean of the mHC streams reconstructed after the layer (mhc_post), not one "
                        "residual stream",)),
 )  # fmt: skip
@@ -130,7 +172,6 @@ ROWS_0_33: tuple[Convention, ...] = (
 
 # ---- the facts behind the generated rows -------------------------------------------------------------------
 
-TYPE_ERROR = "residual is None before layer 0: hidden_states + residual raises TypeError at the first forward"
 # What a width mismatch does, seen running vLLM 0.32.0's CPU build (V1 runner) on the zoo: an id that matches no
 # layer captures nothing, startup and warm-up pass, and the first request raises in the drafter's fc
 # (`RuntimeError: shape '[-1, 3*H]' is invalid`, models/llama_eagle3.py:418) and kills the engine.
@@ -149,15 +190,6 @@ DFLASH_RAW = IdSource("dflash_config.target_layer_ids")  # 0.20-0.21: read witho
 
 
 @dataclass(frozen=True)
-class Capture:
-    since: str  # first version of this capture code
-    lowest: int  # 0: h0 reachable
-    highest: str  # "L" or "L-1"
-    source: str
-    h0_crash: str | None = TYPE_ERROR  # what id 0 does where h0 is not reachable (None: it captures nothing)
-
-
-@dataclass(frozen=True)
 class Group:
     name: str
     models: tuple[str, ...]
@@ -166,6 +198,10 @@ class Group:
     captures: tuple[Capture, ...]
     mrv2_from: str | None  # first version where the V2 model runner is the default for it
     refused_at: str | None = None  # where the refusal before usable_from happens (Convention.refused_at)
+    # from each `since`, the class the CPU platform serves the models with, where it is another than a GPU server's
+    # (a package that picks its implementation by platform): its capture, or what a CPU launch fails with at load
+    # (a str); the V1 rows then hold on CUDA, a V1 row of their own on the CPU (the CPU build runs V1 only)
+    cpu: tuple[tuple[str, Capture | str], ...] = ()
 
 
 LLAMA_MODEL = (
@@ -244,11 +280,13 @@ GROUPS: tuple[Group, ...] = (
     Group("deepseek_v3", ("deepseek_v3", "kimi_k25"), "0.18.0", "vLLM < 0.18.0: DeepSeek-V3/Kimi targets have no "
           "EAGLE-3 (model_type gate until 0.16, no interface in 0.17)", DEEPSEEK, "0.29.0"),
     Group("deepseek_v32", ("deepseek_v32",), "0.18.0", "vLLM < 0.18.0: DeepSeek-V3.2 targets have no EAGLE-3 "
-          "(model_type gate until 0.16, no interface in 0.17)", DEEPSEEK_V32, "0.29.0"),
+          "(model_type gate until 0.16, no interface in 0.17)", DEEPSEEK_V32, "0.29.0",
+          cpu=(("0.29.0", DEEPSEEK_V32_CPU),)),
     # MRV2 by default from 0.28.0: DEFAULT_V2_MODEL_RUNNER_ARCHITECTURES lists it (config/vllm.py:72 @0.28.0);
     # before, a MoE model not listed there defaults to V1 (:658 @0.27.0)
     Group("deepseek_v4", ("deepseek_v4",), "0.25.0", "vLLM < 0.25.0: DeepseekV4ForCausalLM has no EAGLE-3 interface "
-          "('Model does not support EAGLE3 interface'; the package exists from 0.23.0)", DEEPSEEK_V4, "0.28.0"),
+          "('Model does not support EAGLE3 interface'; the package exists from 0.23.0)", DEEPSEEK_V4, "0.28.0",
+          cpu=(("0.25.0", DEEPSEEK_V4_CPU_FAILS), ("0.30.0", DEEPSEEK_V4_CPU))),
 )  # fmt: skip
 NEVER = (("glm4_moe", "vLLM (through 0.33.0) has no EAGLE-3 for Glm4MoeForCausalLM (no SupportsEagle3)",
           "models/glm4_moe.py:534 @0.33.0", READ[2:]),
@@ -333,6 +371,17 @@ def _refusal(key: str, versions: str, checked: tuple[str, ...], models: tuple[st
                       **extra)  # fmt: skip
 
 
+def _cpu_row(row: Convention, cpu: Capture | str, lo: str, hi: str) -> Convention:
+    """The V1 row on the CPU platform beside a GPU server's `row`, where the CPU serves the models with a class of
+    its own (`Group.cpu`): its capture, or its failure at load."""
+    if isinstance(cpu, str):
+        return _refusal(f"{row.key}-cpu", row.versions, row.checked, row.models, "v1", row.default_runner, cpu,
+                        platform="cpu", refused_at="load", source=row.source)  # fmt: skip
+    return replace(row, key=f"{row.key}-cpu", platform="cpu", lowest_tap=cpu.lowest, highest_tap=cpu.highest,
+                   h0_crash=cpu.h0_crash if cpu.lowest else None,
+                   source=f"{row.source.split('; ')[0]}; {cpu.source}")  # fmt: skip
+
+
 def _generated() -> tuple[Convention, ...]:
     out: list[Convention] = []
     for g in GROUPS:
@@ -356,6 +405,7 @@ def _generated() -> tuple[Convention, ...]:
         }
         if g.mrv2_from:
             cuts.add(g.mrv2_from)
+        cuts |= {since for since, _ in g.cpu}
         points = sorted(
             (v for v in cuts if Version(g.usable_from) <= Version(v) <= Version(END)), key=Version
         )
@@ -370,6 +420,8 @@ def _generated() -> tuple[Convention, ...]:
                 default = mrv2_default if runner == "mrv2" else not mrv2_default
                 fixed = sources is None
                 seen = runner == "v1" and any(Version(lo) <= Version(v) < Version(hi) for v in OBSERVED)
+                on_cpu = _era(g.cpu, Version(lo)) if runner == "v1" else None
+                rows_before = len(out)
                 out.append(
                     Convention(
                         key=f"vllm-{g.name}-{runner}-{lo}-{hi}",
@@ -399,6 +451,9 @@ def _generated() -> tuple[Convention, ...]:
                         else (),
                     )
                 )
+                if on_cpu is not None:  # the CPU platform's own class: its row beside the GPU server's
+                    row = out[rows_before] = replace(out[rows_before], platform="cuda")
+                    out.append(_cpu_row(row, on_cpu[1], lo, hi))
     for (model, why, src, checked), runner in itertools.product(NEVER, ("v1", "mrv2")):
         out.append(_refusal(
             f"vllm-{model}-never" + ("" if runner == "v1" else "-mrv2"), ">=0.8.5" if runner == "v1" else ">=0.17.0",
