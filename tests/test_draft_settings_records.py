@@ -20,8 +20,9 @@ from packaging.version import Version
 from eaglewire.engines.runners import serving_row
 from eaglewire.engines.serving import serving_failure
 from eaglewire.engines.table import parse_spec
+from eaglewire.engines.vllm.taps import ROWS
 from eaglewire.jobs.lint import lint
-from eaglewire.rules.taps import resolve
+from eaglewire.rules.taps import Rule, resolve
 
 RECORDS = sorted(OUT.glob("vllm-*.json"))
 SERVING_ROW = "vllm.eagle3-head-takes-target-quantization"
@@ -41,7 +42,8 @@ def _built(case: dict) -> dict | None:
     """The draft's decoder projection as the release built it, or None where the case makes no settings claim
     (an error of the CPU venv; an EAGLE-3 head the V0 engine cannot load: test_an_eagle3_head_on_v0_...)."""
     error = case["error"]
-    if case["name"].startswith("eagle3/gate "):  # the eagle3 gate's answer (test_the_eagle3_gate_refuses_...)
+    # the eagle3 gate's answer (test_the_eagle3_gate_refuses_...), and each family on V0 (test_every_family_on_v0_...)
+    if case["name"].startswith(("eagle3/gate ", "eagle3/V0 target ")):
         return None
     if error is not None:
         assert any(a in error["message"] for a in ARTEFACTS) or error["type"] == "ValueError", error
@@ -244,3 +246,39 @@ def test_the_eagle3_gate_refuses_exactly_where_the_table_says():
         )
         seen[refused] += 1
     assert seen[True] and seen[False], seen
+
+
+def test_every_family_on_v0_is_decided_where_the_table_says():
+    """Each V0 release launches a target of every other family on V0 (`eagle3/V0 target <family>`): the eagle3 gate
+    refuses it at the config check, or lets it through to V0's draft build, which refuses the EAGLE-3 head's fc at
+    load. The table's V0 row names exactly the families the gate lets through (Llama-4: its text model_type
+    `llama4_text` contains "llama"), the record covers V0 for every family it decided, and a CPU launch of one
+    (V0 only, before 0.9.1) gets that answer from check."""
+    from engines.draft_settings import V0_TARGETS
+
+    v0_row = next(r for r in ROWS if r.key == "vllm-llama-v0")
+    seen = set()
+    for path in RECORDS:
+        release, rec = _release(path), _record(path)
+        if Version(release) >= Version("0.10.0"):
+            continue
+        cases = {
+            c["name"].removeprefix("eagle3/V0 target "): c for c in rec["cases"] if "/V0 target " in c["name"]
+        }
+        assert set(cases) == set(V0_TARGETS), release
+        covered = {c["runner"]: set(c["families"]) for c in rec["covers"]}
+        for family, case in cases.items():
+            gated = case["error"] is not None and "is only supported for" in case["error"]["message"]
+            head = ((case["built"] or {}).get("head_load") or {}).get("loaded") is False
+            assert gated != head, (release, family, case["error"], case["built"])
+            assert (family in v0_row.models) == head, (release, family)
+            assert family in covered["v0"], (release, family)
+            if Version(release) < Version("0.9.1"):  # a CPU runs V0 only: check's row is V0's or the refusal
+                row = serving_row(parse_spec(f"vllm=={release}"), family, "cpu").match.row
+                assert row.rule is Rule.UNSUPPORTED and (row.key == v0_row.key) == head, (
+                    release,
+                    family,
+                    row.key,
+                )
+            seen.add((family, "head" if head else "gate"))
+    assert ("llama4", "head") in seen and ("qwen2", "gate") in seen, seen

@@ -69,6 +69,29 @@ GATED = {
     "mistral3": {"architectures": ["Mistral3ForConditionalGeneration"], "model_type": "mistral3",
                  "text_config": {**_TEXT, "model_type": "mistral"}, "torch_dtype": "bfloat16"},
 }  # fmt: skip
+# V0 (the only engine a CPU runs before 0.9.1, CUDA's EAGLE default before 0.9.0, gone at 0.10.0): a target of each
+# other family the table lists, launched on V0 (case `eagle3/V0 target <family>`, VLLM_USE_V1=0), its config.json
+# as its checkpoints name it (its text model_type is what the gate reads), the Llama target's sizes. The gate
+# (`"llama" not in hf_text_config.model_type`, config.py:2588-2592 @0.8.5.post1) refuses it at the config check,
+# or lets it through to V0's draft build, which refuses the EAGLE-3 head's fc at load as for Llama (`record`
+# covers V0 for the families either answer decides). Kimi-K2's model_type needs its checkpoint's remote code.
+_QWEN_MOE = {"num_experts": 4, "num_experts_per_tok": 2, "moe_intermediate_size": 128, "head_dim": 64}
+V0_TARGETS = {
+    "qwen2": {**_LLAMA, "architectures": ["Qwen2ForCausalLM"], "model_type": "qwen2"},
+    "qwen3": GATED["qwen3"],
+    "qwen3_moe": {**_LLAMA, "architectures": ["Qwen3MoeForCausalLM"], "model_type": "qwen3_moe", **_QWEN_MOE},
+    "mistral": GATED["mistral"],
+    "mistral3": GATED["mistral3"],
+    "gpt_oss": GATED["gpt_oss"],
+    "qwen2_vl": {"architectures": ["Qwen2VLForConditionalGeneration"], "model_type": "qwen2_vl",
+                 "text_config": {**_TEXT, "model_type": "qwen2_vl_text"}, "torch_dtype": "bfloat16"},
+    "qwen2_5_vl": {"architectures": ["Qwen2_5_VLForConditionalGeneration"], "model_type": "qwen2_5_vl",
+                   "text_config": {**_TEXT, "model_type": "qwen2_5_vl_text"}, "torch_dtype": "bfloat16"},
+    "llama4": {"architectures": ["Llama4ForConditionalGeneration"], "model_type": "llama4",
+               "text_config": {**_TEXT, "model_type": "llama4_text"}, "torch_dtype": "bfloat16"},
+    "deepseek_v2": {**_DSV3, "architectures": ["DeepseekV2ForCausalLM"], "model_type": "deepseek_v2"},
+    "deepseek_v3": _DSV3,
+}  # fmt: skip
 # a target checkpoint's quantization_config, as each producer writes it (config.json); modelopt also writes
 # hf_quant_config.json, which older releases read
 QUANT: dict[str, dict] = {
@@ -99,6 +122,7 @@ def write_models(root: Path) -> Path:
               "eagle3-fp16": {**_EAGLE3, "torch_dtype": "float16"}, "deepseek_v3": _DSV3}  # fmt: skip
     models |= {f"llama-{q}": {**_LLAMA, "quantization_config": c} for q, c in QUANT.items()}
     models |= {f"gate-{model_type}": config for model_type, config in GATED.items()}
+    models |= {f"v0-{family}": config for family, config in V0_TARGETS.items()}
     for q in ("gptq", "awq"):  # their kernels take float16 activations (the dtype such checkpoints carry)
         models[f"llama-{q}"]["torch_dtype"] = "float16"
     models["deepseek_v3-fp8"] = {
@@ -171,11 +195,31 @@ def cases(root: Path, release: str) -> list[dict]:
             name = f"eagle3/VLLM_USE_V1={value}"
             out.append((name, eagle3("llama")))
             envs[name] = {"VLLM_USE_V1": value}
+        for family in V0_TARGETS:  # every other family on V0
+            name = f"eagle3/V0 target {family}"
+            out.append((name, eagle3(f"v0-{family}")))
+            envs[name] = {"VLLM_USE_V1": "0"}
     # the EAGLE-3 head's fc (3 target states in, one hidden out): the weight a V0 build is handed (draft_probe)
     fc = [_EAGLE3["hidden_size"], 3 * _EAGLE3["target_hidden_size"]]
     return [{"name": name, "engine_args": args}
             | ({"head_weights": {"fc.weight": fc}} if name.startswith("eagle3") else {})
             | ({"env": envs[name]} if name in envs else {}) for name, args in out]  # fmt: skip
+
+
+def v0_decided(results: list[dict]) -> tuple[list[str], list[str]]:
+    """The families whose V0 launch (`eagle3/V0 target <family>`) the release decided: (those its eagle3 gate
+    refused at the config check, those it let through to V0's draft build, which refused the EAGLE-3 head's fc at
+    load)."""
+    gated, through = [], []
+    for case in results:
+        family = case["name"].removeprefix("eagle3/V0 target ")
+        if family == case["name"]:
+            continue
+        if case["error"] is not None and "is only supported for" in case["error"]["message"]:
+            gated.append(family)
+        elif ((case["built"] or {}).get("head_load") or {}).get("loaded") is False:
+            through.append(family)
+    return gated, through
 
 
 def probe(python: str, cases_: list[dict], engine: str = "vllm", script: Path = PROBE) -> dict:
@@ -212,7 +256,13 @@ def record(python: str, release: str) -> dict:
     # families V0 serves EAGLE-3 for (Llama; the config check refuses every other before 0.10.1), on CUDA and on a
     # CPU (both reach spec_decode_worker.create_spec_worker)
     v0 = any(c["name"].startswith("eagle3") and "head_load" in (c["built"] or {}) for c in results)
-    covers = [{"platform": p, "runner": "v0", "families": ["llama"]} for p in ("cuda", "cpu")] if v0 else []
+    gated, through = v0_decided(results)
+    covers = [
+        {"platform": p, "runner": "v0", "families": ["llama", *through, *gated]} for p in ("cuda", "cpu")
+    ]
+    # the gate is the config check, before any runner: its refusals hold for V1 too
+    covers += [{"platform": p, "runner": "v1", "families": gated} for p in ("cuda", "cpu") if gated]
+    covers = covers if v0 else []
     return {"engine": f"vllm=={release}", "platform": "cuda", "level": "model-code",
             **({"covers": covers} if covers else {}),
             "what": "the release's own engine config (EngineArgs.create_engine_config) and its proposer's draft "

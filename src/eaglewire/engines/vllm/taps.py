@@ -322,7 +322,7 @@ V0_FIX = (
 V0_SOURCE = (
     "vllm 0.8.5-0.9.2 spec_decode/spec_decode_worker.py create_spec_worker; model_executor/models/eagle.py:81-83 "
     "@0.8.5 (fc = nn.Linear(hidden_size * 2, hidden_size)); model code, executed: engines/vllm/data/draft-settings/"
-    "vllm-V.json, cases 'eagle3' (0.8.5) and 'eagle3/VLLM_USE_V1=0' (head_load)"
+    "vllm-V.json, cases 'eagle3' (0.8.5), 'eagle3/VLLM_USE_V1=0' and 'eagle3/V0 target llama4' (head_load)"
 )
 
 # Where each runner reads the ids, by version: (since, sources); None = ids never read (the model default).
@@ -460,10 +460,12 @@ def _generated() -> tuple[Convention, ...]:
             checked if runner == "v1" else tuple(v for v in checked if Version(v) >= Version("0.17.0")), (model,),
             runner, runner == "v1", why, source=f"vllm {src}",
         ))  # fmt: skip
-    # every other family is refused at config before 0.10.1 (GROUPS); the default depends on the version and the
-    # platform (engines/runners.py)
-    out.append(_refusal("vllm-llama-v0", _spec("0.8.5", V0_UNTIL), _checked("0.8.5", V0_UNTIL), ("llama",), "v0",
-                        False, V0_REFUSES, refused_at="load", refused_fix=V0_FIX, source=V0_SOURCE))  # fmt: skip
+    # V0 builds its EAGLE-1 wrapper for every target the eagle3 gate lets through: Llama, and Llama-4, whose text
+    # model_type `llama4_text` contains "llama" (the gate's test before 0.10.1); every other family is refused at
+    # the config check (GROUPS). Executed: each V0 release's draft-settings record, cases `eagle3/V0 target X`. The
+    # default depends on the version and the platform (engines/runners.py)
+    out.append(_refusal("vllm-llama-v0", _spec("0.8.5", V0_UNTIL), _checked("0.8.5", V0_UNTIL), ("llama", "llama4"),
+                        "v0", False, V0_REFUSES, refused_at="load", refused_fix=V0_FIX, source=V0_SOURCE))  # fmt: skip
     return tuple(out)
 
 
