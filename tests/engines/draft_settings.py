@@ -91,7 +91,23 @@ V0_TARGETS = {
                "text_config": {**_TEXT, "model_type": "llama4_text"}, "torch_dtype": "bfloat16"},
     "deepseek_v2": {**_DSV3, "architectures": ["DeepseekV2ForCausalLM"], "model_type": "deepseek_v2"},
     "deepseek_v3": _DSV3,
+    # as Kimi-K2's checkpoints are: DeepSeek-V3's architecture under model_type `kimi_k2`, whose config class is the
+    # checkpoint's own code (`REMOTE_CODE`: its class, with the type; a launch passes --trust-remote-code)
+    "kimi_k2": {**_DSV3, "model_type": "kimi_k2",
+                "auto_map": {"AutoConfig": "configuration_deepseek.DeepseekV3Config"}},
 }  # fmt: skip
+# the config code a checkpoint ships (`auto_map`): Kimi-K2's configuration_deepseek.py, its class and model_type,
+# its __init__ keeping each DeepSeek-V3 key of config.json as an attribute (the checkpoint's own names them one by one)
+_DSV3_KEYS = tuple(k for k in _DSV3 if k not in ("architectures", "model_type", "torch_dtype"))
+REMOTE_CODE = {"v0-kimi_k2": {"configuration_deepseek.py": (
+    "from transformers import PretrainedConfig\n\n\n"
+    "class DeepseekV3Config(PretrainedConfig):\n"
+    "    model_type = \"kimi_k2\"\n\n"
+    "    def __init__(self, **kwargs):\n"
+    f"        for key in {_DSV3_KEYS!r}:\n"
+    "            setattr(self, key, kwargs.pop(key, None))\n"
+    "        super().__init__(**kwargs)\n"
+)}}  # fmt: skip
 # a target checkpoint's quantization_config, as each producer writes it (config.json); modelopt also writes
 # hf_quant_config.json, which older releases read
 QUANT: dict[str, dict] = {
@@ -133,6 +149,9 @@ def write_models(root: Path) -> Path:
         (root / name).mkdir(parents=True, exist_ok=True)
         (root / name / "config.json").write_text(json.dumps(config, indent=1))
     (root / "llama-modelopt-nvfp4" / "hf_quant_config.json").write_text(json.dumps(MODELOPT_FILE, indent=1))
+    for name, files in REMOTE_CODE.items():
+        for file, text in files.items():
+            (root / name / file).write_text(text)
     return root
 
 
@@ -197,7 +216,8 @@ def cases(root: Path, release: str) -> list[dict]:
             envs[name] = {"VLLM_USE_V1": value}
         for family in V0_TARGETS:  # every other family on V0
             name = f"eagle3/V0 target {family}"
-            out.append((name, eagle3(f"v0-{family}")))
+            remote = {"trust_remote_code": True} if f"v0-{family}" in REMOTE_CODE else {}
+            out.append((name, eagle3(f"v0-{family}", **remote)))
             envs[name] = {"VLLM_USE_V1": "0"}
     # the EAGLE-3 head's fc (3 target states in, one hidden out): the weight a V0 build is handed (draft_probe)
     fc = [_EAGLE3["hidden_size"], 3 * _EAGLE3["target_hidden_size"]]
