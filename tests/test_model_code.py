@@ -221,8 +221,12 @@ def test_a_capture_request_the_release_refuses_is_a_claim():
     assert cp._raised_in(raised.value, through=("torch",)) == "set_eagle3_layers_to_capture"
     record = json.loads((ROOT / "src/eaglewire/engines/sglang/data/observed/sglang-0.5.4.post2-model-code.json")
                         .read_text())  # fmt: skip
-    crashed = [c for c in record["cases"] if c[0] == "Qwen3MoeForCausalLM" and c[7] and "IndexError" in c[7]]
-    assert crashed and all(c[-1] is True for c in crashed)  # claims, each agreeing with the row's crash
+    col = {c: i for i, c in enumerate(record["columns"])}
+    crashed = [c for c in record["cases"]
+               if c[col["arch"]] == "Qwen3MoeForCausalLM" and c[col["error"]] and "IndexError" in c[col["error"]]]  # fmt: skip
+    assert crashed and all(
+        c[col["agree"]] is True for c in crashed
+    )  # claims, each agreeing with the row's crash
 
 
 def test_a_forward_failure_is_the_engines_where_its_own_check_raised_it(tmp_path):

@@ -105,3 +105,19 @@ def test_check_says_a_cpu_launch_of_deepseek_v4_fails_at_load_and_when_it_serves
     # (0.30.0 on a CPU serves no EAGLE-3 drafter at all: its engine record)
     (v,) = check(drafter, target, ["vllm==0.31.0"], Wiring.of([2, 30, 58]), platform="cpu").verdicts
     assert v.status == "ok" and v.evidence["level"] == "model-code"
+
+
+def test_check_says_a_cpu_launch_fails_where_the_class_needs_cuda_for_a_target_the_table_does_not_list(
+    tmp_path,
+):
+    """Kimi-Linear (no row of its own; vLLM 0.28.0-0.30.0 serve it with vllm/models/kimi_k3's NVIDIA class on every
+    platform but ROCm): KimiLinearModel.__init__ builds CUDA streams, so a CPU launch fails at load whatever the
+    ids; the record's CPU entry says so, and check decides from it (it said `ok` there, from the GPU run)."""
+    target = TargetInfo("KimiLinearForCausalLM", "KimiLinearForCausalLM", "generic", "kimi_linear", 27, 2304,
+                        163840, source="test")  # fmt: skip
+    drafter = config_only_drafter(tmp_path / "d", 163840, [2, 13, 24])
+    (v,) = check(drafter, target, ["vllm==0.29.0"], Wiring.of([2, 13, 24]), platform="cpu").verdicts
+    assert v.status == "fails" and "fails at load" in v.served.failure and v.served.stage == "load"
+    assert v.evidence["level"] == "model-code" and "vllm-0.29.0-model-code.json" in v.evidence["basis"]
+    (gpu,) = check(drafter, target, ["vllm==0.29.0"], Wiring.of([2, 13, 24]), platform="cuda").verdicts
+    assert gpu.status != "fails" or "fails at load" not in (gpu.served.failure or "")

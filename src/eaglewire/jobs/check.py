@@ -383,7 +383,7 @@ def check(
                     tinfo.family,
                     platform,
                     v.verified_version and m.exact,
-                    _settling(_generic(spec, m, tinfo), v.served, tinfo),
+                    _settling(_generic(spec, m, tinfo, platform), v.served, tinfo),
                     tinfo.architecture,
                     m.row.key,
                 )
@@ -571,14 +571,18 @@ def _row_unknowns(
     return out
 
 
-def _generic(spec: conv.EngineSpec, m: conv.RowMatch, target: TargetInfo) -> GenericRun | None:
+def _generic(
+    spec: conv.EngineSpec, m: conv.RowMatch, target: TargetInfo, platform: str | None = None
+) -> GenericRun | None:
     """For an architecture the table does not list: the release's own capture code, executed for it (a
     model-code record), which settles the generic capture the row assumes or read (vLLM's shared mixin), or shows
-    it captures nothing or otherwise."""
+    it captures nothing or otherwise; on a CPU, the CPU platform's own class where the record ran one."""
     if target.family != GENERIC and m.model_known:
         return None
     version = spec.version or table.NEWEST.get(spec.framework)
-    return generic_run(spec.framework, str(version), target.architecture, m.row.runner) if version else None
+    if not version:
+        return None
+    return generic_run(spec.framework, str(version), target.architecture, m.row.runner, platform)
 
 
 def _captures_nothing(run: GenericRun, tinfo: TargetInfo) -> tuple[str, str]:
@@ -650,7 +654,7 @@ def _read_row(
     """The verdict of one row under every training-taps option (before runner and --strict)."""
     L = tinfo.num_layers
     served = conv.resolve(m.row, ckpt.config, L)
-    run = _generic(spec, m, tinfo)
+    run = _generic(spec, m, tinfo, platform)
     failure, no_value, stage = None, None, None
     if run is not None and run.captures_nothing:
         (failure, no_value), stage = _captures_nothing(run, tinfo), _nothing_stage(spec, platform)

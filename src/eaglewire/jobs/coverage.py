@@ -657,6 +657,8 @@ def _engine_ran(engine: str) -> dict[tuple[str, str, str], str]:
 CAPTURE_REQUEST = ("set_aux_hidden_state_layers", "set_eagle3_layers_to_capture")
 # the probe's words for an error of the release's config loader (tests/engines/capture_probe.py LOADER_WORDS)
 CONFIG_LOADER = "in the release's config loader, under the transformers it pins"
+# the probe's words where a CPU launch builds a class whose __init__ needs CUDA (capture_probe._on_this_cpu)
+CPU_BUILD_FAILS = "a CPU launch builds this class: it fails at load"
 
 
 @dataclass(frozen=True)
@@ -708,7 +710,10 @@ class GenericRun:
     def refused_building(self) -> bool:
         """Whether the refusal was raised building the model (an `__init__` of the release's own, as the probe
         names where it was raised: SGLang 0.5.21+ handing Intern-S1-Pro's layers an argument they do not take)."""
-        built = self.refused is not None and re.search(r"\(raised in [^()]*\.__init__", self.refused)
+        built = self.refused is not None and (
+            re.search(r"\(raised in [^()]*\.__init__", self.refused) is not None
+            or CPU_BUILD_FAILS in self.refused
+        )
         return bool(built)
 
     @property
@@ -760,7 +765,10 @@ class GenericRun:
 
 
 @cache
-def _generic_runs(engine: str) -> dict[tuple[str, str, str], GenericRun]:
+def _generic_runs(engine: str, platform: str = "") -> dict[tuple[str, str, str], GenericRun]:
+    """(release, architecture, runner) -> the record's run of a generic target (or an `assumed` class): as a GPU
+    server runs it (platform ""), or on the CPU platform's own class, where it is another (platform "cpu": the
+    record's `platform` entries, V1 only)."""
     out: dict[tuple[str, str, str], GenericRun] = {}
     for rec in records("model-code"):
         name, _, version = rec["engine"].partition("==")
@@ -768,19 +776,17 @@ def _generic_runs(engine: str) -> dict[tuple[str, str, str], GenericRun]:
             continue
         where = f"engines/{engine}/data/observed/{rec['file']}"
         col = {c: i for i, c in enumerate(rec["columns"])}
+        at = col.get("platform")  # a case of the CPU platform's own class (records from its column on)
         for fam in rec["families"]:
             # a generic target, or a listed family's class its rows do not name (`assumed`: the row's capture tested)
             if not (fam["family"] == "generic" or fam.get("assumed")) or not fam["claims"]:
                 continue
-            if fam.get(
-                "platform"
-            ):  # the CPU platform's own class (its V1 entry says it does not speak there)
+            if fam.get("platform", "") != platform:
                 continue
             arch, runner = fam["architecture"], fam.get("runner", "")
-            at = col.get("platform")  # a case of the CPU platform's own class (records from its column on)
             cases = tuple(dict(zip(rec["columns"], c, strict=True)) for c in rec["cases"]
                           if c[col["arch"]] == arch and (c[col["runner"]] or "") == runner
-                          and (at is None or not c[at]))  # fmt: skip
+                          and ((c[at] or "") if at is not None else "") == platform)  # fmt: skip
             nothing = _captures_nothing(cases)
             release = str(Version(version))
             out[(release, arch, runner)] = GenericRun(
@@ -790,7 +796,7 @@ def _generic_runs(engine: str) -> dict[tuple[str, str, str], GenericRun]:
                 fam["claims"],
                 fam["agree"],
                 nothing,
-                bool(fam.get("cpu")),
+                bool(fam.get("cpu")) or platform == "cpu",
                 _edges_only(cases),
                 cases,
                 fam["cases"],
@@ -879,14 +885,23 @@ def _at_edge(case: dict) -> bool:
     return any(t in (0, case["num_layers"]) for t in case["forward_taps"] or ())
 
 
-def generic_run(engine: str, version: str, arch: str | None, runner: str | None) -> GenericRun | None:
+def generic_run(
+    engine: str, version: str, arch: str | None, runner: str | None, platform: str | None = None
+) -> GenericRun | None:
     """The release's own capture code, executed for an architecture the table does not list (tests/engines/
     model_code.py runs every text-generating target the release's registry serves with EAGLE-3), for the runner
-    (None: the engine's one runner, or where the runners agree)."""
+    (None: the engine's one runner, or where the runners agree). On a CPU, the run of the CPU platform's own class
+    where the record has one (a package that picks its class by platform, or a class that needs CUDA to build)."""
     if not arch:
         return None
-    runs = _generic_runs(engine)
     key = str(Version(version))
+    if (
+        platform == "cpu"
+        and runner == "v1"
+        and (own := _generic_runs(engine, "cpu").get((key, arch, runner)))
+    ):
+        return own
+    runs = _generic_runs(engine)
     if runner:
         return runs.get((key, arch, runner))
     found = [r for (v, a, _), r in runs.items() if v == key and a == arch]
