@@ -470,7 +470,9 @@ def observe(python: str, engine: str, release: str, only: frozenset[str] = froze
                 "release that captures inside its layers: the real layers, with stand-in attention and MLP blocks); "
                 "each target's real decoder built by the release's own __init__ as every launch builds it (a "
                 "family's `built`: true where it built, false where the build stopped on a stand-in or failed; `build_stop`: "
-                "where a stopped build stopped, the probe's words, no claim)",
+                "where a stopped build stopped, the probe's words, no claim); where the CPU platform serves a target "
+                "with another class than a GPU server, or its class needs CUDA to build, the V1 request again as a CPU "
+                "launch makes it (entries and cases with `platform: cpu`)",
         "entry": sorted(e for e in entries if e), "families": ran,
         "not_run": {k: v for k, v in sorted(why.items()) if _key(k) not in claimed},
         "columns": ["arch", "runner", "num_layers", "ids", "config_key", "ids_read", "forward_taps", "error",
@@ -489,6 +491,9 @@ def merge_archs(record: dict, part: dict, only: frozenset[str], engine: str, rel
     order = {(arch, model_type): i for i, (arch, _, model_type) in enumerate(_targets(engine, release))}
     keep = lambda arch: arch not in only  # noqa: E731
     out = dict(record)
+    out["what"] = part.get(
+        "what", record["what"]
+    )  # what the probe that ran does (a merge runs the current one)
     out["families"] = sorted([f for f in record["families"] if keep(f["architecture"])] + part["families"],
                              key=lambda f: (f["family"], f["architecture"], f["runner"], f.get("platform", "")))  # fmt: skip
     # a record written before a column was added (`platform`): its cases read None there
