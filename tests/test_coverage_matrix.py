@@ -391,3 +391,21 @@ def test_a_release_nobody_read_whose_own_code_ran_is_decided():
     (v,) = check(zoo.drafter_dir("default"), zoo.target_dir(), ["vllm==0.15.1"], platform="cuda").verdicts
     assert v.status == "ok" and not any("not read at source" in u for u in v.unknowns), v.unknowns
     assert v.evidence["level"] == "model-code"
+
+
+def test_the_readme_counts_are_the_coverage_counts(cov):
+    """The README's evidence summary ("Today: vLLM N engine / N model-code / N read ...") is computed: it says what
+    `eaglewire coverage` counts."""
+    readme = (ENGINES_DIR.parents[2] / "README.md").read_text()
+    said = " ".join(readme.split("Today: ", 1)[1][:400].split())
+    n = lambda s: int(s.replace(",", ""))  # noqa: E731
+    vllm = re.search(r"vLLM ([\d,]+) engine / ([\d,]+) model-code / ([\d,]+) read", said)
+    sglang = re.search(r"SGLang ([\d,]+) / ([\d,]+) / ([\d,]+) read", said)
+    trtllm = re.search(r"TensorRT-LLM ([\d,]+) none", said)
+    counts = cov.counts
+    assert [n(x) for x in vllm.groups()] == [counts["vllm"][lv] for lv in ("engine", "model-code", "read")]
+    assert counts["vllm"]["none"] == 0
+    assert [n(x) for x in sglang.groups()] == [
+        counts["sglang"][lv] for lv in ("engine", "model-code", "read")
+    ]
+    assert counts["sglang"]["none"] == 0 and n(trtllm.group(1)) == counts["trtllm"]["none"]
