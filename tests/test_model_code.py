@@ -377,3 +377,30 @@ def test_every_record_builds_the_real_decoder_of_the_families_every_release_serv
             continue
         fams = [f for f in rec["families"] if f["architecture"] == arch]
         assert fams and all(f.get("built") is True for f in fams), (rec["file"], fams)
+
+
+def test_the_gate_answer_is_the_gates_only(tmp_path, monkeypatch):
+    """A draft-settings case `eagle3/gate <model_type>` answers for the gate where the gate refused the target or
+    the launch got past it; a case that stopped on another error (a config the release could not load) says
+    nothing of the gate (no answer, where it once read as "let through")."""
+    import json
+
+    from engines import model_code as mc
+
+    gate = {
+        "type": "ValueError",
+        "message": f"Eagle3 {mc.GATE_WORDS} Llama models. Got 'qwen3'",
+        "where": "x",
+    }
+    other = {
+        "type": "ValueError",
+        "message": "The checkpoint you are trying to load has model type `x`",
+        "where": "y",
+    }
+    cases = [{"name": "eagle3/gate a", "error": gate}, {"name": "eagle3/gate b", "error": None},
+             {"name": "eagle3/gate c", "error": other}]  # fmt: skip
+    (tmp_path / "vllm-9.9.9.json").write_text(json.dumps({"cases": cases}))
+    monkeypatch.setattr(mc, "DRAFT_SETTINGS", tmp_path)
+    assert mc.GATE_WORDS in mc.gate_answer("9.9.9", "a")
+    assert mc.gate_answer("9.9.9", "b") == ""
+    assert mc.gate_answer("9.9.9", "c") is None and mc.gate_answer("9.9.9", "d") is None

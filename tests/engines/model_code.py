@@ -267,7 +267,8 @@ def _table_row(
 def gate_answer(release: str, model_type: str) -> str | None:
     """The release's eagle3 gate on a target of the model type, executed: its draft-settings record's case
     `eagle3/gate <model_type>` (the release's own create_engine_config): the engine's error where the gate refused
-    it, "" where the gate let it through; None where no record holds the case."""
+    it, "" where the gate let it through (the launch got past the config check); None where no record holds the
+    case, or where the case stopped on another error (it says nothing of the gate)."""
     path = DRAFT_SETTINGS / f"vllm-{release}.json"
     if not path.is_file():
         return None
@@ -276,8 +277,10 @@ def gate_answer(release: str, model_type: str) -> str | None:
     if case is None:
         return None
     error = case["error"]
-    if not error or GATE_WORDS not in error["message"]:
+    if not error:
         return ""
+    if GATE_WORDS not in error["message"]:
+        return None
     return (f"{error['type']}: {error['message']} (the eagle3 model_type gate, executed: "
             f"draft-settings/{path.name} case '{name}')")  # fmt: skip
 
