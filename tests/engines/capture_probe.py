@@ -536,12 +536,11 @@ def _mhc_stand_ins(inner) -> int:
             raise ProbeError("fused mHC kernels on this platform: the loop's hc_post is not stood in")
         import torch
 
-        _tap_class().layer_post = True
+        _tap_class().layer_post = True  # (`_forward_taps` resets it before each forward)
         inner.hc_head_op = lambda hidden_states, *args, **kwargs: hidden_states.float().mean(dim=-2)
         streams = int(getattr(inner, "hc_mult", 0) or getattr(inner.config, "hc_mult", 0) or 4)
         inner._mtp_hidden_buffer = torch.zeros(TOKENS, streams * HIDDEN)
         return streams
-    _tap_class().layer_post = False
     if "mhc_post" not in source:
         return 0
     try:
@@ -573,7 +572,7 @@ def _forward_taps(inner, engine: str = "sglang", config=None) -> dict:
 
     _stand_ins(inner, config)
     layer_cls = type(_loop(inner).layers[0])
-    layer_cls.asked_inside = layer_cls.offered_inside = False
+    layer_cls.asked_inside = layer_cls.offered_inside = layer_cls.layer_post = False
     layer_cls.streams = 0
     if getattr(inner, "use_attn_res", False):
         return {"forward_error": f"{PROBE_FAILED}: {ATTN_RES_WORDS}"}
@@ -2371,6 +2370,88 @@ def _vllm_case(case: dict) -> dict:
         entries["mrv2"] = "eagle3_utils.set_eagle3_aux_hidden_state_layers"
         return get_eagle3_aux_layers_from_config(spec)
 
+    def answer(runner: str, run) -> dict:
+        """One runner's answer on the class of the platform the probe stands on (`_PLATFORM`): the real decoder's
+        build, the capture request and the loop's forward."""
+        entry: dict[str, Any] = {"inner": None}
+        requesting, backend = False, None
+        if runner == "v1":  # the CPU build's V1 runner: the same request (its answer holds there), or its own
+            entry["cpu_runner"] = _vllm_cpu_runner()
+        try:
+            if runner == "mrv2" and set_eagle3_aux_hidden_state_layers is None:
+                raise ProbeError("no Model Runner V2 in this release")
+            if _on_backend(arch):  # transformers' decoder, the release's backend around it
+                model = backend = _backend_model(arch, num_layers, case.get("model_type"))
+                entry["inner"] = f"{type(model.model).__module__}.{type(model.model).__name__}"
+                inner = None
+            else:
+                model, inner, entry["inner"] = _vllm_model(arch, num_layers)
+            if (
+                inner is not None
+            ):  # what the request reads of its decoder's __init__ (Kimi-K3's `use_attn_res`)
+                decoder_config = _vllm_text_config(
+                    _config_arch(arch), num_layers, case.get("model_type"), arch
+                )
+                _init_attributes(inner, decoder_config)
+            failure = (_vllm_builds_real(arch, num_layers, case.get("model_type"), type(inner), decoder_config)
+                       if inner is not None and case.get("forward") else None)  # fmt: skip
+            entry |= (
+                built(_build_key(arch, num_layers, case.get("model_type"))) if case.get("forward") else {}
+            )
+            if failure:  # every launch builds the real decoder before the runner's capture request, and fails
+                entry["forward_error"] = failure
+                return entry
+            requesting = True
+            read = run(model)
+            requesting = False
+            entry["from_config"] = None if read is None else list(read)
+            entry["captured"] = (
+                modeling_backend.requested(backend) if backend else list(_loop(inner).aux_hidden_state_layers)
+            )
+        except RegistryRefusal as exc:
+            entry["error"] = str(exc)
+        except Exception as exc:
+            # the stand-in layer list lacks a method of a container the real decoder builds: the
+            # probe's, not the engine's
+            ours = isinstance(exc, AttributeError) and "'ModuleList' object has no attribute" in str(exc)
+            ours |= isinstance(exc, modeling_backend.NotBuilt)
+            entry["error"] = (
+                f"{PROBE_FAILED}: {exc}"
+                if isinstance(exc, ProbeError) or ours
+                else f"{type(exc).__name__}: {exc}"
+            )
+            # the request itself failed: where, as the engine's traceback says (a KeyError's words are only the
+            # key) — the backend's (its model is the real one), or an assertion of the engine's own on the model's
+            # classes (the EAGLE-3 interface's `isinstance(..., EagleModelMixin)`, which the probe builds as the
+            # release does); not an import the venv could not satisfy
+            missing = isinstance(exc, ImportError) and exc.name is not None
+            asserted = isinstance(exc, AssertionError)
+            if (
+                (backend is not None or asserted)
+                and requesting
+                and not ours
+                and not missing
+                and _raised_in(exc)
+            ):
+                entry["error"] += f" (raised in {_raised_in(exc)})"
+        else:
+            entry["entry"] = entries.get(runner)
+            if case.get("forward") and inner is not None:
+                entry |= _forward_taps(inner, "vllm", decoder_config)
+            elif case.get("forward") and backend is not None:
+                try:
+                    entry |= modeling_backend.forward_taps(backend)
+                except Exception as exc:
+                    # transformers' model failing inside its own code ran on a config the probe wrote (HunYuan-VL's
+                    # M-RoPE sections, which its checkpoints carry): the probe's, unless the release raised it
+                    theirs = _raised_in(exc) is None
+                    entry["forward_error"] = (f"{PROBE_FAILED}: forward: {type(exc).__name__}: {exc}" if theirs
+                                              else _forward_failure(exc, "forward"))  # fmt: skip
+        finally:
+            if backend is not None:
+                modeling_backend.release(backend)
+        return entry
+
     entries: dict[str, str] = {}
     out: dict[str, Any] = {}
     # a package whose CPU branch is another class than a GPU server's: the V1 request again, on the class the CPU
@@ -2378,91 +2459,7 @@ def _vllm_case(case: dict) -> dict:
     cpu_pass = (("v1", v1, True),) if _cpu_branch_differs(arch) else ()
     for runner, run, on_cpu in (("v1", v1, False), ("mrv2", mrv2, False), *cpu_pass):
         with _on_cpu() if on_cpu else contextlib.nullcontext():
-            entry: dict[str, Any] = {"inner": None}
-            requesting, backend = False, None
-            if (
-                runner == "v1"
-            ):  # the CPU build's V1 runner: the same request (its answer holds there), or its own
-                entry["cpu_runner"] = _vllm_cpu_runner()
-            try:
-                if runner == "mrv2" and set_eagle3_aux_hidden_state_layers is None:
-                    raise ProbeError("no Model Runner V2 in this release")
-                if _on_backend(arch):  # transformers' decoder, the release's backend around it
-                    model = backend = _backend_model(arch, num_layers, case.get("model_type"))
-                    entry["inner"] = f"{type(model.model).__module__}.{type(model.model).__name__}"
-                    inner = None
-                else:
-                    model, inner, entry["inner"] = _vllm_model(arch, num_layers)
-                if (
-                    inner is not None
-                ):  # what the request reads of its decoder's __init__ (Kimi-K3's `use_attn_res`)
-                    decoder_config = _vllm_text_config(
-                        _config_arch(arch), num_layers, case.get("model_type"), arch
-                    )
-                    _init_attributes(inner, decoder_config)
-                failure = (_vllm_builds_real(arch, num_layers, case.get("model_type"), type(inner), decoder_config)
-                           if inner is not None and case.get("forward") else None)  # fmt: skip
-                entry |= (
-                    built(_build_key(arch, num_layers, case.get("model_type"))) if case.get("forward") else {}
-                )
-                if (
-                    failure
-                ):  # every launch builds the real decoder before the runner's capture request, and fails
-                    entry["forward_error"] = failure
-                    _store(out, runner, entry, on_cpu)
-                    continue
-                requesting = True
-                read = run(model)
-                requesting = False
-                entry["from_config"] = None if read is None else list(read)
-                entry["captured"] = (
-                    modeling_backend.requested(backend)
-                    if backend
-                    else list(_loop(inner).aux_hidden_state_layers)
-                )
-            except RegistryRefusal as exc:
-                entry["error"] = str(exc)
-            except Exception as exc:
-                # the stand-in layer list lacks a method of a container the real decoder builds: the
-                # probe's, not the engine's
-                ours = isinstance(exc, AttributeError) and "'ModuleList' object has no attribute" in str(exc)
-                ours |= isinstance(exc, modeling_backend.NotBuilt)
-                entry["error"] = (
-                    f"{PROBE_FAILED}: {exc}"
-                    if isinstance(exc, ProbeError) or ours
-                    else f"{type(exc).__name__}: {exc}"
-                )
-                # the request itself failed: where, as the engine's traceback says (a KeyError's words are only the
-                # key) — the backend's (its model is the real one), or an assertion of the engine's own on the model's
-                # classes (the EAGLE-3 interface's `isinstance(..., EagleModelMixin)`, which the probe builds as the
-                # release does); not an import the venv could not satisfy
-                missing = isinstance(exc, ImportError) and exc.name is not None
-                asserted = isinstance(exc, AssertionError)
-                if (
-                    (backend is not None or asserted)
-                    and requesting
-                    and not ours
-                    and not missing
-                    and _raised_in(exc)
-                ):
-                    entry["error"] += f" (raised in {_raised_in(exc)})"
-            else:
-                entry["entry"] = entries.get(runner)
-                if case.get("forward") and inner is not None:
-                    entry |= _forward_taps(inner, "vllm", decoder_config)
-                elif case.get("forward") and backend is not None:
-                    try:
-                        entry |= modeling_backend.forward_taps(backend)
-                    except Exception as exc:
-                        # transformers' model failing inside its own code ran on a config the probe wrote (HunYuan-VL's
-                        # M-RoPE sections, which its checkpoints carry): the probe's, unless the release raised it
-                        theirs = _raised_in(exc) is None
-                        entry["forward_error"] = (f"{PROBE_FAILED}: forward: {type(exc).__name__}: {exc}" if theirs
-                                                  else _forward_failure(exc, "forward"))  # fmt: skip
-            finally:
-                if backend is not None:
-                    modeling_backend.release(backend)
-            _store(out, runner, entry, on_cpu)
+            _store(out, runner, answer(runner, run), on_cpu)
     if not cpu_pass and out.get("v1", {}).get("cpu_runner"):  # the CPU build runs this class too
         cpu = _on_this_cpu(out["v1"])
         if cpu is not out["v1"]:

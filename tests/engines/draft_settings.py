@@ -276,13 +276,14 @@ def record(python: str, release: str) -> dict:
     # families V0 serves EAGLE-3 for (Llama; the config check refuses every other before 0.10.1), on CUDA and on a
     # CPU (both reach spec_decode_worker.create_spec_worker)
     v0 = any(c["name"].startswith("eagle3") and "head_load" in (c["built"] or {}) for c in results)
-    gated, through = v0_decided(results)
-    covers = [
-        {"platform": p, "runner": "v0", "families": ["llama", *through, *gated]} for p in ("cuda", "cpu")
-    ]
-    # the gate is the config check, before any runner: its refusals hold for V1 too
-    covers += [{"platform": p, "runner": "v1", "families": gated} for p in ("cuda", "cpu") if gated]
-    covers = covers if v0 else []
+    covers = []
+    if v0:
+        gated, through = v0_decided(results)
+        covers = [
+            {"platform": p, "runner": "v0", "families": ["llama", *through, *gated]} for p in ("cuda", "cpu")
+        ]
+        # the gate is the config check, before any runner: its refusals hold for V1 too
+        covers += [{"platform": p, "runner": "v1", "families": gated} for p in ("cuda", "cpu") if gated]
     return {"engine": f"vllm=={release}", "platform": "cuda", "level": "model-code",
             **({"covers": covers} if covers else {}),
             "what": "the release's own engine config (EngineArgs.create_engine_config) and its proposer's draft "

@@ -494,9 +494,8 @@ def merge_archs(record: dict, part: dict, only: frozenset[str], engine: str, rel
     order = {(arch, model_type): i for i, (arch, _, model_type) in enumerate(_targets(engine, release))}
     keep = lambda arch: arch not in only  # noqa: E731
     out = dict(record)
-    out["what"] = part.get(
-        "what", record["what"]
-    )  # what the probe that ran does (a merge runs the current one)
+    # what the probe that ran does (a merge runs the current one)
+    out["what"] = part.get("what", record["what"])
     out["families"] = sorted([f for f in record["families"] if keep(f["architecture"])] + part["families"],
                              key=lambda f: (f["family"], f["architecture"], f["runner"], f.get("platform", "")))  # fmt: skip
     # a record written before a column was added (`platform`): its cases read None there

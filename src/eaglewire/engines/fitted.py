@@ -51,16 +51,9 @@ def case_fits(row: Convention, engine: str, case: dict) -> bool:
 def fitting_rows(engine: str, release: str, runner: str, cases: list[dict]) -> tuple[Convention, ...]:
     """The rows at the release (for the runner; "": the engine's one) that every case fits, of every family, that
     read ids (a refusal fits no case that captured)."""
-    rows = [
-        r
-        for r in ROWS
-        if r.framework == engine
-        and (r.runner or "") == runner
-        and r.rule is not Rule.UNSUPPORTED
-        and r.holds_on(
-            "cuda"
-        )  # a generic run answers for the GPU runner (a CPU row of a class of its own is not)
-    ]
+    # a generic run answers for the GPU server's class (not a CPU row of a class of the CPU's own)
+    rows = [r for r in ROWS if r.framework == engine and (r.runner or "") == runner
+            and r.rule is not Rule.UNSUPPORTED and r.holds_on("cuda")]  # fmt: skip
     return tuple(
         r for r in match(rows, Spec(engine, Version(release))) if all(case_fits(r, engine, c) for c in cases)
     )

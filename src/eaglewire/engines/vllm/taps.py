@@ -117,13 +117,22 @@ def _rows_0_33(
             source=f"vllm 0.33.0 {source}; {VLLM_SRC}{extra}", notes=(*more, *notes),
         )  # fmt: skip
         if cpu is not None and runner == "v1":
-            out.append(replace(row, platform="cuda"))
-            out.append(replace(row, key=f"{row.key}-cpu", platform="cpu", lowest_tap=cpu.lowest,
-                               highest_tap=cpu.highest, h0_crash=cpu.h0_crash if cpu.lowest else None,
-                               missing_crash=None, source=f"vllm 0.33.0 {cpu.source}; {VLLM_SRC}", notes=()))  # fmt: skip
+            out += _on_platforms(row, cpu, f"vllm 0.33.0 {cpu.source}; {VLLM_SRC}", missing_crash=None)
         else:
             out.append(row)
     return tuple(out)
+
+
+def _on_platforms(row: Convention, cpu: Capture | str, source: str, **extra) -> tuple[Convention, Convention]:
+    """A V1 row where the CPU platform serves the models with a class of its own (`Group.cpu`, `_rows_0_33(cpu=)`):
+    the GPU server's row, held on CUDA, and the CPU's beside it, its capture (cited by `source`) or its failure at
+    load (a str)."""
+    gpu = replace(row, platform="cuda")
+    if isinstance(cpu, str):
+        return gpu, _refusal(f"{row.key}-cpu", row.versions, row.checked, row.models, "v1", row.default_runner, cpu,
+                             platform="cpu", refused_at="load", source=row.source)  # fmt: skip
+    return gpu, replace(row, key=f"{row.key}-cpu", platform="cpu", lowest_tap=cpu.lowest, highest_tap=cpu.highest,
+                        h0_crash=cpu.h0_crash if cpu.lowest else None, source=source, notes=(), **extra)  # fmt: skip
 
 
 DEEPSEEK_TYPE_ERROR = (
@@ -371,17 +380,6 @@ def _refusal(key: str, versions: str, checked: tuple[str, ...], models: tuple[st
                       **extra)  # fmt: skip
 
 
-def _cpu_row(row: Convention, cpu: Capture | str, lo: str, hi: str) -> Convention:
-    """The V1 row on the CPU platform beside a GPU server's `row`, where the CPU serves the models with a class of
-    its own (`Group.cpu`): its capture, or its failure at load."""
-    if isinstance(cpu, str):
-        return _refusal(f"{row.key}-cpu", row.versions, row.checked, row.models, "v1", row.default_runner, cpu,
-                        platform="cpu", refused_at="load", source=row.source)  # fmt: skip
-    return replace(row, key=f"{row.key}-cpu", platform="cpu", lowest_tap=cpu.lowest, highest_tap=cpu.highest,
-                   h0_crash=cpu.h0_crash if cpu.lowest else None,
-                   source=f"{row.source.split('; ')[0]}; {cpu.source}")  # fmt: skip
-
-
 def _generated() -> tuple[Convention, ...]:
     out: list[Convention] = []
     for g in GROUPS:
@@ -421,39 +419,39 @@ def _generated() -> tuple[Convention, ...]:
                 fixed = sources is None
                 seen = runner == "v1" and any(Version(lo) <= Version(v) < Version(hi) for v in OBSERVED)
                 on_cpu = _era(g.cpu, Version(lo)) if runner == "v1" else None
-                rows_before = len(out)
-                out.append(
-                    Convention(
-                        key=f"vllm-{g.name}-{runner}-{lo}-{hi}",
-                        framework="vllm",
-                        role="serve",
-                        versions=_spec(lo, hi),
-                        checked=_checked(lo, hi),
-                        models=g.models,
-                        runner=runner,
-                        default_runner=default,
-                        id_sources=() if fixed else sources,
-                        rule=Rule.FIXED if fixed else Rule.RAW,
-                        default="2,L//2,L-3",
-                        default_rule=Rule.RAW,
-                        lowest_tap=cap.lowest,
-                        highest_tap=cap.highest,
-                        h0_crash=cap.h0_crash if cap.lowest else None,
-                        missing_crash=WIDTH_SEEN if seen else WIDTH_READ,
-                        width_stage="first request" if seen else None,
-                        reads_speculators_format=Version(lo) >= Version("0.10.1"),
-                        fc_width_keys=()
-                        if Version(lo) < Version("0.22.0")
-                        else ("num_aux_hidden_states", "eagle_config.eagle_aux_hidden_state_layer_ids"),
-                        source=f"vllm {id_source}; {cap.source}",
-                        notes=("configured ids are never read before 0.11.1: always the model default",)
-                        if fixed
-                        else (),
-                    )
+                row = Convention(
+                    key=f"vllm-{g.name}-{runner}-{lo}-{hi}",
+                    framework="vllm",
+                    role="serve",
+                    versions=_spec(lo, hi),
+                    checked=_checked(lo, hi),
+                    models=g.models,
+                    runner=runner,
+                    default_runner=default,
+                    id_sources=() if fixed else sources,
+                    rule=Rule.FIXED if fixed else Rule.RAW,
+                    default="2,L//2,L-3",
+                    default_rule=Rule.RAW,
+                    lowest_tap=cap.lowest,
+                    highest_tap=cap.highest,
+                    h0_crash=cap.h0_crash if cap.lowest else None,
+                    missing_crash=WIDTH_SEEN if seen else WIDTH_READ,
+                    width_stage="first request" if seen else None,
+                    reads_speculators_format=Version(lo) >= Version("0.10.1"),
+                    fc_width_keys=()
+                    if Version(lo) < Version("0.22.0")
+                    else ("num_aux_hidden_states", "eagle_config.eagle_aux_hidden_state_layer_ids"),
+                    source=f"vllm {id_source}; {cap.source}",
+                    notes=("configured ids are never read before 0.11.1: always the model default",)
+                    if fixed
+                    else (),
                 )
-                if on_cpu is not None:  # the CPU platform's own class: its row beside the GPU server's
-                    row = out[rows_before] = replace(out[rows_before], platform="cuda")
-                    out.append(_cpu_row(row, on_cpu[1], lo, hi))
+                if on_cpu is None:
+                    out.append(row)
+                else:  # the CPU platform's own class: its row beside the GPU server's
+                    cpu = on_cpu[1]
+                    cited = "" if isinstance(cpu, str) else f"vllm {id_source}; {cpu.source}"
+                    out += _on_platforms(row, cpu, cited)
     for (model, why, src, checked), runner in itertools.product(NEVER, ("v1", "mrv2")):
         out.append(_refusal(
             f"vllm-{model}-never" + ("" if runner == "v1" else "-mrv2"), ">=0.8.5" if runner == "v1" else ">=0.17.0",
