@@ -5,7 +5,7 @@ PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.eaglewire-installed
 export OMP_NUM_THREADS ?= 2
 
-.PHONY: demo test test-all test-engines test-real-engine test-sglang observe model-code draft-settings draft-weights bench lint docs zoo zoo-models env clean
+.PHONY: demo test test-all test-engines test-real-engine test-sglang observe model-code options draft-settings draft-weights bench lint docs zoo zoo-models env clean
 
 $(STAMP): pyproject.toml constraints.txt
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -129,6 +129,16 @@ model-code: $(STAMP) $(foreach e,$(MODEL_CODE_ENGINES),$(MC)-$(e)/.installed)
 	for e in $(MODEL_CODE_ENGINES); do \
 	  (cd tests && ../$(PY) -m engines.model_code --engine $$e --python ../$(MC)-$$e/bin/python $(MODEL_CODE)) && \
 	  $(PY) -m tools.ledger --engine $$e --versions || exit 1; done
+
+# Each release's launch parser, executed (tests/engines/options.py): every option string and how many words it takes,
+# which lint parses a command with (prefixes of flags, flags a release does not define). In the model-code venvs,
+# about 20 s a release; resumable. One engine: OPTIONS_ENGINES=sglang; one release: OPTIONS="--release V --force".
+OPTIONS_ENGINES ?= sglang vllm
+OPTIONS ?=
+
+options: $(STAMP) $(foreach e,$(OPTIONS_ENGINES),$(MC)-$(e)/.installed)
+	for e in $(OPTIONS_ENGINES); do \
+	  (cd tests && ../$(PY) -m engines.options --engine $$e --python ../$(MC)-$$e/bin/python $(OPTIONS)) || exit 1; done
 
 # What each release's own config, worker and loader code give the draft (quantization, dtype, TP, context length):
 # tests/engines/draft_settings.py (vLLM) and draft_settings_sglang.py (SGLang), one record per release, in the

@@ -698,8 +698,21 @@ SCENARIOS: dict[str, tuple] = {
     "vl-mrv2": (vllm({**SPEC, "disable_padded_drafter_batch": True}), {}, "vllm.mrv2_ignores_key", PROBLEM),
     "vl-eagle3-v0": (vllm(SPEC), {"engine_version": "0.8.5"}, "vllm.eagle3_on_v0", PROBLEM),
     "vl-eagle3-v0-env": (["VLLM_USE_V1=0", *vllm(SPEC)], {"engine_version": "0.9.2"}, "vllm.eagle3_on_v0", PROBLEM),
+    # the release's own launch parser (tests/test_launch_parsers.py): a prefix of one flag, of several, no flag
+    "sg-flag-prefix": ([*SGL, "--model-path", "org/target", "--speculative-algo", "EAGLE3",
+                        "--speculative-draft-model-path", "D", *sizes(3, 1, 4)], {"engine_version": "0.5.23"},
+                       "sglang.flag_prefix", INFO),
+    "sg-flag-ambiguous": ([*SGL, "--model-path", "org/target", "--speculative-algorithm", "EAGLE3",
+                           "--speculative-draft", "D", *sizes(3, 1, 4)], {"engine_version": "0.5.23"},
+                          "sglang.flag_ambiguous", PROBLEM),
+    "sg-flag-unknown": ([*E3, *sizes(3, 1, 4), "--bogus-flag", "1"], {"engine_version": "0.5.23"},
+                        "sglang.flag_unknown", PROBLEM),
+    "vl-flag-prefix": (vllm(SPEC, "--tensor-parallel", "2"), {"engine_version": "0.33.0"}, "vllm.flag_prefix", INFO),
+    "vl-flag-ambiguous": (vllm(SPEC, "--spec-m", "eagle3"), {"engine_version": "0.33.0"}, "vllm.flag_ambiguous",
+                          PROBLEM),
+    "vl-flag-unknown": (vllm(SPEC, "--bogus-flag", "1"), {"engine_version": "0.33.0"}, "vllm.flag_unknown", PROBLEM),
 }  # fmt: skip
-NOT_MECHANICAL = {"vl-eagle3-v0", "vl-eagle3-v0-env", "sg-draft-missing", "vl-model-missing", "sg-unknown-algorithm", "vl-mtp-unsupported",
+NOT_MECHANICAL = {"vl-eagle3-v0", "vl-eagle3-v0-env", "vl-flag-ambiguous", "sg-draft-missing", "vl-model-missing", "sg-unknown-algorithm", "vl-mtp-unsupported",
                   "sg-draft-quant-old", "vl-eagle3-target-quant", "vl-speculators-unread"}  # fmt: skip
 
 
@@ -750,7 +763,10 @@ def test_rules_for_a_version_are_in_engine_order():
         < names.index("sglang.chain_rule")
     )
     assert "sglang.chain_rule" not in [r.name for r in rules_for("sglang", "0.4.5")]
-    assert rules_for("vllm")[-1].name == "vllm.chain"
+    # the launch stops at argparse before any of them: said last, so a row that knows a flag speaks for it first
+    names = [r.name for r in rules_for("vllm")]
+    assert names[-2:] == ["vllm.flag_ambiguous", "vllm.flag_unknown"] and names[-3] == "vllm.chain"
+    assert names[0] == "vllm.flag_prefix"
 
 
 # --------------------------------------------------------------------------------------------------------------

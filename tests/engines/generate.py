@@ -152,7 +152,7 @@ def sglang_commands(draw) -> list[str]:
     mrr = draw(_maybe(st.sampled_from([16, 128])))
     if mrr is not None:
         argv += ["--max-running-requests", str(mrr)]
-    return argv
+    return _spelled(draw, argv, start=3)
 
 
 @st.composite
@@ -198,6 +198,19 @@ def vllm_commands(draw) -> list[str]:
         argv += ["--speculative-config", json.dumps(spec)]
     if tp > 1:
         argv += ["--tensor-parallel-size", str(tp)]
+    return _spelled(draw, argv, start=3)
+
+
+def _spelled(draw, argv: list[str], start: int) -> list[str]:
+    """Flags as users also write them: one cut to a prefix (argparse takes a prefix of one flag as that flag and
+    stops at a prefix of several), now and then a flag the release does not define (it stops at that too)."""
+    flags = [i for i in range(start, len(argv)) if argv[i].startswith("--") and "." not in argv[i]]
+    if flags and draw(st.integers(0, 3)) == 0:
+        i = draw(st.sampled_from(flags))
+        name = argv[i]
+        argv = [*argv[:i], name[: draw(st.integers(min(len(name), 8), len(name)))], *argv[i + 1 :]]
+    if draw(st.integers(0, 15)) == 0:
+        argv = [*argv, "--speculative-not-a-flag", "1"]
     return argv
 
 

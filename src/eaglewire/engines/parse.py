@@ -1,6 +1,6 @@
-"""Parse a launch command the way the engine's argparse would: flags, aliases, `--flag=value`, vLLM's dotted
-`--speculative-config.KEY VALUE` and shorthand flags, leading `VAR=value` assignments and wrappers. Values stay
-strings; `lint` interprets them per engine version."""
+"""Parse a launch command the way the release's argparse does (its own parser, executed: rules/parsers.py): flags,
+aliases, prefixes of flags, `--flag=value`, vLLM's dotted `--speculative-config.KEY VALUE` and shorthand flags,
+leading `VAR=value` assignments and wrappers. Values stay strings; `lint` interprets them per engine version."""
 
 from __future__ import annotations
 
@@ -16,6 +16,18 @@ from eaglewire.engines.versions import ENGINES
 from eaglewire.engines.vllm.args import VL_FLAGS, VLLM
 from eaglewire.errors import InputError
 from eaglewire.rules.launch import FlagSpec, LaunchCommand, Option, as_float, as_int
+from eaglewire.rules.parsers import (
+    ABBREVIATION,
+    AMBIGUOUS,
+    EXACT,
+    LIST,
+    OPTIONAL,
+    SWITCH,
+    Parser,
+    Resolution,
+    parser_for,
+    unique_elsewhere,
+)
 from eaglewire.rules.scanned import switches
 
 _ENV_ASSIGN = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*=")
@@ -109,8 +121,33 @@ def _canonical(engine: str, name: str) -> tuple[str, str | None]:
     return name, key
 
 
+def _resolve(
+    engine: str, name: str, parser: Parser | None
+) -> tuple[str, str | None, Resolution | None, str | None]:
+    """(canonical flag, dotted key, how the release's parser reads it, its kind there): a long flag goes through
+    the parser's prefix matching (vLLM's dotted key is split off first, as its FlexibleArgumentParser does)."""
+    flag, key = _canonical(engine, name)
+    if parser is None or not name.startswith("--"):  # a short flag (vLLM's -tp): no prefixes taken here
+        return flag, key, None, parser.options.get(name) if parser else None
+    base = name.split(".", 1)[0] if engine == VLLM and key is not None else name
+    if engine == VLLM:
+        base = "--" + base[2:].replace("_", "-")
+    found = parser.resolve(base)
+    if found.how == ABBREVIATION and flag != name and _canonical(engine, found.flag)[0] == flag:
+        # a spelling the flag table lists (SGLang's documented `--tp`): a prefix, read as the table reads it, unsaid
+        found = Resolution(EXACT, found.flag)
+    elif found.how == ABBREVIATION:
+        flag = _canonical(engine, found.flag)[0]
+    elif found.how == AMBIGUOUS and (meant := unique_elsewhere(engine, base)):
+        # argparse stops here; the rules read the command as meant where an earlier release knew the prefix as one
+        # flag (the fix writes that flag in full)
+        flag = _canonical(engine, meant[0])[0]
+        return flag, key, found, parser.options.get(meant[0])
+    return flag, key, found, parser.options.get(found.flag)
+
+
 def _parse_options(
-    engine: str, tokens: list[str], start: int, positional_model: bool
+    engine: str, tokens: list[str], start: int, positional_model: bool, parser: Parser | None = None
 ) -> tuple[tuple[Option, ...], str | None, bool]:
     specs = SG_FLAGS if engine == SGLANG else VL_FLAGS
     options: list[Option] = []
@@ -127,14 +164,23 @@ def _parse_options(
             i += 1
             continue
         name, eq, inline_value = token.partition("=")
-        flag, key = _canonical(engine, name)
+        flag, key, found, words = _resolve(engine, name, parser)
         spec = specs.get(flag)
-        if spec is None and flag in switches(engine):
-            spec = FlagSpec("switch")  # a boolean argument of the newest release read (scanned.py)
+        if spec is None and (words == SWITCH or (words is None and flag in switches(engine))):
+            spec = FlagSpec(
+                "switch"
+            )  # a boolean argument of the release's parser (else of the newest scanned)
         kind = "json" if key is not None else (spec.kind if spec else None)
         if eq:
             value, stop = inline_value, i + 1
-        elif kind == "switch":
+        elif kind == "switch" or words == SWITCH:
+            value, stop = None, i + 1
+        elif words == LIST:  # every word up to the next flag
+            stop = i + 1
+            while stop < len(tokens) and not _is_flag(tokens[stop]):
+                stop += 1
+            value = " ".join(tokens[i + 1 : stop]) or None
+        elif words == OPTIONAL and (i + 1 >= len(tokens) or _is_flag(tokens[i + 1])):
             value, stop = None, i + 1
         elif kind is not None:
             if i + 1 >= len(tokens) or _is_flag(tokens[i + 1]):
@@ -148,7 +194,10 @@ def _parse_options(
             as_int(name, value)
         elif spec is not None and kind == "float":
             as_float(name, value)
-        options.append(Option(flag, name, value, i, stop, bool(eq), key))
+        how = found.how if found else None
+        # an ambiguous prefix: every flag it could be; a prefix of one flag: that flag, as the parser names it
+        candidates = () if found is None else (found.flag,) if how == ABBREVIATION else found.candidates
+        options.append(Option(flag, name, value, i, stop, bool(eq), key, how, candidates))
         if flag in ("--model-path", "--model"):
             model, model_option = value, True
         i = stop
@@ -191,9 +240,10 @@ def _vllm_spec_config(options: Sequence[Option]) -> dict | None:
     return dotted if dotted else whole
 
 
-def parse_launch(argv: list[str], engine: str | None = None) -> LaunchCommand:
-    """Parse a launch command (the argv after `--`). `engine` forces "sglang" or "vllm" when the program is a
-    wrapper script. Raises `InputError` naming the flag on malformed input."""
+def parse_launch(argv: list[str], engine: str | None = None, version: str | None = None) -> LaunchCommand:
+    """Parse a launch command (the argv after `--`) as the release's own parser does (`version`; None: the newest
+    recorded): prefixes resolved, each flag's words taken as it takes them. `engine` forces "sglang" or "vllm"
+    when the program is a wrapper script. Raises `InputError` naming the flag on malformed input."""
     if engine is not None and engine not in ENGINES:
         raise InputError(f"unknown engine {engine!r}: use sglang or vllm")
     tokens = [str(t) for t in argv]
@@ -205,7 +255,8 @@ def parse_launch(argv: list[str], engine: str | None = None) -> LaunchCommand:
     env, program, start, found, positional = _split_entry(tokens, engine)
     engine = engine or found
     assert engine is not None
-    options, model, model_option = _parse_options(engine, tokens, start, positional)
+    parser = parser_for(engine, version)
+    options, model, model_option = _parse_options(engine, tokens, start, positional, parser)
     spec_config = _vllm_spec_config(options) if engine == VLLM else None
     if engine == VLLM:
         for key in ("num_speculative_tokens", "draft_tensor_parallel_size"):
@@ -220,6 +271,7 @@ def parse_launch(argv: list[str], engine: str | None = None) -> LaunchCommand:
         options=options,
         speculative_config=spec_config,
         model_option=model_option,
+        parser=parser,
     )
 
 

@@ -25,6 +25,7 @@ from eaglewire.rules.context import drafter_kind, local_config, target_archs
 from eaglewire.rules.flags import FlagRule, State
 from eaglewire.rules.gpus import GPU_GENERATIONS, GPUS, UNKNOWN, GpuProfile, detect_local, resolve_gpu
 from eaglewire.rules.launch import Edit, LaunchCommand, LintReport, Settings, as_float, as_int
+from eaglewire.rules.parsers import AMBIGUOUS
 from eaglewire.rules.row import Spec, match
 
 RULES: tuple[FlagRule, ...] = (*sglang.RULES, *vllm.RULES)
@@ -253,9 +254,9 @@ def _apply_edits(st: State, edits: Sequence[Edit]) -> list[str]:
         if found:
             last = found[-1]
             drop.update(range(last.start + 1, last.stop))
-            slots[last.start] = (
-                [f"{last.given_as}={edit.value}"] if last.inline else [last.given_as, str(edit.value)]
-            )
+            # the user's spelling, unless the release's parser refuses it (an ambiguous prefix): then in full
+            spelled = edit.flag if last.resolution == AMBIGUOUS else last.given_as
+            slots[last.start] = [f"{spelled}={edit.value}"] if last.inline else [spelled, str(edit.value)]
         else:
             tail += [edit.flag, str(edit.value)]
     if rebuild:
@@ -293,7 +294,7 @@ def _fixed_argv(
             return None
         argv = _apply_edits(current.st, [e for f in report.fixes for e in f.edits])
         current = _evaluate(
-            parse_launch(argv, current.st.cmd.engine), version, target_arch, drafter_config, gpu
+            parse_launch(argv, current.st.cmd.engine, version), version, target_arch, drafter_config, gpu
         )
         if not current.report.has_problem:
             return argv
@@ -310,7 +311,9 @@ def _verdicts_by_gpu(
     """For an unknown GPU: the verdict on each GPU generation the rules tell apart, when they differ."""
     found: dict[str, str] = {}
     for key in GPU_GENERATIONS:
-        rep = _evaluate(parse_launch(argv, engine), version, target_arch, drafter_config, GPUS[key]).report
+        rep = _evaluate(
+            parse_launch(argv, engine, version), version, target_arch, drafter_config, GPUS[key]
+        ).report
         refused = [r for r, stage in rep.failing.items() if stage == "args"]
         found[key] = f"refused at startup ({', '.join(refused)})" if refused else "starts"
     if len(set(found.values())) == 1:
@@ -339,7 +342,9 @@ def lint(
     Raises `InputError` (one line, naming the flag) on malformed input.
     """
     profile = gpu if isinstance(gpu, GpuProfile) else resolve_gpu(gpu or UNKNOWN)
-    outcome = _evaluate(parse_launch(argv, engine), engine_version, target_arch, drafter_config, profile)
+    outcome = _evaluate(
+        parse_launch(argv, engine, engine_version), engine_version, target_arch, drafter_config, profile
+    )
     report = outcome.report
     if not profile.known and outcome.st.gpu_dependent:
         report.gpu_dependent = _verdicts_by_gpu(argv, engine, engine_version, target_arch, drafter_config)

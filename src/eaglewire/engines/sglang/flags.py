@@ -20,14 +20,16 @@ from eaglewire.engines.sglang import families as sglang_families
 from eaglewire.engines.sglang import sizes as sglang_sizes
 from eaglewire.engines.sglang.args import SG_HOOK, SG_SA, SGLANG, SGLANG_ALGORITHMS
 from eaglewire.engines.sglang.sizes import fix_algorithm, fix_draft_path, fix_no_algorithm, fix_triple
-from eaglewire.rules import engine_data
+from eaglewire.rules import engine_data, parsers
 from eaglewire.rules.flags import FlagRule, State, row
 from eaglewire.rules.launch import INFO, PROBLEM, WARNING
 
 rule = functools.partial(row, SGLANG)
-# argparse first (flags the release does not define); then the attention backend and page size, resolved
+# argparse first (speculative flags the release does not define, prefixes of flags; the other flags its parser
+# refuses: last, so an earlier row that knows a flag's history speaks for it); then the attention backend and page size, resolved
 # before the speculative hook, for every command.
-RULES: list[FlagRule] = [*sglang_draft.RELEASE_RULES, *sglang_backends.RULES]
+PARSED_FIRST, PARSED_LAST = parsers.rows(SGLANG)
+RULES: list[FlagRule] = [*sglang_draft.RELEASE_RULES, *PARSED_FIRST, *sglang_backends.RULES]
 
 
 # Targets whose own checkpoint carries the MTP draft layer: SGLang defaults the draft path to the target path
@@ -507,3 +509,6 @@ RULES += [
 
 # The draft model's own settings (quantization, context length) and arguments no code reads for this algorithm.
 RULES += sglang_draft.RULES
+
+# argparse refuses the command: an ambiguous prefix, a flag the release's parser does not define
+RULES += PARSED_LAST

@@ -31,6 +31,7 @@ from eaglewire.engines.vllm.config import (
     vllm_key_known,
 )
 from eaglewire.errors import InputError
+from eaglewire.rules import parsers
 from eaglewire.rules.context import drafter_kind, local_config
 from eaglewire.rules.flags import FlagRule, State, row
 from eaglewire.rules.launch import INFO, PROBLEM, WARNING, Change, FlagFix, as_int
@@ -582,3 +583,9 @@ RULES += [
        observed="vllm-0.8.5.post2-cpu.json, vllm-0.9.2.post2-cpu.json, vllm-0.10.0.post2-cpu.json (speculators/top, "
        "speculators/none)"),
 ]  # fmt: skip
+
+# argparse: a prefix of a flag is that flag; an ambiguous prefix or a flag the release's parser does not define stops
+# the launch (last, so an earlier row that knows a removed flag's history speaks for it)
+PARSED_FIRST, PARSED_LAST = parsers.rows(VLLM)
+RULES[:0] = PARSED_FIRST
+RULES += PARSED_LAST
