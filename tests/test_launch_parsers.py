@@ -21,14 +21,7 @@ from eaglewire.rules.launch import INFO, PROBLEM
 
 SGL = ["python", "-m", "sglang.launch_server", "--model-path", "org/target"]
 DRAFT = ["--speculative-draft-model-path", "D"]
-SIZES = [
-    "--speculative-num-steps",
-    "3",
-    "--speculative-eagle-topk",
-    "1",
-    "--speculative-num-draft-tokens",
-    "4",
-]
+SIZES = ["--speculative-num-steps", "3", "--speculative-eagle-topk", "1", "--speculative-num-draft-tokens", "4"]  # fmt: skip
 ENGINES = [e for e in ("sglang", "vllm") if parsers.recorded(e)]
 
 
@@ -128,6 +121,18 @@ def test_a_flag_the_release_does_not_define_stops_the_launch():
         [*SGL, "--speculative-algorithm", "EAGLE3", *DRAFT, *SIZES, later[0], "1"], engine_version="0.4.5"
     )
     assert "sglang.flag_not_in_release" in rules(report) and "sglang.flag_unknown" not in rules(report)
+
+
+def test_argparse_stops_a_launch_whatever_its_speculative_settings():
+    """A command lint reads no speculation in (no algorithm, no speculative config) still stops at argparse on a
+    flag the release does not define (the engine oracle found lint saying it starts)."""
+    report = lint(
+        [*SGL, "--speculative-num-steps", "2", "--speculative-not-a-flag", "1"], engine_version="0.5.23"
+    )
+    assert report.failing.get("sglang.flag_unknown") == "args" and not report.starts_args
+    if "vllm" in ENGINES:
+        report = lint(["vllm", "serve", "org/target", "--not-a-flag", "1"], engine_version="0.33.0")
+        assert report.failing.get("vllm.flag_unknown") == "args" and not report.starts_args
 
 
 def test_words_are_taken_as_the_release_takes_them():

@@ -191,7 +191,7 @@ def _evaluate(
     applied: list[str] = []
     for rule in match(RULES, Spec(cmd.engine, version)):
         applied.append(rule.name)
-        if not st.halted and rule.applies_to(st.family):
+        if (rule.always or not st.halted) and rule.applies_to(st.family):
             rule.apply(rule, st)
     if cmd.engine == SGLANG:
         given_settings, effective = _settings_sglang(given), _settings_sglang(st.v)

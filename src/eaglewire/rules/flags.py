@@ -66,6 +66,8 @@ class FlagRule(Row):
     # the records of the release's own code, executed, that showed the row ("model-code: ..."), or of a running
     # engine; None: read at source only (rules.row.Row.level)
     observed: str | None = None
+    # runs whatever the speculative settings (a halted lint included): argparse reads every flag before anything
+    always: bool = False
 
     def applies_to(self, family: str) -> bool:
         return "*" in self.families or family in self.families
@@ -141,6 +143,7 @@ def row(
     stage: str = "args",
     read_as: str = "flags",
     observed: str | None = None,
+    always: bool = False,
 ) -> FlagRule:
     """One table row (positional, so the rows read as a table). SGLang rows default to the EAGLE family."""
     if families is None:
@@ -159,4 +162,5 @@ def row(
         stage,
         read_as,
         observed,
+        always,
     )

@@ -145,26 +145,26 @@ def apply_prefix(rule: FlagRule, st: State) -> None:
                 f"({_source(st.cmd.parser)})")  # fmt: skip
 
 
-def apply_ambiguous(rule: FlagRule, st: State) -> None:
-    for name, o in _each(st, AMBIGUOUS):
-        if _reported(st, name):
-            continue
-        meant = unique_elsewhere(st.cmd.engine, _as_parsed(st.cmd.engine, name))
+def apply_refused(rule: FlagRule, st: State) -> None:
+    """The launch stops at argparse: a prefix of several flags (rule `*.flag_ambiguous`), or a flag the release's
+    parser does not define (`*.flag_unknown`)."""
+    how = AMBIGUOUS if rule.name.endswith("ambiguous") else UNKNOWN
+    for name, o in _each(st, how):
+        if not _reported(st, name):
+            st.emit(rule, name, o.value, None, f"{_refusal(st, name, o)} ({_source(st.cmd.parser)})")
+
+
+def _refusal(st: State, name: str, o: Option) -> str:
+    engine, release = st.cmd.engine, st.cmd.parser.release
+    if o.resolution == AMBIGUOUS:
+        meant = unique_elsewhere(engine, _as_parsed(engine, name))
         then = f"; in {meant[1]} it meant {meant[0]}" if meant else ""
-        st.emit(rule, name, o.value, None,
-                f"{st.cmd.engine} {st.cmd.parser.release}'s argparse exits at startup: ambiguous option: {name} "
-                f"could match {', '.join(o.candidates)}{then} ({_source(st.cmd.parser)})")  # fmt: skip
-
-
-def apply_unknown(rule: FlagRule, st: State) -> None:
-    for name, o in _each(st, UNKNOWN):
-        if _reported(st, name):
-            continue
-        elsewhere = _spans(st.cmd.engine, _as_parsed(st.cmd.engine, name))
-        known = f" (it is one in {st.cmd.engine} {elsewhere})" if elsewhere else ""
-        st.emit(rule, name, o.value, None,
-                f"{name} is not an argument of {st.cmd.engine} {st.cmd.parser.release}{known}: argparse exits at "
-                f"startup with 'unrecognized arguments' ({_source(st.cmd.parser)})")  # fmt: skip
+        return (f"{engine} {release}'s argparse exits at startup: ambiguous option: {name} could match "
+                f"{', '.join(o.candidates)}{then}")  # fmt: skip
+    elsewhere = _spans(engine, _as_parsed(engine, name))
+    known = f" (it is one in {engine} {elsewhere})" if elsewhere else ""
+    return (f"{name} is not an argument of {engine} {release}{known}: argparse exits at startup with 'unrecognized "
+            "arguments'")  # fmt: skip
 
 
 def _as_parsed(engine: str, name: str) -> str:
@@ -205,13 +205,13 @@ def rows(engine: str) -> tuple[list[FlagRule], list[FlagRule]]:
     return (
         [row(engine, f"{engine}.flag_prefix", f">={first}", INFO, where,
              "a prefix of one flag is that flag (argparse allow_abbrev)", _when_parsed(apply_prefix),
-             families=("*",), observed=f"model-code: {where}")],
+             families=("*",), observed=f"model-code: {where}", always=True)],
         [row(engine, f"{engine}.flag_ambiguous", f">={first}", PROBLEM, where,
-             "a prefix of several flags stops the launch", _when_parsed(apply_ambiguous), fix_ambiguous,
-             fails=True, families=("*",), observed=f"model-code: {where}"),
+             "a prefix of several flags stops the launch", _when_parsed(apply_refused), fix_ambiguous,
+             fails=True, families=("*",), observed=f"model-code: {where}", always=True),
          row(engine, f"{engine}.flag_unknown", f">={first}", PROBLEM, where,
-             "a flag the release's parser does not define stops the launch", _when_parsed(apply_unknown),
-             fix_unknown, fails=True, families=("*",), observed=f"model-code: {where}")],
+             "a flag the release's parser does not define stops the launch", _when_parsed(apply_refused),
+             fix_unknown, fails=True, families=("*",), observed=f"model-code: {where}", always=True)],
     )  # fmt: skip
 
 
