@@ -166,14 +166,13 @@ def _parse_options(
         name, eq, inline_value = token.partition("=")
         flag, key, found, words = _resolve(engine, name, parser)
         spec = specs.get(flag)
+        # a boolean argument of the release's parser (with none recorded: of the newest release scanned)
         if spec is None and (words == SWITCH or (words is None and flag in switches(engine))):
-            spec = FlagSpec(
-                "switch"
-            )  # a boolean argument of the release's parser (else of the newest scanned)
+            spec = FlagSpec("switch")
         kind = "json" if key is not None else (spec.kind if spec else None)
         if eq:
             value, stop = inline_value, i + 1
-        elif kind == "switch" or words == SWITCH:
+        elif words == SWITCH or (words is None and kind == "switch"):  # the release's parser decides
             value, stop = None, i + 1
         elif words == LIST:  # every word up to the next flag
             stop = i + 1
