@@ -26,9 +26,8 @@ class Option:
     stop: int  # index after its last token
     inline: bool = False  # written as --flag=value
     key: str | None = None  # vLLM dotted form: --speculative-config.KEY VALUE
-    resolution: str | None = (
-        None  # how the release's parser read it (rules/parsers.py); None: no parser recorded
-    )
+    # how the release's parser read it (rules/parsers.py: exact, abbreviation, ambiguous, unknown); None: no parser
+    resolution: str | None = None
     candidates: tuple[str, ...] = ()  # a prefix: the option string it is (one), or every one it could be
 
 
@@ -44,9 +43,8 @@ class LaunchCommand:
     options: tuple[Option, ...]
     speculative_config: dict | None = None  # vLLM: the dict vLLM's parser ends up with (JSON and dotted keys)
     model_option: bool = False  # the model came from a flag, not a positional argument
-    parser: Any = (
-        None  # the release's launch parser it was parsed with (rules.parsers.Parser), None: none recorded
-    )
+    # the release's launch parser it was parsed with (rules.parsers.Parser; None: none recorded)
+    parser: Any = field(default=None, compare=False)
 
     def get(self, flag: str) -> str | None:
         """The value of the last occurrence of `flag` (argparse semantics), or None."""
