@@ -198,3 +198,14 @@ def test_target_config_mutations(tmp_path, family, pick, value, delete):
         check(eagle_drafter(tmp_path / "d", ids=[1, 5, 9]), info, ["sglang==0.5.23", "vllm==0.33.0"])
     except InputError as e:
         assert "\n" not in str(e)
+
+
+def test_an_eagle3_head_whose_config_says_no_aux_states_is_checked(sources, tmp_path):
+    """Found by the fuzzer (test_config_mutations, 2026-12-07): `eagle_config.use_aux_hidden_state: false` on a head
+    that has its fc made `check` test a tensor's truth (RuntimeError). The fc is there: an EAGLE-3 head, checked."""
+    d = _copy(sources, "eagle", tmp_path)
+    config = json.loads((d / "config.json").read_text())
+    config.setdefault("eagle_config", {})["use_aux_hidden_state"] = False
+    (d / "config.json").write_text(json.dumps(config))
+    report = check(d, read_target(sources["target"]), ["sglang==0.5.23", "vllm==0.33.0"])
+    assert report.verdicts
