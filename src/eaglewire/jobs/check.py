@@ -413,7 +413,9 @@ def _eagle1_head(ckpt: DrafterCheckpoint) -> bool:
     """An EAGLE-1-style head (no aux hidden states): the engine's EAGLE-3 interface does not apply to it."""
     ec = ckpt.config.get("eagle_config")
     return (
-        isinstance(ec, dict) and ec.get("use_aux_hidden_state") is False and ckpt.tensors.get("fc.weight") is None
+        isinstance(ec, dict)
+        and ec.get("use_aux_hidden_state") is False
+        and ckpt.tensors.get("fc.weight") is None
     )
 
 
@@ -665,7 +667,11 @@ def _read_row(
     findings = engine_findings(ckpt, tinfo, spec, m.row, served)
     unknowns = _row_unknowns(spec, m, tinfo, run, served)
     ec = ckpt.config.get("eagle_config")
-    if isinstance(ec, dict) and ec.get("use_aux_hidden_state") is False and ckpt.tensors.get("fc.weight") is None:
+    if (
+        isinstance(ec, dict)
+        and ec.get("use_aux_hidden_state") is False
+        and ckpt.tensors.get("fc.weight") is None
+    ):
         # an EAGLE-1-style head: no taps to compare, only whether this engine version honours the flag
         served = conv.Resolution(
             m.row, L, None, None, None, notes=["no aux hidden states: fed the final state"]
