@@ -25,6 +25,7 @@ from eaglewire.rules.parsers import (
     SWITCH,
     Parser,
     Resolution,
+    as_parsed,
     parser_for,
     unique_elsewhere,
 )
@@ -129,9 +130,7 @@ def _resolve(
     flag, key = _canonical(engine, name)
     if parser is None or not name.startswith("--"):  # a short flag (vLLM's -tp): no prefixes taken here
         return flag, key, None, parser.options.get(name) if parser else None
-    base = name.split(".", 1)[0] if engine == VLLM and key is not None else name
-    if engine == VLLM:
-        base = "--" + base[2:].replace("_", "-")
+    base = as_parsed(engine, name.split(".", 1)[0] if engine == VLLM and key is not None else name)
     found = parser.resolve(base)
     if found.how == ABBREVIATION and flag != name and _canonical(engine, found.flag)[0] == flag:
         # a spelling the flag table lists (SGLang's documented `--tp`): a prefix, read as the table reads it, unsaid

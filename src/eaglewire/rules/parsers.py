@@ -145,30 +145,34 @@ def apply_prefix(rule: FlagRule, st: State) -> None:
                 f"({_source(st.cmd.parser)})")  # fmt: skip
 
 
-def apply_refused(rule: FlagRule, st: State) -> None:
-    """The launch stops at argparse: a prefix of several flags (rule `*.flag_ambiguous`), or a flag the release's
-    parser does not define (`*.flag_unknown`)."""
-    how = AMBIGUOUS if rule.name.endswith("ambiguous") else UNKNOWN
-    for name, o in _each(st, how):
-        if not _reported(st, name):
-            st.emit(rule, name, o.value, None, f"{_refusal(st, name, o)} ({_source(st.cmd.parser)})")
+def _refused(how: str) -> Callable[[FlagRule, State], None]:
+    """The launch stops at argparse: a prefix of several flags (AMBIGUOUS), or a flag the release's parser does not
+    define (UNKNOWN); a flag an earlier row already reported is left to it."""
+
+    def apply(rule: FlagRule, st: State) -> None:
+        for name, o in _each(st, how):
+            if not _reported(st, name):
+                st.emit(rule, name, o.value, None, f"{_refusal(st, name, o)} ({_source(st.cmd.parser)})")
+
+    return apply
 
 
 def _refusal(st: State, name: str, o: Option) -> str:
     engine, release = st.cmd.engine, st.cmd.parser.release
     if o.resolution == AMBIGUOUS:
-        meant = unique_elsewhere(engine, _as_parsed(engine, name))
+        meant = unique_elsewhere(engine, as_parsed(engine, name))
         then = f"; in {meant[1]} it meant {meant[0]}" if meant else ""
         return (f"{engine} {release}'s argparse exits at startup: ambiguous option: {name} could match "
                 f"{', '.join(o.candidates)}{then}")  # fmt: skip
-    elsewhere = _spans(engine, _as_parsed(engine, name))
+    elsewhere = _spans(engine, as_parsed(engine, name))
     known = f" (it is one in {engine} {elsewhere})" if elsewhere else ""
     return (f"{name} is not an argument of {engine} {release}{known}: argparse exits at startup with 'unrecognized "
             "arguments'")  # fmt: skip
 
 
-def _as_parsed(engine: str, name: str) -> str:
-    """The flag as the parser sees it: vLLM's FlexibleArgumentParser turns underscores into dashes first."""
+def as_parsed(engine: str, name: str) -> str:
+    """The flag as the parser sees it: vLLM's FlexibleArgumentParser turns underscores into dashes first (engines/
+    parse.py reads every long flag through this)."""
     return "--" + name[2:].replace("_", "-") if engine == "vllm" and name.startswith("--") else name
 
 
@@ -183,7 +187,7 @@ def unique_elsewhere(engine: str, name: str) -> tuple[str, str] | None:
 
 
 def fix_ambiguous(st: State, change: Change) -> FlagFix | None:
-    meant = unique_elsewhere(st.cmd.engine, _as_parsed(st.cmd.engine, change.flag))
+    meant = unique_elsewhere(st.cmd.engine, as_parsed(st.cmd.engine, change.flag))
     if meant is None:
         return FlagFix(change.rule, (Edit(change.flag, remove=True),), f"write {change.flag} in full",
                        mechanical=False)  # fmt: skip
@@ -207,10 +211,10 @@ def rows(engine: str) -> tuple[list[FlagRule], list[FlagRule]]:
              "a prefix of one flag is that flag (argparse allow_abbrev)", _when_parsed(apply_prefix),
              families=("*",), observed=f"model-code: {where}", always=True)],
         [row(engine, f"{engine}.flag_ambiguous", f">={first}", PROBLEM, where,
-             "a prefix of several flags stops the launch", _when_parsed(apply_refused), fix_ambiguous,
+             "a prefix of several flags stops the launch", _when_parsed(_refused(AMBIGUOUS)), fix_ambiguous,
              fails=True, families=("*",), observed=f"model-code: {where}", always=True),
          row(engine, f"{engine}.flag_unknown", f">={first}", PROBLEM, where,
-             "a flag the release's parser does not define stops the launch", _when_parsed(apply_refused),
+             "a flag the release's parser does not define stops the launch", _when_parsed(_refused(UNKNOWN)),
              fix_unknown, fails=True, families=("*",), observed=f"model-code: {where}", always=True)],
     )  # fmt: skip
 
