@@ -52,8 +52,10 @@ def drafter(
     d2t: torch.Tensor | None = None,
     t2d: torch.Tensor | None = None,
     prefix: str = "midlayer.",
+    fc: bool = True,
 ) -> Path:
-    """An EAGLE/SGLang-format drafter folder: `config` as config.json, weights of the shapes it declares."""
+    """An EAGLE/SGLang-format drafter folder: `config` as config.json, weights of the shapes it declares (`fc`
+    False: no fc, an EAGLE-1-style head)."""
     h = config["hidden_size"]
     heads = config["num_attention_heads"]
     kv = config.get("num_key_value_heads", heads)
@@ -74,6 +76,8 @@ def drafter(
         "fc.weight": ([h, n_aux * target_hidden], "BF16"),
         "norm.weight": ([h], "BF16"),
     }
+    if not fc:
+        del shapes["fc.weight"]
     values = {}
     if config.get("fc_norm"):
         for i in range(n_aux):

@@ -75,6 +75,32 @@ MODELOPT_EAGLE_CONFIG = {"use_aux_hidden_state": True, "use_input_layernorm_in_f
                          "use_last_layernorm": True, "use_mtp_layernorm": False, "next_layer_regular": True}  # fmt: skip
 
 
+def test_vllm_40551_mrv2_feeds_aux_states_to_a_head_that_takes_none(tmp_path):
+    """nvidia/gpt-oss-120b-Eagle3-v2 sets eagle_config.use_aux_hidden_state false and has no fc: an EAGLE-1-style
+    head on the target's final state. vLLM's Model Runner V2 asks for aux states for every eagle3 drafter until
+    0.33.0 (model_runner.py:176 @0.20.0) and hands their concatenation, 3 x hidden wide, through the head's
+    combine_hidden_states (unchanged without an fc) into a buffer one hidden state wide (vllm#40551, PR #40656).
+    `check` said ok on MRV2 at every release. Now: fails on MRV2 0.17.0-0.32.0 with no id-list fix (the head takes
+    no taps), ok on MRV2 0.33.0 and on V1 (reads the flag from 0.14.0); a runner not given is decided under the
+    default and MRV2 named; the head's training is the final state, never a default tap list."""
+    t = sparse.target(tmp_path / "t", GPT_OSS_120B)
+    cfg = eagle_config(2880, 201088, eagle_config={"use_aux_hidden_state": False})
+    d = sparse.drafter(tmp_path / "d", cfg, target_hidden=2880, fc=False)
+    for version in ("0.17.0", "0.25.0", "0.32.0"):
+        rep = check(d, t, [f"vllm=={version}"], runner="mrv2")
+        assert verdicts(rep) == {f"vllm=={version} mrv2": "fails"} and codes(rep) == {"aux-disabled"}
+        (v,) = rep.verdicts
+        assert v.fix is None and v.served.taps is None and "ignored" in v.served.notes[0]
+        assert "VLLM_USE_V2_MODEL_RUNNER=0" in v.findings[0].message
+    assert rep.trained.final_state and rep.trained.wiring is None and rep.to_dict()["trained"]["final_state"]
+    assert verdicts(check(d, t, ["vllm==0.33.0"], runner="mrv2")) == {"vllm==0.33.0 mrv2": "ok"}
+    assert verdicts(check(d, t, ["vllm==0.25.0"], runner="v1")) == {"vllm==0.25.0 v1": "ok"}
+    rep = check(d, t, ["vllm==0.25.0", "sglang==0.5.23"])
+    assert verdicts(rep) == {"vllm==0.25.0 v1": "ok", "sglang==0.5.23": "ok"}
+    assert [a.status for a in rep.verdicts[0].alternatives] == ["fails"]
+    assert any("MRV2" in a for a in rep.verdicts[0].assumptions)
+
+
 def test_vllm_50170_modelopt_export_without_ids_is_never_ok(tmp_path):
     """nvidia/Llama-3.3-70B-Instruct-Eagle3, a modelopt export, omits the id list; vLLM silently feeds (2, 40, 77)
     and measured accept length 1.04. An id-less modelopt export is a known exception class: unverified on every

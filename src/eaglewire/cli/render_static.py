@@ -34,7 +34,7 @@ def render_check(rep, out: Console) -> None:
         f"[bold]target[/]  {t.architecture} ({t.family}, L={t.num_layers}, hidden {t.hidden_size}, vocab {t.vocab_size})"
     )
     tr = rep.trained
-    taps = str(tr.wiring) if tr.wiring else "unknown"
+    taps = str(tr.wiring) if tr.wiring else "the final state" if tr.final_state else "unknown"
     human = f"  = {tr.wiring.human(t.num_layers)}" if tr.wiring and tr.known else ""
     out.print(
         f"[bold]trained on[/] {taps}{human}  [dim](from {escape(tr.basis)}; confidence: {tr.confidence})[/]"
@@ -50,7 +50,13 @@ def render_check(rep, out: Console) -> None:
             (v.engine, v.served, v.status, STATUS_STYLE.get(v.status, "")),
             *((f"  {a.engine}", a.served, f"({a.status})", "dim") for a in v.alternatives),
         ]:
-            served = Text(str(s.taps)) if s.taps else Text("fails (below)", style="red")
+            served = (
+                Text(str(s.taps))
+                if s.taps
+                else Text("fails (below)", style="red")
+                if s.failure or not s.notes
+                else Text(s.notes[0])  # an EAGLE-1-style head: what it is fed, no taps
+            )
             table.add_row(
                 Text(name), Text(s.source_key or "(default)"), ids_text(s.ids), served, Text(status, style)
             )
@@ -88,6 +94,9 @@ def render_check(rep, out: Console) -> None:
         "problem": (
             "PROBLEM: the engine will not feed this drafter what it was trained on"
             if any(v.status == "mismatch" or v.served.failure is not None for v in rep.verdicts)
+            else "PROBLEM: the engine does not serve this head as it was trained, on the final state (see 'problem' "
+            "above)"
+            if rep.trained.final_state
             else "PROBLEM: the engine's taps are the trained ones, but it refuses this drafter or serves it otherwise "
             "than it was trained (see 'problem' above)",
             "bold red",

@@ -88,7 +88,10 @@ def fc_width(c: Context) -> str | None:
 # ---- norm options -----------------------------------------------------------------------------------------------
 
 
-@rule(ANY, "aux-disabled", "*", "", "problem", "sglang spec_aux_hidden_state.py:186-191 @0.5.23 (read from 0.5.8); vllm llama_eagle3.py:145-149 @0.14.0")  # fmt: skip
+@rule(ANY, "aux-disabled", "*", "", "problem",
+      "sglang spec_aux_hidden_state.py:186-191 @0.5.23 (read from 0.5.8); vllm llama_eagle3.py:145-149 @0.14.0; "
+      "vllm Model Runner V2: v1/worker/gpu/model_runner.py:176 @0.20.0 (aux states for every eagle3 drafter until "
+      "0.33.0), spec_decode/eagle/speculator.py:433-440 @0.20.0; vllm#40551")  # fmt: skip
 def aux_disabled(c: Context) -> str | None:
     if c.nested.get("use_aux_hidden_state") is not False:
         return None
@@ -99,6 +102,15 @@ def aux_disabled(c: Context) -> str | None:
         return (
             f"{c.engine} < {reads} ignores use_aux_hidden_state: it captures aux states and builds an fc this "
             "checkpoint does not have"
+        )
+    if c.engine == "vllm" and c.row.runner == "mrv2" and c.version < Version(vllm.MRV2_AUX_FLAG_READ_FROM):
+        n = len(c.served.taps) if c.served.taps is not None else 3
+        return (
+            f"vllm {c.version}'s Model Runner V2 ignores use_aux_hidden_state (read from "
+            f"{vllm.MRV2_AUX_FLAG_READ_FROM}): it captures {n} aux states and hands their concatenation, "
+            f"{n} x hidden wide, to this head, which has no fc and passes it on unchanged; the speculator's copy "
+            "into its buffer one hidden state wide fails at the first draft step. The V1 runner reads the flag: "
+            f"VLLM_USE_V2_MODEL_RUNNER=0, or vllm {vllm.MRV2_AUX_FLAG_READ_FROM}"
         )
     return None
 

@@ -82,9 +82,8 @@ def read(cfg: dict, tensors: dict[str, torch.Tensor], where: str, fmt: str = NAM
             f"{archs[0]} is an MTP/NextN draft layer, not an EAGLE-3 head (it takes no aux hidden states)"
         )
     elif ec.get("use_aux_hidden_state") is False and "fc.weight" not in canon:
-        static_only = (
-            "use_aux_hidden_state is false and there is no fc: an EAGLE-1-style head fed the final state"
-        )
+        fc = "there is no fc" if canon else "no weights here to show an fc"
+        static_only = f"use_aux_hidden_state is false and {fc}: an EAGLE-1-style head fed the final state"
     elif cfg.get("model_type", "llama") not in RUNNABLE_LAYERS:
         static_only = (
             f"drafter layer model_type {cfg.get('model_type')!r}: static checks only, no forward pass here"

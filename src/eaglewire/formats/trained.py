@@ -76,6 +76,7 @@ class TrainedTaps:
     options: list[TrainedOption] = field(default_factory=list)
     assumptions: list[Assumption] = field(default_factory=list)
     blocked: bool = False  # an observed exception, or no candidate at all: no verdict can rest on the options
+    final_state: bool = False  # an EAGLE-1-style head (use_aux_hidden_state false, no fc): fed no aux states
 
     def to_dict(self) -> dict:
         return {
@@ -90,6 +91,7 @@ class TrainedTaps:
             "options": [{"taps": str(o.wiring), "from": o.who} for o in self.options],
             "assumptions": [str(a) for a in self.assumptions],
             "blocked": self.blocked,
+            "final_state": self.final_state,
         }
 
 

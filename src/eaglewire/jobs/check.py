@@ -323,6 +323,8 @@ def check(
             raise InputError(f"{ckpt.where()}: no provenance names the target; pass --target CONFIG_OR_DIR")
     check_choice(platform, runner)
     trained = trained_taps(ckpt, tinfo, trained_on, trained_with)
+    if _eagle1_head(ckpt) and trained_on is None:  # trained on the final state: no aux states, no taps
+        trained = TrainedTaps(None, EAGLE1_TRAINED, "high", known=True, final_state=True)
     verdicts: list[EngineVerdict] = []
     for text in engines:
         spec = table.parse_spec(text)
@@ -407,6 +409,14 @@ def check(
     return CheckReport(
         str(ckpt.path or drafter), ckpt.format, tinfo, trained, verdicts, findings, vrep, files, strict=strict
     )
+
+
+# what an EAGLE-1-style head (use_aux_hidden_state false, no fc) is fed: the served-taps column's words
+FINAL_STATE_FED = "the final state"
+EAGLE1_TRAINED = (
+    "eagle_config.use_aux_hidden_state false and no fc: an EAGLE-1-style head, trained on the final state"
+)
+AUX_FED = "aux states (flag ignored)"
 
 
 def _eagle1_head(ckpt: DrafterCheckpoint) -> bool:
@@ -666,16 +676,10 @@ def _read_row(
         served = replace(served, taps=None, stage=stage, failure=failure)
     findings = engine_findings(ckpt, tinfo, spec, m.row, served)
     unknowns = _row_unknowns(spec, m, tinfo, run, served)
-    ec = ckpt.config.get("eagle_config")
-    if (
-        isinstance(ec, dict)
-        and ec.get("use_aux_hidden_state") is False
-        and ckpt.tensors.get("fc.weight") is None
-    ):
+    if _eagle1_head(ckpt):
         # an EAGLE-1-style head: no taps to compare, only whether this engine version honours the flag
-        served = conv.Resolution(
-            m.row, L, None, None, None, notes=["no aux hidden states: fed the final state"]
-        )
+        ignored = any(f.code == "aux-disabled" and f.severity == "problem" for f in findings)
+        served = conv.Resolution(m.row, L, None, None, None, notes=[AUX_FED if ignored else FINAL_STATE_FED])
         problem = any(f.severity == "problem" for f in findings)
         status = "unverified" if unknowns else "fails" if problem else "ok"
         return _Reading(served, findings, status, unknowns, [], {})

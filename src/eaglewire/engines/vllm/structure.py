@@ -192,3 +192,10 @@ def fc_width_keys(c: Context) -> tuple[str, ...] | None:
 
 # eagle_config.use_aux_hidden_state is read from this release (llama_eagle3.py:145-149 @0.14.0); before, aux states are always captured
 AUX_FLAG_READ_FROM = "0.14.0"
+# ... by the V1 runner. Model Runner V2 asks for aux states for every eagle3 drafter until this release
+# (v1/worker/gpu/model_runner.py:176 @0.20.0 `use_aux_hidden_state_outputs = True`, :307 @0.32.0; read from the flag by
+# spec_decode/eagle/eagle3_utils.py requires_aux_hidden_states @0.33.0), and its speculator passes their
+# concatenation through the head's combine_hidden_states (unchanged when the head has no fc: llama_eagle3.py:366-367
+# @0.20.0) into a buffer one hidden state wide (spec_decode/eagle/speculator.py:433-440 @0.20.0,
+# target_dependent_ar/speculator.py:210-216 @0.32.0); vllm#40551, PR #40656
+MRV2_AUX_FLAG_READ_FROM = "0.33.0"
