@@ -109,8 +109,9 @@ def aux_disabled(c: Context) -> str | None:
             f"vllm {c.version}'s Model Runner V2 ignores use_aux_hidden_state (read from "
             f"{vllm.MRV2_AUX_FLAG_READ_FROM}): it captures {n} aux states and hands their concatenation, "
             f"{n} x hidden wide, to this head, which has no fc and passes it on unchanged; the speculator's copy "
-            "into its buffer one hidden state wide fails at the first draft step. The V1 runner reads the flag: "
-            f"VLLM_USE_V2_MODEL_RUNNER=0, or vllm {vllm.MRV2_AUX_FLAG_READ_FROM}"
+            "into its buffer one hidden state wide raises at the first draft step (read at source; vllm PR #40656 "
+            "reports lower acceptance instead: either way not the state the head was trained on). The V1 runner "
+            f"reads the flag: VLLM_USE_V2_MODEL_RUNNER=0, or vllm {vllm.MRV2_AUX_FLAG_READ_FROM}"
         )
     return None
 
