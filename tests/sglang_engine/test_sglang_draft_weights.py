@@ -32,6 +32,7 @@ from eaglewire.targets import load_target
 
 from .cases import TOL, own_chain, sglang_reading
 from .conftest import ENGINE
+from .cpu import kernel_build
 from .engine import DTYPE, NEW_TOKENS, PROMPT_LEN, PROMPTS, accept, run_sglang
 
 pytestmark = pytest.mark.sglang_engine
@@ -89,7 +90,7 @@ def record(sglang_python, tmp_path_factory) -> dict:
            "what": "copies of the zoo's default drafter that differ in their embedding or lm_head: which one "
            "SGLang's draft computes with", "rows": rows,
            "provenance": {"eaglewire": __version__, "torch": torch.__version__,
-                          "harness": "../shared/sglang-cpu", "prompts_sha256": sha256_json(ids),
+                          "harness": "../shared/sglang-cpu", "kernels": kernel_build(), "prompts_sha256": sha256_json(ids),
                           "target_sha256": files_sha256(zoo.target_dir())}}  # fmt: skip
     out = Path(os.environ.get("EAGLEWIRE_SGLANG_OUT", "sglang-results"))
     out.mkdir(parents=True, exist_ok=True)
