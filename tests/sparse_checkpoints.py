@@ -76,6 +76,19 @@ def drafter(
         "fc.weight": ([h, n_aux * target_hidden], "BF16"),
         "norm.weight": ([h], "BF16"),
     }
+    for i in range(1, config.get("num_hidden_layers", 1)):  # later layers take the hidden state alone
+        p = f"layers.{i}."
+        shapes |= {
+            f"{p}self_attn.q_proj.weight": ([heads * hd, h], "BF16"),
+            f"{p}self_attn.k_proj.weight": ([kv * hd, h], "BF16"),
+            f"{p}self_attn.v_proj.weight": ([kv * hd, h], "BF16"),
+            f"{p}self_attn.o_proj.weight": ([h, heads * hd], "BF16"),
+            f"{p}mlp.gate_proj.weight": ([inter, h], "BF16"),
+            f"{p}mlp.up_proj.weight": ([inter, h], "BF16"),
+            f"{p}mlp.down_proj.weight": ([h, inter], "BF16"),
+            f"{p}input_layernorm.weight": ([h], "BF16"),
+            f"{p}post_attention_layernorm.weight": ([h], "BF16"),
+        }
     if not fc:
         del shapes["fc.weight"]
     values = {}

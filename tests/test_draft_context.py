@@ -139,6 +139,21 @@ def test_check_calls_it_a_problem_where_the_release_stops_drafting(short_drafter
     sg = next(f.message for v in rep.verdicts if v.engine == "sglang==0.5.23" for f in v.findings
               if f.code == "draft-context")  # fmt: skip
     assert "ValueError" in sg and "--context-length 128" in sg
+    # each verdict fails by the row, so it rests on the row's evidence, not on the capture record's (issue 21 point 7)
+    levels = {v.engine: (v.status, v.evidence["level"], v.evidence.get("decided_by"))
+              for v in rep.verdicts + cuda.verdicts}  # fmt: skip
+    assert levels["vllm==0.32.0 v1"] == ("fails", "engine", "draft-context")  # the 0.32.0 CPU engine's record
+    assert levels["sglang==0.5.23"] == (
+        "fails",
+        "model-code",
+        "draft-context",
+    )  # the release's draft-settings
+    assert levels["vllm==0.15.0 v1"] == ("fails", "read", "draft-context")  # its row was read only
+    # the 0.20.0+ row was seen running at 0.26.0 and 0.32.0: at 0.20.0 it is read, and says where it was seen
+    (v,) = check(short_drafter, zoo.target_dir(), ["vllm==0.20.0"], platform="cuda", runner="v1").verdicts
+    assert (v.status, v.evidence["level"], v.evidence["decided_by"]) == ("fails", "read", "draft-context")
+    said = v.evidence["basis"]
+    assert "observed at another release: vllm-0.32.0-cpu-draft-context.json" in said and "the taps:" in said
 
 
 def test_check_says_nothing_where_the_runner_drafts_on(short_drafter):

@@ -92,9 +92,13 @@ def test_vllm_40551_mrv2_feeds_aux_states_to_a_head_that_takes_none(tmp_path):
         (v,) = rep.verdicts
         assert v.fix is None and v.served.taps is None and "ignored" in v.served.notes[0]
         assert "VLLM_USE_V2_MODEL_RUNNER=0" in v.findings[0].message
+        # the verdict rests on the runner's flag rule, read at source: not on the capture record of the V1 runner
+        assert v.evidence["level"] == "read" and v.evidence["decided_by"] == "aux-disabled"
+        assert "the taps: observed" in v.evidence["basis"]
     assert rep.trained.final_state and rep.trained.wiring is None and rep.to_dict()["trained"]["final_state"]
     assert verdicts(check(d, t, ["vllm==0.33.0"], runner="mrv2")) == {"vllm==0.33.0 mrv2": "ok"}
-    assert verdicts(check(d, t, ["vllm==0.25.0"], runner="v1")) == {"vllm==0.25.0 v1": "ok"}
+    rep = check(d, t, ["vllm==0.25.0"], runner="v1")
+    assert verdicts(rep) == {"vllm==0.25.0 v1": "ok"} and rep.verdicts[0].evidence["level"] == "model-code"
     rep = check(d, t, ["vllm==0.25.0", "sglang==0.5.23"])
     assert verdicts(rep) == {"vllm==0.25.0 v1": "ok", "sglang==0.5.23": "ok"}
     assert [a.status for a in rep.verdicts[0].alternatives] == ["fails"]
@@ -354,3 +358,38 @@ def test_sglang_34290_max_running_requests_per_dp_worker(version, dp, given, per
     assert rep.starts is starts
     no_dp = lint(argv[: argv.index("--dp-size")], engine_version=version, gpu="h200")
     assert not [c for c in no_dp.changes if c.rule == "sglang.max_running_per_dp_worker"]
+
+
+def test_specforge_129_a_drafter_of_several_layers(tmp_path):
+    """SpecForge#129: a Qwen3-30B-A3B head whose config.json says num_hidden_layers 48 (the target's, copied) was
+    refused by SGLang at load, "EAGLE3 currently only supports 1 layer"; `check` said ok. SGLang builds one layer and
+    refuses any other count before 0.5.12 (llama_eagle3.py:212-213 @0.5.11), and in its MLA class at every release
+    (kimi_k25_eagle3.py:243 @0.5.23); vLLM builds one before 0.11.1 and fails on the first tensor of layers.1. A head
+    that really has two layers is served from those releases; a config-only head with the target's layer count is
+    unverified where the engine builds them all (one layer of weights leaves the rest uninitialised, no error)."""
+    t = sparse.target(tmp_path / "t", QWEN3_235B | {"num_hidden_layers": 48, "hidden_size": 2048})
+    cfg = eagle_config(2048, 151936, layers=48)
+    d = tmp_path / "d"
+    d.mkdir()
+    (d / "config.json").write_text(__import__("json").dumps(cfg))
+    engines = ["sglang==0.4.10.post2", "sglang==0.5.11", "sglang==0.5.23", "vllm==0.33.0"]
+    rep = check(d, t, engines, runner="v1")
+    assert verdicts(rep) == {"sglang==0.4.10.post2": "fails", "sglang==0.5.11": "fails",
+                             "sglang==0.5.23": "unverified", "vllm==0.33.0 v1": "unverified"}  # fmt: skip
+    old = rep.verdicts[0]
+    said = next(f.message for f in old.findings if f.code == "draft-layers")
+    assert "only supports 1 layer" in said and "set num_hidden_layers to 1" in said
+    assert old.evidence["decided_by"] == "draft-layers" and old.evidence["level"] == "read"
+    assert any("uninitialised" in u for u in rep.verdicts[2].unknowns)
+    # two layers, weights and all: refused by the releases that build one, served by the others
+    two = sparse.drafter(tmp_path / "two", eagle_config(8192, 128256, layers=2), target_hidden=8192)
+    tl = sparse.target(tmp_path / "llama", LLAMA_70B)
+    rep = check(two, tl, ["sglang==0.5.11", "sglang==0.5.12", "vllm==0.11.0", "vllm==0.11.1"], runner="v1")
+    got = verdicts(rep)
+    assert got["sglang==0.5.11"] == got["vllm==0.11.0 v1"] == "fails", got
+    assert "draft-layers" not in {f.code for v in rep.verdicts[1::2] for f in v.findings}
+    mla = sparse.drafter(tmp_path / "mla", eagle_config(7168, 129280, layers=2,
+                                                       architectures=["Eagle3DeepseekV2ForCausalLM"]),
+                         target_hidden=7168)  # fmt: skip
+    rep = check(mla, sparse.target(tmp_path / "ds", DEEPSEEK_V3), ["sglang==0.5.23"])
+    assert "draft-layers" in codes(rep) and verdicts(rep) == {"sglang==0.5.23": "fails"}

@@ -86,7 +86,8 @@ def render_check(rep, out: Console) -> None:
         if v.evidence:
             out.print(
                 Text(
-                    f"evidence [{v.engine}]: {v.evidence['basis']}; structure and flag rules read at source",
+                    f"evidence [{v.engine}]: {v.evidence['basis']}"
+                    + ("" if "decided_by" in v.evidence else "; structure and flag rules read at source"),
                     "dim",
                 )
             )

@@ -13,7 +13,7 @@ from eaglewire.engines.sglang import structure as sglang
 from eaglewire.engines.trtllm import structure as trtllm
 from eaglewire.engines.vllm import structure as vllm
 from eaglewire.rules.draft_weights import HeadChoice
-from eaglewire.rules.structure import NEXTN_SUFFIXES, Context, StructureRule, rule
+from eaglewire.rules.structure import NEXTN_SUFFIXES, Context, Said, StructureRule, rule
 from eaglewire.rules.taps import get_path
 
 ANY: list[StructureRule] = []  # the rows of every engine
@@ -45,6 +45,21 @@ def engine_aux_count(c: Context) -> int:
     if c.engine == "trtllm":
         return len(c.served.taps) if c.served.taps is not None else 3
     return 3
+
+
+# ---- decoder layers --------------------------------------------------------------------------------------------
+
+
+@rule(ANY, "draft-layers-copied", "*", "", "unverified", "sglang llama_eagle3.py:180-185 @0.5.12, load_weights (no check that every layer loaded); vllm llama_eagle3.py:159-167 @0.11.1, load_weights returns None so default_loader.py's strict check is skipped (0.12.0:314-321, 0.33.0); SpecForge#129")  # fmt: skip
+def draft_layers_copied(c: Context) -> str | None:
+    n = c.draft_layers
+    if c.ckpt.has_weights or n <= 1 or n != c.target.num_layers:
+        return None  # with weights the checkpoint's own layers are counted (formats: every layer's tensors)
+    return (
+        f"num_hidden_layers is {n}, the target's own layer count: an engine that builds {n} draft layers and a "
+        "checkpoint that holds one (a config copied from the target) leave the others uninitialised, with no error "
+        "(garbage drafts); the checkpoint's tensors settle it (`eaglewire check` or `doctor` with the weights counts them)"
+    )
 
 
 # ---- fc width -------------------------------------------------------------------------------------------------
@@ -119,6 +134,11 @@ def aux_disabled(c: Context) -> str | None:
 # ---- vocabulary, embeddings, lm_head -----------------------------------------------------------------------
 
 
+def _seen(choice: HeadChoice) -> str | None:
+    """The record that showed the release's draft-head row, where one did."""
+    return choice.row.observed if choice.row is not None else None
+
+
 def served_head(c: Context) -> HeadChoice:
     """The lm_head the engine release scores this drafter's drafts with (engines/draft_weights.py)."""
     return draft_head(c.engine, str(c.version), checkpoint_cases(c.ckpt))
@@ -132,9 +152,10 @@ def lm_head_missing(c: Context) -> str | None:
         and c.reduced_vocab
         and served_head(c).head == "target"
     ):
-        return (
+        return Said(
             "the drafter has no lm_head and a reduced draft vocabulary: the engine shares the target's "
-            "full-vocabulary head, whose first draft_vocab_size logits it then maps through d2t: wrong tokens"
+            "full-vocabulary head, whose first draft_vocab_size logits it then maps through d2t: wrong tokens",
+            _seen(served_head(c)),
         )
     return None
 
@@ -142,7 +163,7 @@ def lm_head_missing(c: Context) -> str | None:
 @rule(ANY, "draft-head-refused", "*", "", "problem", "engines/sglang/draft.py, engines/vllm/draft.py HEAD_ROWS (rules/draft_weights.py)")  # fmt: skip
 def draft_head_refused(c: Context) -> str | None:
     choice = served_head(c)
-    return choice.refusal(f"{c.engine} {c.version}") if choice.refused else None
+    return Said(choice.refusal(f"{c.engine} {c.version}"), _seen(choice)) if choice.refused else None
 
 
 @rule(ANY, "draft-head-replaced", "*", "", "warning", "engines/sglang/draft.py, engines/vllm/draft.py HEAD_ROWS (rules/draft_weights.py)")  # fmt: skip
@@ -154,10 +175,11 @@ def draft_head_replaced(c: Context) -> str | None:
         return None  # tied with a reduced vocabulary: the engine's own problem row says it
     r = choice.row
     what = "the target's lm_head" if choice.head == "target" else "its embedding (tied)"
-    return (
+    return Said(
         f"{c.engine} {c.version} scores the drafts with {what} in place of the drafter's own lm_head: right only "
         f"if the drafter's is a copy of it (`test --engine` and `doctor` walk what the release feeds: {r.why}; "
-        f"{r.name}: {r.source})"
+        f"{r.name}: {r.source})",
+        _seen(choice),
     )
 
 
@@ -198,6 +220,9 @@ _ORDER: tuple[StructureRule, ...] = (
     sglang.architecture_routing_old,
     vllm.architecture_routing,
     not_eagle3,
+    sglang.draft_layers,
+    vllm.draft_layers,
+    draft_layers_copied,
     fc_width,
     aux_disabled,
     sglang.norm_before_residual,

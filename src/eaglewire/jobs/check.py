@@ -36,6 +36,7 @@ from eaglewire.jobs.coverage import (
 from eaglewire.jobs.structure import findings_for
 from eaglewire.jsonio import str_list
 from eaglewire.rules import taps as conv
+from eaglewire.rules.row import LEVELS
 from eaglewire.rules.serving import STAGES, ServingFailure
 from eaglewire.taps import Wiring
 from eaglewire.targets import GENERIC, TargetInfo, read_target
@@ -47,6 +48,12 @@ class Finding:
     code: str
     message: str
     engine: str | None = None
+    evidence: dict[str, str] | None = (
+        None  # what an engine row's finding rests on (rules.structure.StructureRule)
+    )
+
+    def to_dict(self) -> dict:
+        return {k: v for k, v in asdict(self).items() if k != "evidence" or v is not None}
 
 
 SETTLE_RUNNER = "pass --platform cpu|cuda or --runner " + "|".join(runners.RUNNERS)
@@ -110,7 +117,7 @@ class EngineVerdict:
             "failure_stage": s.stage,
             "status": self.status,
             "fix": _fix_dict(self.fix),
-            "findings": [asdict(f) for f in self.findings],
+            "findings": [f.to_dict() for f in self.findings],
             "unknowns": self.unknowns,
             "assumptions": self.assumptions,
             "runner": self.runner,
@@ -189,7 +196,7 @@ class CheckReport:
             "target": self.target.identity() | {"source": self.target.source},
             "trained": self.trained.to_dict(),
             "engines": [v.to_dict() for v in self.verdicts],
-            "findings": [asdict(f) for f in self.findings],
+            "findings": [f.to_dict() for f in self.findings],
             "vocab": None
             if self.vocab is None
             else {"ok": self.vocab.ok, "findings": [asdict(f) for f in self.vocab.findings]},
@@ -211,8 +218,8 @@ def engine_findings(
     """What else about this engine version silently changes the drafter's numbers or stops it loading
     (`structure.RULES`, one rule per behaviour and version range)."""
     return [
-        Finding(sev, code, msg, spec.framework)
-        for sev, code, msg in findings_for(ckpt, target, spec, row, served)
+        Finding(sev, code, msg, spec.framework, evidence)
+        for sev, code, msg, evidence in findings_for(ckpt, target, spec, row, served)
     ]
 
 
@@ -395,6 +402,7 @@ def check(
                     "basis": f"read at source ({spec.framework} {', '.join(m.row.checked)})",
                 }
             )
+            v.evidence = _decided_by(v) or v.evidence
             verdicts.append(v)
     vrep = None
     if ckpt.arch is not None and ckpt.has_weights:
@@ -450,6 +458,26 @@ def _earlier(stage: str, served: conv.Resolution) -> bool:
         return True
     own = served.stage if served.stage in STAGES else STAGES[-1]
     return STAGES.index(stage) < STAGES.index(own)
+
+
+def _decided_by(v: EngineVerdict) -> dict[str, str] | None:
+    """The evidence of a verdict that fails by a structure row, whatever the taps: the row's own, not the capture
+    record's (the MRV2 runner ignoring use_aux_hidden_state is read at source even where the taps of that release
+    were observed). Of several such rows, each decides alone: the strongest evidence is the verdict's."""
+    if v.status != "fails":
+        return None
+    rows = [f for f in v.findings if f.severity == "problem" and f.evidence is not None]
+    if v.served.failure is not None:  # the verdict fails at the capture or launch unless a row put it there
+        rows = [f for f in rows if f.message == v.served.failure]
+    if not rows:
+        return None
+    f = min(rows, key=lambda f: LEVELS.index(f.evidence["level"]))
+    taps = f"; the taps: {v.evidence['basis']}" if v.evidence else ""
+    return {
+        "level": f.evidence["level"],
+        "basis": f"{f.code}, which decides it: {f.evidence['basis']}{taps}",
+        "decided_by": f.code,
+    }
 
 
 def _config_refusal(v: EngineVerdict, cannot: ServingFailure, version: str) -> EngineVerdict | None:

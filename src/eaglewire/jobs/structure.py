@@ -19,13 +19,14 @@ from eaglewire.targets import TargetInfo
 
 def findings_for(
     ckpt: DrafterCheckpoint, target: TargetInfo, spec: conv.EngineSpec, row, served
-) -> list[tuple[str, str, str]]:
-    """(severity, code, message with its source) for every rule of this engine version that fires."""
+) -> list[tuple[str, str, str, dict[str, str]]]:
+    """(severity, code, message with its source, what it rests on) for every rule of this engine version that
+    fires."""
     version = spec.version or Version(table.NEWEST.get(spec.framework, "0"))
     c = Context(ckpt, target, spec.framework, version, row, served)
     out = []
     for r in match(RULES, Spec(spec.framework, version)):
         message = r.check(c)
         if message:
-            out.append((r.severity, r.code, f"{message} [{r.source}]"))
+            out.append((r.severity, r.code, f"{message} [{r.source}]", r.evidence(message, version)))
     return out

@@ -12,6 +12,7 @@ whose cause is not established: it keeps a verdict from being `ok` without calli
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
@@ -78,6 +79,17 @@ class Context:
     def speculators(self) -> bool:
         return self.ckpt.format == "speculators"
 
+    @property
+    def draft_layers(self) -> int:
+        """The drafter's decoder layers as the engines read them: num_hidden_layers (the speculators format's
+        transformer_layer_config), 1 when unset."""
+        arch = self.ckpt.arch
+        if arch is not None:
+            return arch.num_layers
+        dcfg = (self.cfg.get("transformer_layer_config") or {}) if self.speculators else self.cfg
+        n = dcfg.get("num_hidden_layers", 1)
+        return n if isinstance(n, int) and not isinstance(n, bool) else 1
+
 
 @dataclass(frozen=True)
 class StructureRule(Row):
@@ -90,13 +102,57 @@ class StructureRule(Row):
     severity: str  # problem | warning | info | unverified
     source: str = field()  # required here (`Row.source` defaults to "")
     check: Callable[[Context], str | None]
+    observed: str | None = None  # the record that showed the row (rules.row.Row.observed)
+
+    def evidence(self, message: str, version: Version) -> dict[str, str]:
+        """What a finding of this row at `version` rests on: the record that showed it (the message's own where the
+        condition picked one of several rows, `Said`) where it covers that release (a record per release, `-V.json`,
+        or one named for it), else its sources, read (the message ends with them)."""
+        seen = getattr(message, "observed", None) or self.observed
+        if seen and seen_at(seen, version):
+            level = "model-code" if seen.startswith("model-code") else "engine"
+            return {"level": level, "basis": f"observed: {seen}"}
+        also = f"; observed at another release: {seen}" if seen else ""
+        return {"level": "read", "basis": f"read at source (the finding's sources){also}"}
 
 
-def rule(into: list[StructureRule], code: str, engine: str, versions: str, severity: str, source: str):
+# a record file named for its release: vllm-0.32.0-cpu-draft-head.json, sglang-0.5.23-cpu-draft-weights.json
+_RECORD_RELEASE = re.compile(r"(?:vllm|sglang)-(\d+(?:\.\d+)+(?:\.post\d+)?)(?:-|\.json)")
+
+
+def seen_at(observed: str, version: Version) -> bool:
+    """The records `observed` names cover `version`: one per release (`-V.json`), or one named for that release (a
+    CPU build's `.postN` is its release's code)."""
+    if "-V.json" in observed:
+        return True
+    return any(Version(v).release == version.release for v in _RECORD_RELEASE.findall(observed))
+
+
+class Said(str):
+    """A row's message together with the record that showed the fact it states, where the condition picks the fact
+    from rows of its own (a release's draft-head, embedding or context row), each with its own evidence."""
+
+    observed: str | None
+
+    def __new__(cls, message: str, observed: str | None) -> Said:
+        out = super().__new__(cls, message)
+        out.observed = observed
+        return out
+
+
+def rule(
+    into: list[StructureRule],
+    code: str,
+    engine: str,
+    versions: str,
+    severity: str,
+    source: str,
+    observed: str | None = None,
+):
     """Make the decorated condition one row, appended to `into` (its module's `RULES`); the name becomes the row."""
 
     def add(check: Callable[[Context], str | None]) -> StructureRule:
-        row = StructureRule(code, engine, versions, severity, source, check)
+        row = StructureRule(code, engine, versions, severity, source, check, observed)
         into.append(row)
         return row
 
@@ -125,6 +181,15 @@ def norm_output_meaning(c: Context, engine: str, honoured: bool) -> str | None:
     if not honoured or c.speculators or c.ckpt.provenance is not None or not c.flag("norm_output"):
         return None
     return NORM_OUTPUT_MEANING.format(engine=engine)
+
+
+def copied(c: Context) -> str:
+    """What a layer count equal to the target's most likely is (a clause, or nothing)."""
+    n = c.draft_layers
+    if n > 1 and n == c.target.num_layers:
+        return (f"{n} is the target's own layer count: a config copied from the target, if the checkpoint holds "
+                "one layer (set num_hidden_layers to 1); ")  # fmt: skip
+    return ""
 
 
 def sliding(c: Context) -> bool:

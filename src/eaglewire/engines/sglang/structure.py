@@ -17,6 +17,7 @@ from eaglewire.engines.sglang.draft import (
 from eaglewire.rules.structure import (
     Context,
     StructureRule,
+    copied,
     norm_output_meaning,
     rule,
     sliding,
@@ -73,6 +74,28 @@ def _route(c: Context, known: tuple[str, ...]) -> str | None:
         f"architectures[0] is {c.architecture!r}: SGLang routes by that name and has EAGLE-3 classes only for "
         f"{', '.join(known)}; this drafter would load as another class (or fail). Set architectures to "
         f"[{known[0]!r}]"
+    )
+
+
+# SGLang builds the EAGLE-3 head's decoder layers from num_hidden_layers from 0.5.12; before, and in its MLA class at
+# every release, it builds one and refuses any other count at load
+MULTI_LAYER_FROM = Version("0.5.12")
+
+
+@rule(RULES, "draft-layers", "sglang", "", "problem",
+      "sglang llama_eagle3.py:159-160 @0.4.5, :212-213 @0.5.11 (ValueError \"EAGLE3 currently only supports 1 "
+      "layer\"), :180-185 @0.5.12 (range(num_hidden_layers)); kimi_k25_eagle3.py:207 @0.5.12, :243 @0.5.17-0.5.23; "
+      "SpecForge#129")  # fmt: skip
+def draft_layers(c: Context) -> str | None:
+    n, mla = c.draft_layers, c.architecture in MLA
+    if n == 1 or (c.version >= MULTI_LAYER_FROM and not mla):
+        return None
+    which = f"its MLA EAGLE-3 class ({MLA[0]})" if mla else f"SGLang {c.version}"
+    fix = ("no SGLang release builds a multi-layer MLA head" if mla
+           else f"SGLang {MULTI_LAYER_FROM} and later build {n}")  # fmt: skip
+    return (
+        f"num_hidden_layers is {n}: {which} builds a one-layer EAGLE-3 head and refuses any other count at load "
+        f"(ValueError: EAGLE3 currently only supports 1 layer); {copied(c)}{fix}"
     )
 
 
@@ -153,7 +176,7 @@ def own_embedding_missing(c: Context) -> str | None:
 # SGLang serves the draft at the target's context length: from 0.5.1 (SGLANG_ALLOW_OVERWRITE_LONGER_CONTEXT_LEN off by
 # default) a drafter declaring less is refused at load; before, the length is raised while the draft's rotary table
 # keeps the drafter's rows (raised with it only from 0.5.3, where the env var allows it at all).
-@rule(RULES, "draft-context", "sglang", "", "problem", f"{CTX_SOURCE}; {CTX_RECORDS}")  # fmt: skip
+@rule(RULES, "draft-context", "sglang", "", "problem", f"{CTX_SOURCE}; {CTX_RECORDS}", CTX_RECORDS)  # fmt: skip
 def draft_context(c: Context) -> str | None:
     target, draft = context_length(c.target.config), context_length(c.cfg)
     if target is None or draft is None or draft >= target:

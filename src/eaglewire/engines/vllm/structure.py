@@ -12,7 +12,9 @@ from eaglewire.engines.vllm.draft import CONTEXT_ROWS, EMBEDDING_ROWS
 from eaglewire.rules.draft_context import choose, model_length
 from eaglewire.rules.structure import (
     Context,
+    Said,
     StructureRule,
+    copied,
     norm_output_meaning,
     rule,
     sliding,
@@ -49,7 +51,9 @@ SPECULATORS_FROM = Version("0.10.1")
 @rule(RULES, "speculators-format-unread", "vllm", "<0.10.1", "problem",
       "vllm 0.10.1 transformers_utils/config.py:81 (\"speculators\": SpeculatorsConfig), configs/speculators/; no "
       "configs/speculators in the 0.8.5, 0.9.2 and 0.10.0 wheels; observed: vllm-0.8.5.post2-cpu.json, "
-      "vllm-0.9.2.post2-cpu.json, vllm-0.10.0.post2-cpu.json (speculators/top and speculators/none refused at load)")  # fmt: skip
+      "vllm-0.9.2.post2-cpu.json, vllm-0.10.0.post2-cpu.json (speculators/top and speculators/none refused at load)",
+      observed="vllm-0.8.5.post2-cpu.json, vllm-0.9.2.post2-cpu.json, vllm-0.10.0.post2-cpu.json (speculators/top "
+      "and speculators/none refused at load)")  # fmt: skip
 def speculators_format_unread(c: Context) -> str | None:
     if not c.speculators:
         return None
@@ -78,6 +82,24 @@ def architecture_routing(c: Context) -> str | None:
     return (
         f"architectures[0] is {arch!r}: vLLM {c.version} maps it to Eagle3{arch.removeprefix('Eagle3')}, which no "
         "model registry entry serves; use LlamaForCausalLMEagle3"
+    )
+
+
+# vLLM builds the EAGLE-3 head's decoder layers from num_hidden_layers from 0.11.1; before, one, whatever the config
+MULTI_LAYER_FROM = Version("0.11.1")
+
+
+@rule(RULES, "draft-layers", "vllm", "<0.11.1", "problem",
+      "vllm llama_eagle3.py:123-127, 176-187 @0.10.1 and @0.11.0 (one LlamaDecoderLayer; params_dict[name] for "
+      "every checkpoint tensor), :159-167 @0.11.1 (range(num_hidden_layers))")  # fmt: skip
+def draft_layers(c: Context) -> str | None:
+    n = c.draft_layers
+    if n <= 1:
+        return None
+    return (
+        f"num_hidden_layers is {n}: vLLM {c.version} builds a one-layer EAGLE-3 head and looks every checkpoint "
+        "tensor up by name, so the first tensor of layers.1 raises KeyError at load; "
+        f"{copied(c)}vLLM {MULTI_LAYER_FROM} and later build {n}"
     )
 
 
@@ -159,11 +181,12 @@ def draft_context(c: Context) -> str | None:
         return None
     row, n = ch.row, ch.draft_length
     where = "observed: " + row.observed if row.observed else row.source
-    return (
+    return Said(
         f"the draft model's max_model_len is {n} (the drafter's own context, below the {served} the target is "
         f"served at by default): once a sequence of a batch passes {n} - K tokens, {PAST_SAYS[row.past]} "
         f"[{row.name}: {where}]; fix: set max_position_embeddings to {served} in the drafter's config.json "
-        f"(the target's), or serve with --max-model-len {n}"
+        f"(the target's), or serve with --max-model-len {n}",
+        row.observed,
     )
 
 
