@@ -532,7 +532,13 @@ def test_a_class_its_family_rows_do_not_name_is_served_by_the_rows_its_run_fits(
         runner="v1" if engine == "vllm" else None,
     ).verdicts
     assert v.row_key == row and not [u for u in v.unknowns if "not in eaglewire's table" in u], v.unknowns
-    assert v.evidence["level"] == level and f"as row {row} says" in v.evidence["basis"]
+    assert f"as row {row} says" in v.evidence["basis"]
+    if (
+        v.status == "fails"
+    ):  # vLLM 0.10.1 refuses the drafter's architecture: that decides, seen by a running engine
+        assert v.evidence["decided_by"] == "architecture-routing" and v.evidence["level"] == "engine"
+    else:
+        assert v.evidence["level"] == level
 
 
 @pytest.mark.parametrize(

@@ -207,3 +207,26 @@ def test_vllm_stops_at_an_ambiguous_prefix_and_at_a_flag_it_does_not_define():
         [*VLLM, "--speculative-model", "D", "--num-speculative-tokens", "3"], engine_version=newest.release
     )
     assert "vllm.legacy_flags" in rules(report) and "vllm.flag_unknown" not in rules(report)
+
+
+@pytest.mark.skipif("vllm" not in ENGINES, reason="no vLLM parser recorded")
+def test_the_api_server_entry_point_has_its_own_model_flag():
+    """vllm#19174 and #18906 launch `python -m vllm.entrypoints.openai.api_server --model M` at 0.9.0/0.9.0.1 and got
+    past argument parsing; lint said argparse stops at `--model` (ambiguous with --model-impl, ...). The recorded
+    parsers are `vllm serve`'s, which registers --model only from later releases; the api_server registers it
+    whenever `serve` is not on the command line (engine/arg_utils.py:451-452 @0.9.0, :968-969 @0.33.0)."""
+    spec = ["--speculative-config", '{"method": "eagle3", "model": "d", "num_speculative_tokens": 3}']
+    api = [
+        "python",
+        "-m",
+        "vllm.entrypoints.openai.api_server",
+        "--model",
+        "meta-llama/Llama-3.3-70B-Instruct",
+    ]
+    for version in ("0.9.0", "0.9.0.1", "0.33.0"):
+        report = lint([*api, *spec], engine_version=version)
+        assert "vllm.flag_ambiguous" not in rules(report) and not report.failing, (version, report.failing)
+        assert parse_launch([*api, *spec], version=version).model == "meta-llama/Llama-3.3-70B-Instruct"
+    # `vllm serve` at 0.9.0 does not register it: the serve parser's reading stands
+    served = lint(["vllm", "serve", "M", "--model", "M", *spec], engine_version="0.9.0")
+    assert served.failing.get("vllm.flag_ambiguous") == "args"

@@ -393,3 +393,44 @@ def test_specforge_129_a_drafter_of_several_layers(tmp_path):
                          target_hidden=7168)  # fmt: skip
     rep = check(mla, sparse.target(tmp_path / "ds", DEEPSEEK_V3), ["sglang==0.5.23"])
     assert "draft-layers" in codes(rep) and verdicts(rep) == {"sglang==0.5.23": "fails"}
+
+
+def test_vllm_18906_a_drafter_narrower_than_its_target(tmp_path):
+    """vllm#18906: a Llama-3.3-70B EAGLE-3 head of hidden_size 6144 (target 8192) on vLLM 0.9.0: KeyError on its
+    embed_tokens, then `assert hidden_states.shape[-1] == input_embeds.shape[-1]`; `check` said ok. vLLM 0.9.0 builds
+    the head without an embedding and always gives it the target's (eagle.py:330-336, llama_eagle3.py:98-103): any
+    width other than the target's fails at startup, and a checkpoint embed_tokens at load. From 0.9.1 a head of its own
+    width keeps its own embedding: served where the checkpoint carries it, uninitialised (V1) or the target's (MRV2,
+    the width assert) where it does not."""
+    t = sparse.target(tmp_path / "t", LLAMA_70B)
+    cfg = eagle_config(
+        6144, 128256, target_hidden_size=8192, num_attention_heads=48, architectures=["LlamaForCausalLM"]
+    )
+    bare = sparse.drafter(tmp_path / "bare", cfg, target_hidden=8192)
+    own = sparse.drafter(tmp_path / "own", cfg, target_hidden=8192, embed=True)
+    for d in (bare, own):
+        rep = check(d, t, ["vllm==0.9.0"], runner="v1")
+        assert verdicts(rep) == {"vllm==0.9.0 v1": "fails"} and "target-embedding-only" in codes(rep)
+        assert "AssertionError" in _said(rep, "target-embedding-only")
+    rep = check(bare, t, ["vllm==0.10.2", "vllm==0.25.0"], runner="v1")
+    assert set(verdicts(rep).values()) == {"fails"} and codes(rep) == {"own-embedding-missing"}
+    assert "uninitialised" in _said(rep, "own-embedding-missing")
+    (v,) = check(bare, t, ["vllm==0.25.0"], runner="mrv2").verdicts
+    assert v.status == "fails" and "width assert" in next(
+        f.message for f in v.findings if f.code == "own-embedding-missing"
+    )
+    rep = check(own, t, ["vllm==0.10.2", "vllm==0.33.0"], runner="v1")
+    assert set(verdicts(rep).values()) == {"ok"}, verdicts(rep)
+    # a head as wide as its target: 0.9.0 serves it with the target's embedding, and refuses one of its own at load
+    same = eagle_config(8192, 128256, architectures=["LlamaForCausalLM"])
+    assert verdicts(check(sparse.drafter(tmp_path / "s", same, target_hidden=8192), t, ["vllm==0.9.0"])) == {
+        "vllm==0.9.0 v1": "ok"
+    }
+    rep = check(sparse.drafter(tmp_path / "se", same, target_hidden=8192, embed=True), t, ["vllm==0.9.0"])
+    assert verdicts(rep) == {"vllm==0.9.0 v1": "fails"} and "model.embed_tokens" in _said(
+        rep, "target-embedding-only"
+    )
+
+
+def _said(rep, code: str) -> str:
+    return next(f.message for v in rep.verdicts for f in v.findings if f.code == code)

@@ -23,6 +23,7 @@ from eaglewire.rules.parsers import (
     LIST,
     OPTIONAL,
     SWITCH,
+    VALUE,
     Parser,
     Resolution,
     as_parsed,
@@ -163,7 +164,12 @@ def _parse_options(
             i += 1
             continue
         name, eq, inline_value = token.partition("=")
-        flag, key, found, words = _resolve(engine, name, parser)
+        if engine == VLLM and not positional_model and name == "--model" and parser is not None:
+            # the api_server entry point registers --model whenever `serve` is not on the command line (vllm
+            # engine/arg_utils.py:451-452 @0.9.0, :968-969 @0.33.0); the recorded parsers are `vllm serve`'s
+            flag, key, found, words = "--model", None, Resolution(EXACT, "--model"), VALUE
+        else:
+            flag, key, found, words = _resolve(engine, name, parser)
         spec = specs.get(flag)
         # a boolean argument of the release's parser (with none recorded: of the newest release scanned)
         if spec is None and (words == SWITCH or (words is None and flag in switches(engine))):

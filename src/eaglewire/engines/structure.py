@@ -239,6 +239,8 @@ _ORDER: tuple[StructureRule, ...] = (
     sglang.embedding_replaced,
     lm_head_missing,
     vllm.embedding_replaced,
+    vllm.target_embedding_only,
+    vllm.own_embedding_missing,
     rope_differs,
     vllm.draft_context,
     sglang.draft_context,

@@ -307,14 +307,25 @@ EMBEDDING_ROWS: tuple[DraftEmbedding, ...] = (
         source="vllm 0.8.5 v1/spec_decode/eagle.py:243-246 (`if 'model.embed_tokens.weight' not in loaded_weights`)",
     ),
     DraftEmbedding(
+        name="vllm.eagle-embedding-target-always",
+        engine=VLLM,
+        versions=">=0.9.0,<0.9.1",
+        embedding="target",
+        why="the EAGLE-3 head builds no embed_tokens of its own without pipeline parallelism and the proposer always "
+        'gives it the target\'s ("The EAGLE head shares the same vocab embedding with the target model")',
+        source="vllm 0.9.0 and 0.9.0.1 model_executor/models/llama_eagle3.py:98-103 (own embed_tokens only when "
+        "PP > 1), v1/spec_decode/eagle.py:330-336 @0.9.0 (PP 1: the target's, no shape check)",
+        own_when_widths_differ=False,
+    ),
+    DraftEmbedding(
         name="vllm.eagle-embedding-from-target",
         engine=VLLM,
-        versions=">=0.9.0,<0.11.1",
+        versions=">=0.9.1,<0.11.1",
         embedding="target",
         why="the proposer replaces the drafter's embed_tokens with the target's whenever their shapes match "
         '("Assuming the EAGLE head shares the same vocab embedding with the target model")',
-        source="vllm 0.9.2 v1/spec_decode/eagle.py:343-353, 0.10.2 :636-645, 0.11.0 :854-873 (shape check only)"
-        + WEIGHTS_EXECUTED,
+        source="vllm 0.9.1 v1/spec_decode/eagle.py:332-346, 0.9.2 :343-353, 0.10.2 :636-645, 0.11.0 :854-873 (shape "
+        "check only)" + WEIGHTS_EXECUTED,
     ),
     DraftEmbedding(
         name="vllm.eagle-embedding-own-when-distinct",

@@ -25,6 +25,11 @@ RULES: list[StructureRule] = []
 
 # ---- format and architecture routing -----------------------------------------------------------------------
 
+# the running engines that refused an architecture at a release its route leaves out (rules.structure.seen_at)
+ROUTES_OBSERVED = {
+    "LlamaForCausalLMEagle3": 'vllm-0.10.1.post2-cpu.json, vllm-0.10.1.1.post2-cpu.json ("Model architectures '
+    "['LlamaForCausalLMEagle3'] are not supported for now\", at load, for every eagle and modelopt drafter)",
+}
 # architecture -> the releases vLLM loads it as an EAGLE-3 draft (vllm transformers_utils/configs/eagle.py), as
 # alternative ranges: LlamaForCausalLMEagle3 in 0.8.5 (and its .post rebuilds), not 0.9.0-0.10.1, again from 0.10.2
 # (observed: vllm-0.10.1.1.post2-cpu.json, "Model architectures ['LlamaForCausalLMEagle3'] are not supported for
@@ -74,10 +79,11 @@ def architecture_routing(c: Context) -> str | None:
     for name, spec in ROUTES:
         if arch == name:
             ok = any(SpecifierSet(s).contains(c.version, prereleases=True) for s in spec)
-            return (
-                None
-                if ok
-                else f"vLLM {c.version} does not register {arch!r} as an EAGLE-3 draft (from {' or '.join(spec)})"
+            if ok:
+                return None
+            return Said(
+                f"vLLM {c.version} does not register {arch!r} as an EAGLE-3 draft (from {' or '.join(spec)})",
+                ROUTES_OBSERVED.get(arch),
             )
     return (
         f"architectures[0] is {arch!r}: vLLM {c.version} maps it to Eagle3{arch.removeprefix('Eagle3')}, which no "
@@ -141,14 +147,60 @@ def norm_output(c: Context) -> str | None:
 
 
 # the release range and source are the embedding row's (engines/vllm/draft.py EMBEDDING_ROWS): one fact, one place
-_FROM_TARGET = next(r for r in EMBEDDING_ROWS if r.embedding == "target")
+_FROM_TARGET = next(r for r in EMBEDDING_ROWS if r.name == "vllm.eagle-embedding-from-target")
+_TARGET_ALWAYS = next(r for r in EMBEDDING_ROWS if r.name == "vllm.eagle-embedding-target-always")
+
+
+def _draft_hidden(c: Context) -> int | None:
+    dcfg = (c.cfg.get("transformer_layer_config") or {}) if c.speculators else c.cfg
+    h = dcfg.get("hidden_size")
+    return h if isinstance(h, int) and not isinstance(h, bool) else None
+
+
+@rule(RULES, "target-embedding-only", "vllm", _TARGET_ALWAYS.versions, "problem", _TARGET_ALWAYS.source)
+def target_embedding_only(c: Context) -> str | None:
+    h, th = _draft_hidden(c), c.target.hidden_size
+    if h is not None and h != th:
+        return (
+            f"vLLM {c.version} computes the draft with the target's embed_tokens ({th} wide) beside the fc output "
+            f"({h} wide, the drafter's hidden_size): AssertionError (hidden_states.shape[-1] == "
+            "input_embeds.shape[-1]) at the first draft forward, at startup; vLLM 0.9.1 and later keep a drafter's "
+            "own embedding of its width (vllm#18906)"
+        )
+    if c.has_tensor("embed_tokens.weight"):
+        return (
+            f"vLLM {c.version} builds the draft without embed_tokens (the target's is used) and refuses the "
+            "checkpoint's at load: ValueError: There is no module or parameter named 'model.embed_tokens' "
+            "(models/utils.py AutoWeightsLoader); drop the tensor if it is a copy of the target's, or serve with "
+            "vLLM 0.9.1 or later (vllm#18906)"
+        )
+    return None
+
+
+@rule(RULES, "own-embedding-missing", "vllm", ">=0.9.1", "problem",
+      "vllm 0.9.1-0.11.0 v1/spec_decode/eagle.py (the target's only where the shapes match; llama_eagle3.py "
+      "load_weights skips embed_tokens when the checkpoint has none); 0.33.0 v1/spec_decode/llm_base_proposer.py:"
+      "1476-1497 (V1: keeps its own where the widths differ); MRV2 v1/worker/gpu/spec_decode/eagle/utils.py:20-36 "
+      "@0.20.0, :46-77 @0.33.0 (the target's, no width check), llama_eagle3.py:271 @0.33.0 (the width assert)")  # fmt: skip
+def own_embedding_missing(c: Context) -> str | None:
+    h, th = _draft_hidden(c), c.target.hidden_size
+    if h is None or h == th or not c.ckpt.has_weights or c.has_tensor("embed_tokens.weight"):
+        return None
+    mrv2 = c.row.runner == "mrv2"
+    return (
+        f"the drafter's hidden_size {h} differs from the target's {th} and it has no embed_tokens: vLLM {c.version} "
+        + ("gives it the target's embedding anyway, and the draft forward's width assert fails at startup"
+           if mrv2 else "keeps the drafter's own embedding of its width, which no checkpoint tensor fills: "
+           "uninitialised (garbage drafts, no error)")
+        + "; ship the drafter's trained embed_tokens"
+    )  # fmt: skip
 
 
 @rule(RULES, "embedding-replaced", "vllm", _FROM_TARGET.versions, "warning", _FROM_TARGET.source)
 def embedding_replaced(c: Context) -> str | None:
     if c.has_tensor("embed_tokens.weight"):
         return (
-            "vLLM 0.9-0.11.0 replaces the drafter's own embed_tokens with the target's whenever the shapes match: "
+            "vLLM 0.9.1-0.11.0 replaces the drafter's own embed_tokens with the target's whenever the shapes match: "
             "right only if it was a frozen copy of the target's (`test --engine` and `doctor` walk the draft with "
             "the target's embedding)"
         )
