@@ -191,6 +191,11 @@ def test_specforge_139_tied_embeddings_with_reduced_vocab(tmp_path):
     assert any(f.code == "tied-reduced-vocab" and f.severity == "problem" for f in sg.findings)
     assert not any(f.code == "tied-reduced-vocab" for v in rep.verdicts if v.engine.startswith("vllm")
                    for f in v.findings)  # fmt: skip
+    assert "garbage drafts" in _said(rep, "tied-reduced-vocab")
+    # AngelSlim#16, sglang#8230 (AngelSlim/Qwen3-1.7B_eagle3 at 0.4.9): before 0.5.5 the draft scores the whole
+    # vocabulary and its top-k ids index the 32000-long d2t map: index out of bounds while CUDA graphs are captured
+    old = check(d, t, ["sglang==0.4.9"], trained_on=_wiring("h2,h18,h33"))
+    assert verdicts(old) == {"sglang==0.4.9": "fails"} and "out of bounds" in _said(old, "tied-reduced-vocab")
 
 
 def test_specforge_310_qwen_vl_on_sglang_0_5_5(tmp_path):

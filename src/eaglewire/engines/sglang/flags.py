@@ -444,7 +444,8 @@ def _sg_draft_missing(known_target: bool) -> Callable[[FlagRule, State], None]:
             "--speculative-draft-model-path",
             None,
             None,
-            f"no --speculative-draft-model-path: {what}"
+            f"no --speculative-draft-model-path: {what}; SGLang then loads the target's own checkpoint as the "
+            "draft (the path falls back to --model-path) and fails at load or warm-up (sglang#36528: AttributeError)"
             + ("" if known_target else " (unless the target is an MTP model: pass its architecture)"),
         )
 
@@ -454,7 +455,8 @@ def _sg_draft_missing(known_target: bool) -> Callable[[FlagRule, State], None]:
 RULES += [
     rule("sglang.draft_model_missing", ">=0.4.5", PROBLEM,
        f"{SG_HOOK}:1120-1157 (only MTP targets get a default draft path); speculative/eagle_worker_v2.py loads "
-       "speculative_draft_model_path (inferred: a None path cannot load)",
+       "speculative_draft_model_path; configs/model_config.py:203 @0.5.3, :956 @0.5.23 (`model_path or "
+       "server_args.model_path`: the target's checkpoint), managers/tp_worker.py:468-475 @0.5.23; sglang#36528",
        "no drafter", _sg_draft_missing(True), fix_draft_path, fails=True, stage="load"),
     rule("sglang.draft_model_missing_unknown_target", ">=0.4.5", WARNING,
        f"{SG_HOOK}:1120-1157", "no drafter, target unknown", _sg_draft_missing(False)),

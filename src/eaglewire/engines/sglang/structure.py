@@ -128,13 +128,23 @@ def norm_output(c: Context) -> str | None:
 # ---- vocabulary, embeddings, lm_head -----------------------------------------------------------------------
 
 
-@rule(RULES, "tied-reduced-vocab", "sglang", "", "problem", "sglang llama_eagle3.py:207-224 @0.5.5, 303-322 @0.5.23; SpecForge#139")  # fmt: skip
+# from 0.5.5 the draft's logits processor is built for draft_vocab_size (llama_eagle3.py:220-224 @0.5.5); before, for
+# the whole vocabulary, whose top-k ids then index the draft_vocab_size-long d2t table
+DRAFT_VOCAB_LOGITS_FROM = Version("0.5.5")
+
+
+@rule(RULES, "tied-reduced-vocab", "sglang", "", "problem", "sglang llama_eagle3.py:202-215 @0.5.4 (LogitsProcessor(config): the whole vocabulary), eagle_worker.py:554, 606 @0.5.4 (hot_token_id[topk_index]); llama_eagle3.py:207-224 @0.5.5, 303-322 @0.5.23; SpecForge#139, AngelSlim#16, sglang#8230")  # fmt: skip
 def tied_reduced_vocab(c: Context) -> str | None:
     if c.cfg.get("tie_word_embeddings") is True and c.reduced_vocab:
+        what = (
+            "scores the first draft_vocab_size embedding rows: garbage drafts"
+            if c.version >= DRAFT_VOCAB_LOGITS_FROM
+            else "scores the whole vocabulary, whose top-k ids index the draft_vocab_size-long d2t map out of "
+            "bounds: index out of bounds at startup (while the draft's CUDA graphs are captured)"
+        )
         return (
             "tie_word_embeddings is true with a reduced draft vocabulary: SGLang ties lm_head to the (target's) "
-            "embedding, drops the trained lm_head and scores the first draft_vocab_size embedding rows: garbage "
-            "drafts; set tie_word_embeddings to false"
+            f"embedding, drops the trained lm_head and {what}; set tie_word_embeddings to false"
         )
     return None
 
@@ -187,10 +197,21 @@ def draft_context(c: Context) -> str | None:
         return (f"the drafter's context length {draft} is below the target's {target}, at which SGLang builds the "
                 f"draft: ValueError \"Target model's context_length ({target}) is greater than the derived "
                 f"context_length ({draft})\" when the draft loads (SGLANG_ALLOW_OVERWRITE_LONGER_CONTEXT_LEN is "
-                f"off by default from 0.5.1); {fix}")  # fmt: skip
+                f"off by default from 0.5.1); {fix}{_overwrite(c, draft)}")  # fmt: skip
     return (f"SGLang raises the draft's context length to the target's {target}, while its rotary table keeps the "
             f"{draft} rows the drafter declares (max_position_embeddings is raised with it only from {ROTARY_RAISED}): "
             f"positions past {draft} index outside the table (garbage drafts, or a device-side assert); {fix}")  # fmt: skip
+
+
+def _overwrite(c: Context, draft: int) -> str:
+    """What the way out the engine's own error names does at this release."""
+    said = "; SGLANG_ALLOW_OVERWRITE_LONGER_CONTEXT_LEN=1, which the error suggests, "
+    if c.version >= ROTARY_RAISED:
+        return (
+            said + "raises the draft's rotary table with its length (a RoPE the drafter was not trained past)"
+        )
+    return said + (f"serves it with the drafter's {draft}-row rotary table: garbage drafts past {draft} tokens "
+                   f"(max_position_embeddings is raised with the length only from {ROTARY_RAISED}; SpecForge#249)")  # fmt: skip
 
 
 @rule(RULES, "sliding-window-ignored", "sglang", "", "warning", "sglang llama_eagle3.py:286-299 @0.5.23 (draft sliding_window/layer_types never read)")  # fmt: skip
