@@ -20,6 +20,7 @@ from eaglewire.jobs.lint import RULES, lint, rules_for
 from eaglewire.rules.launch import INFO, PROBLEM, WARNING, LintReport
 
 SGL = ["python", "-m", "sglang.launch_server"]
+EXAMPLES = Path(eaglewire.__file__).parent / "examples"
 KIMI = [*SGL, "--model-path", "moonshotai/Kimi-K2.5", "--tp", "8", "--trust-remote-code",
         "--speculative-algorithm", "EAGLE3", "--speculative-draft-model-path", "/ckpt/kimi-k25-eagle3",
         "--speculative-num-steps", "1", "--speculative-eagle-topk", "1", "--speculative-num-draft-tokens", "16"]  # fmt: skip
@@ -573,6 +574,10 @@ SCENARIOS: dict[str, tuple] = {
                         "sglang.backend_page_size", WARNING),
     "sg-backend-gpu": ([*E3, *sizes(3, 1, 4), "--attention-backend", "trtllm_mla"],
                        {"gpu": "h200", "target_arch": "KimiK25ForConditionalGeneration"}, "sglang.backend_gpu", PROBLEM),
+    "sg-draft-backend-mla": ([*SGL, "--model-path", str(EXAMPLES / "kimi-k25" / "target"), "--trust-remote-code",
+                              "--speculative-algorithm", "EAGLE3", "--speculative-draft-model-path",
+                              str(EXAMPLES / "kimi-k25" / "drafter"), *sizes(3, 1, 4)], {"gpu": "b200"},
+                             "sglang.draft_backend_mla_only", PROBLEM),
     "sg-adaptive-disabled": ([*E3, *sizes(3, 4, 8), "--speculative-adaptive"], {}, "sglang.adaptive_disabled",
                              WARNING),
     "sg-adaptive-params": ([*E3, "--speculative-adaptive"], {}, "sglang.adaptive_params", WARNING),
@@ -845,12 +850,34 @@ def test_a_kimi_tree_starts_on_an_h200_and_is_refused_on_a_b200():
     assert [c.effective for c in changes(h200, "sglang.attention_backend_default")] == ["fa3"]
     assert [c.effective for c in changes(b200, "sglang.attention_backend_default")] == ["trtllm_mla"]
     assert [c.effective for c in changes(b200, "sglang.backend_page_size")] == [64]
-    assert not b200.starts_args and b200.failing == {"sglang.page_size_tree_backend": "args"}
+    # and the Llama-style head would meet trtllm_mla when its worker starts (sglang#23490)
+    assert not b200.starts_args and b200.failing == {"sglang.page_size_tree_backend": "args",
+                                                     "sglang.draft_backend_mla_only": "load"}  # fmt: skip
     assert lint(b200.fixed_argv, gpu="b200").starts_args
     unknown = lint(kimi_example(topk=2))
     assert unknown.gpu == "unknown" and unknown.starts_args
     assert "b200: refused at startup (sglang.page_size_tree_backend)" in unknown.gpu_dependent
     assert "h200: starts" in unknown.gpu_dependent
+
+
+def test_a_llama_style_head_never_runs_on_the_mla_only_backend_it_inherits():
+    """sglang#23490: Kimi-K2.6 with a Llama-style EAGLE-3 head on a GB300 fails as the draft worker starts: the draft
+    runner takes the target's trtllm_mla (SGLang's default for Kimi/DeepSeek on sm100), which refuses a model without
+    MLA. lint said OK; the fix names a backend for the draft. On an H200 the target runs fa3 and nothing is said."""
+    b200 = lint(kimi_example(), gpu="b200")
+    (change,) = changes(b200, "sglang.draft_backend_mla_only")
+    assert change.effective == "trtllm_mla" and "can only be used with MLA models" in change.message
+    assert b200.failing.get("sglang.draft_backend_mla_only") == "load"
+    fixed = lint(b200.fixed_argv, gpu="b200")
+    assert "--speculative-draft-attention-backend" in b200.fixed_argv and not changes(
+        fixed, "sglang.draft_backend_mla_only"
+    )
+    assert not changes(lint(kimi_example(), gpu="h200"), "sglang.draft_backend_mla_only")
+    # a drafter not on this machine: the same, said as depending on it
+    remote = lint(KIMI, gpu="b200", target_arch="KimiK25ForConditionalGeneration")
+    assert changes(remote, "sglang.draft_backend_mla_only_unknown_drafter") and not remote.failing.get(
+        "sglang.draft_backend_mla_only"
+    )
 
 
 def test_lint_gpu_and_engine_code_on_the_command_line():

@@ -439,3 +439,23 @@ def test_vllm_18906_a_drafter_narrower_than_its_target(tmp_path):
 
 def _said(rep, code: str) -> str:
     return next(f.message for v in rep.verdicts for f in v.findings if f.code == code)
+
+
+def test_speculators_prerelease_of_a_release_read(tmp_path):
+    """vllm#38893: RedHatAI's Gemma-4 speculators heads serve well from vLLM 0.19.1; their configs carry
+    `speculators_version` pre-releases such as 0.5.0.dev163, which no row covers (PEP 440 puts it below 0.5.0), and
+    `check` said unverified. A pre-release runs the code of the line before it or of the release it leads to; ids in
+    the config rule out the 0.3-0.4 row, which never writes them, so the 0.5 row decides: ok, said as an assumption."""
+    t = sparse.target(tmp_path / "t", LLAMA_70B)
+    d = tmp_path / "d"
+    d.mkdir()
+    for version, want in (("0.5.0.dev163", "ok"), ("0.5.0", "ok"), ("0.4.0.1", "mismatch")):
+        layer = {"num_attention_heads": 64, "max_position_embeddings": 131072}
+        cfg = speculators_config(8192, 128256, [2, 40, 77], version, layer=layer)
+        (d / "config.json").write_text(__import__("json").dumps(cfg))
+        rep = check(d, t, ["vllm==0.20.0"], runner="v1")
+        assert verdicts(rep) == {"vllm==0.20.0 v1": want}, (version, rep.verdicts[0].unknowns)
+        if version.endswith("dev163"):
+            assert any("pre-release" in a for v in rep.verdicts for a in v.assumptions) or any(
+                "pre-release" in str(a) for a in rep.trained.assumptions
+            )

@@ -13,7 +13,9 @@ list never silently means "the default": it is a candidate, stated as an assumpt
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
+
+from packaging.version import Version
 
 from eaglewire.engines import models, table
 from eaglewire.errors import InputError
@@ -215,6 +217,27 @@ def _from_provenance(prov, L: int) -> TrainedTaps:
     return _result(option, basis, blocked=f"{writer} recorded inferred taps; {SETTLE}")
 
 
+def _prerelease_rows(
+    spec: conv.EngineSpec, target: TargetInfo, cfg: dict, matches: list[conv.RowMatch]
+) -> list[conv.RowMatch] | None:
+    """A pre-release no row covers (speculators 0.5.0.dev163, which RedHatAI's heads carry) runs code of the release
+    line before it or of the release it leads to: both rows are candidates, and a config with ids rules out a row
+    that never writes them. None where the version is not such a pre-release."""
+    if spec.version is None or not matches or not matches[0].assumed:
+        return None
+    v = Version(str(spec.version))
+    if not (v.is_prerelease or v.is_devrelease):
+        return None
+    base = [m for m in table.rows_for(conv.EngineSpec(spec.framework, Version(v.base_version)), target.family)
+            if m.row.role == "train" and not m.assumed]  # fmt: skip
+    if not base:
+        return None
+    rows = {m.row.key: replace(m, exact=True, verified=True) for m in [*matches, *base]}
+    has_ids = any(conv.resolve(m.row, cfg, target.num_layers).source_key is not None for m in rows.values())
+    writing = [m for m in rows.values() if m.row.records_ids or not has_ids]
+    return writing or list(rows.values())
+
+
 def _trainer_assumptions(
     framework: str, rows: list[conv.Convention], has_ids: bool, taps: Wiring
 ) -> tuple[list[Assumption], str | None]:
@@ -259,6 +282,8 @@ def from_trainer(
         ]
     if not matches:
         raise InputError(f"{basis}: no convention row for {spec} on a {target.family} target")
+    around = _prerelease_rows(spec, target, cfg, matches)
+    matches = around or matches
     if all(m.row.rule is Rule.UNSUPPORTED for m in matches):
         return _conversion(ckpt, target, cfg, basis, matches[0].row)
     matches = [m for m in matches if m.row.rule is not Rule.UNSUPPORTED]
@@ -267,7 +292,7 @@ def from_trainer(
     res = results[first.row.key]
     extra = {"ids": list(res.ids or []), "key": res.source_key, "row": first.row.key,
              "candidates": {k: _taps(r) for k, r in results.items()}}  # fmt: skip
-    if spec.version is not None and first.assumed:
+    if spec.version is not None and first.assumed and not around:
         why = (f"{spec} is not a version whose source was read (row {first.row.key}, read at "
                f"{', '.join(first.row.checked)}); pass --trained-on if you know the taps")  # fmt: skip
         return _result([], basis, best=res.taps, blocked=why, **extra)
@@ -288,6 +313,10 @@ def from_trainer(
         assumptions.insert(
             0, Assumption(f"trained by {spec.framework}: the checkpoint is {MODELOPT_FINGERPRINT}")
         )
+    if around:
+        assumptions.insert(0, Assumption(
+            f"{spec} is a pre-release between the releases read: trained as one of the rows around it "
+            f"({', '.join(m.row.key for m in matches)})", "a pre-release with code of neither"))  # fmt: skip
     ids = extra["ids"]
     undecided = None
     if len(options) > 1:

@@ -160,6 +160,61 @@ def _fix_backend_gpu(st: State, change: Change) -> FlagFix:
     )
 
 
+# Backends that refuse a model without MLA attention (attention_registry.py:48-51 @0.5.10, :95-97 and 119-121
+# @0.5.23). The draft runner takes the target's backends unless --speculative-draft-attention-backend names one
+# (model_runner.py:1972-1987 @0.5.10; 0.5.23 model_runner.py:306-320, and eagle_worker_v2.py:223 builds the EAGLE
+# draft worker without the supported-backend fallback of draft_worker_common.py:32-63): a Llama-style EAGLE-3 head
+# on an MLA target (the usual kind: LlamaForCausalLMEagle3; SGLang's MLA head is Eagle3DeepseekV2ForCausalLM) meets
+# trtllm_mla, SGLang's default for Kimi/DeepSeek on sm100, and the draft worker fails to start (sglang#23490).
+MLA_ONLY = ("trtllm_mla", "cutedsl_mla")
+MLA_HEADS = ("Eagle3DeepseekV2ForCausalLM",)
+
+
+def _draft_has_mla(st: State) -> bool | None:
+    """The drafter attends with MLA (its config has kv_lora_rank, or SGLang's MLA EAGLE-3 class); None unknown."""
+    d = st.drafter
+    if d is None:
+        return None
+    archs = d.get("architectures")
+    return bool(d.get("kv_lora_rank")) or (isinstance(archs, list) and archs[:1] == list(MLA_HEADS))
+
+
+def _sg_draft_backend_mla_only(known_drafter: bool):
+    def apply(rule: FlagRule, st: State) -> None:
+        if st.v["algorithm"] != "EAGLE3" or st.v.get("draft_attention_backend") is not None:
+            return
+        used = [st.v[k] for k in BACKEND_KEYS if st.v[k] in MLA_ONLY]
+        mla = _draft_has_mla(st)
+        if not used or mla or (mla is not None) != known_drafter:
+            return
+        backend = used[0]
+        head = (
+            f"the drafter ({st.drafter_source}) has no MLA attention"
+            if known_drafter
+            else "if the drafter (not local here) is a Llama-style EAGLE-3 head (no MLA), as most are"
+        )
+        st.emit(rule, "--speculative-draft-attention-backend", None, backend,
+                f"no --speculative-draft-attention-backend: the draft runner takes the target's {backend}, and "
+                f"{head}: ValueError: {backend} backend can only be used with MLA models, when the draft worker "
+                "starts")  # fmt: skip
+
+    return apply
+
+
+def _fix_draft_backend(st: State, change: Change) -> FlagFix:
+    backend = "trtllm_mha" if st.gpu.sm100 and _topk_one(st) else "flashinfer"
+    edit = Edit("--speculative-draft-attention-backend", backend)
+    return FlagFix(
+        change.rule, (edit,), f"{edit.render()}: an attention backend for the draft's own (MHA) layers"
+    )
+
+
+DRAFT_BACKEND_SRC = (
+    "sglang attention_registry.py:48-51 @0.5.10, :95-97 @0.5.23 (trtllm_mla needs an MLA model); model_runner.py:"
+    "1972-1987 @0.5.10, :306-320 @0.5.23 (the draft takes the target's backends unless the flag names one); "
+    "eagle_worker_v2.py:223 @0.5.23; sglang#23490"
+)
+
 RULES = [
     rule("sglang.attention_backend_default", ">=0.5.23", INFO,
        f"{OVERRIDE_BASE}:277-351 get_default_attn_backend; {OVERRIDES}:1126-1140 _attention_backend_default; "
@@ -172,4 +227,9 @@ RULES = [
        f"{OVERRIDES}:1203-1218 _mla_kv_cache_dtype_checks, 1235-1247 _cutedsl_prefill_backend_fill; "
        "attention_hook.py:198-227 (trtllm_mha)",
        "backends that need a GPU generation", _sg_backend_gpu, _fix_backend_gpu, fails=True, families=("*",)),
+    rule("sglang.draft_backend_mla_only", ">=0.5.10", PROBLEM, DRAFT_BACKEND_SRC,
+       "the draft inherits an MLA-only backend", _sg_draft_backend_mla_only(True), _fix_draft_backend, fails=True,
+       stage="load"),
+    rule("sglang.draft_backend_mla_only_unknown_drafter", ">=0.5.10", WARNING, DRAFT_BACKEND_SRC,
+       "the draft may inherit an MLA-only backend", _sg_draft_backend_mla_only(False), _fix_draft_backend),
 ]  # fmt: skip
