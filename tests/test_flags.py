@@ -578,6 +578,12 @@ SCENARIOS: dict[str, tuple] = {
                               "--speculative-algorithm", "EAGLE3", "--speculative-draft-model-path",
                               str(EXAMPLES / "kimi-k25" / "drafter"), *sizes(3, 1, 4)], {"gpu": "b200"},
                              "sglang.draft_backend_mla_only", PROBLEM),
+    "sg-backend-default-old": ([*E3, *sizes(3, 1, 4)], {"gpu": "b200", "engine_version": "0.5.13",
+                                                       "target_arch": "KimiK25ForConditionalGeneration"},
+                               "sglang.attention_backend_default_mla", INFO),
+    "sg-backend-page-old": ([*E3, *sizes(3, 1, 4)], {"gpu": "b200", "engine_version": "0.5.9",
+                                                    "target_arch": "DeepseekV3ForCausalLM"},
+                            "sglang.backend_page_size_mla", WARNING),
     "sg-adaptive-disabled": ([*E3, *sizes(3, 4, 8), "--speculative-adaptive"], {}, "sglang.adaptive_disabled",
                              WARNING),
     "sg-adaptive-params": ([*E3, "--speculative-adaptive"], {}, "sglang.adaptive_params", WARNING),
@@ -878,6 +884,35 @@ def test_a_llama_style_head_never_runs_on_the_mla_only_backend_it_inherits():
     assert changes(remote, "sglang.draft_backend_mla_only_unknown_drafter") and not remote.failing.get(
         "sglang.draft_backend_mla_only"
     )
+
+
+def test_the_trtllm_mla_default_of_the_releases_before_0_5_23():
+    """sglang PR #29706 (0.5.13) refuses a Kimi/DeepSeek tree on a B200: SGLang picks trtllm_mla there from
+    0.5.3.post2 (server_args.py:815-822 @0.5.3.post2 ... model_overrides/deepseek_v2.py @0.5.19), which forces page
+    size 64, and topk > 1 with page size > 1 needs a paged tree backend. lint modelled that default at 0.5.23 only and
+    said OK before it. Kimi-K2.5's class is in the list from 0.5.9; DeepSeek-V3's from 0.5.3.post2; before, on sm100,
+    page size 1 (flashinfer) and the tree starts."""
+    for version in ("0.5.9", "0.5.13", "0.5.18"):
+        b200 = lint(kimi_example(topk=2), gpu="b200", engine_version=version)
+        assert [c.effective for c in changes(b200, "sglang.attention_backend_default_mla")] == ["trtllm_mla"]
+        assert [c.effective for c in changes(b200, "sglang.backend_page_size_mla")] == [64]
+        assert not b200.starts_args and "sglang.page_size_tree_backend" in b200.failing, version
+        assert "sglang.draft_backend_mla_only" in b200.failing, version
+        assert not lint(kimi_example(topk=2), gpu="h200", engine_version=version).failing, version
+        unknown = lint(kimi_example(topk=2), engine_version=version)
+        assert "sglang.attention_backend_default_mla" in unknown.gpu_dependent or any(
+            "pass --gpu" in n for n in unknown.notes), version
+    old = lint([*E3, *sizes(3, 2, 6)], gpu="b200", engine_version="0.5.3.post1", target_arch="DeepseekV3ForCausalLM")
+    assert not changes(old, "sglang.attention_backend_default_mla") and not old.failing
+    new = lint([*E3, *sizes(3, 2, 6)], gpu="b200", engine_version="0.5.3.post2", target_arch="DeepseekV3ForCausalLM")
+    assert "sglang.page_size_tree_backend" in new.failing
+    # before --speculative-draft-attention-backend (0.5.7) the fix is a backend both models run
+    early = lint(kimi_example(), gpu="b200", engine_version="0.5.9")
+    assert "--speculative-draft-attention-backend" in early.fixed_argv
+    five = lint([*KIMI[:-6], "--speculative-num-steps", "3", "--speculative-eagle-topk", "1",
+                 "--speculative-num-draft-tokens", "4", "--attention-backend", "trtllm_mla"], gpu="b200",
+                engine_version="0.5.5", target_arch="DeepseekV3ForCausalLM")  # fmt: skip
+    assert changes(five, "sglang.draft_backend_mla_only_unknown_drafter")
 
 
 def test_lint_gpu_and_engine_code_on_the_command_line():

@@ -13,6 +13,9 @@ from __future__ import annotations
 
 import functools
 
+from packaging.specifiers import SpecifierSet
+from packaging.version import Version
+
 from eaglewire.engines.sglang.args import SG_KEYS, SGLANG
 from eaglewire.rules.flags import FlagRule, State, row
 from eaglewire.rules.launch import INFO, PROBLEM, WARNING, Change, Edit, FlagFix
@@ -42,6 +45,29 @@ BACKEND_KEYS = ("attention_backend", "decode_attention_backend", "prefill_attent
 
 MLA_ARCHS = TRTLLM_MLA_ARCHS | {"DeepseekV2ForCausalLM", "DeepseekV32ForCausalLM", "GlmMoeDsaForCausalLM"}
 
+# Before 0.5.23, read in every release 0.4.5-0.5.22: on sm100, with no backend given, these architectures run
+# trtllm_mla from 0.5.3.post2 (before: triton, then flashinfer, page size 1), and trtllm_mla forces page size 64 where
+# it is not 32 or 64. A config with index_topk is DeepSeek's sparse attention (nsa/dsa) instead.
+OLD_TRTLLM_MLA = (
+    (">=0.5.3.post2,<0.5.6.post1", frozenset({"DeepseekV3ForCausalLM"})),
+    (">=0.5.6.post1,<0.5.9",
+     frozenset({"DeepseekV3ForCausalLM", "MistralLarge3ForCausalLM", "PixtralForConditionalGeneration"})),
+    (">=0.5.9,<0.5.23", frozenset({"DeepseekV3ForCausalLM", "MistralLarge3ForCausalLM",
+                                    "PixtralForConditionalGeneration", "KimiK25ForConditionalGeneration"})),
+)  # fmt: skip
+OLD_DEFAULT_SRC = (
+    "sglang server_args.py:815-822, 1014-1018 @0.5.3.post2, :1102-1108, 1613-1615 @0.5.7, :1197-1203 @0.5.9, "
+    ":1839-1846, 2906-2908 @0.5.13; arg_groups/overrides.py:309-316, 1542-1550 @0.5.15; "
+    "arg_groups/model_overrides/deepseek_v2.py:20-25 @0.5.19 (trtllm_mla on sm100 with no backend given; page size 64)"
+)
+
+
+def _sparse(st: State) -> bool:
+    """DeepSeek sparse attention (a config with index_topk): SGLang runs nsa/dsa, not trtllm_mla."""
+    config = st.target_config or {}
+    text = config.get("text_config") if isinstance(config.get("text_config"), dict) else {}
+    return bool(config.get("index_topk") or text.get("index_topk"))
+
 
 def is_mla(st: State) -> bool | None:
     """The target uses MLA attention (kv_lora_rank in its config or text config, else by architecture); None
@@ -68,7 +94,8 @@ def default_backend(st: State) -> tuple[str | None, str]:
     if not gpu.known:
         return None, "the GPU is unknown (pass --gpu)"
     v = st.v
-    if mla and gpu.sm100 and st.target_arch in TRTLLM_MLA_ARCHS and all(v[k] is None for k in BACKEND_KEYS):
+    if (mla and gpu.sm100 and st.target_arch in TRTLLM_MLA_ARCHS and not _sparse(st)
+            and all(v[k] is None for k in BACKEND_KEYS)):  # fmt: skip
         return "trtllm_mla", f"{st.target_arch} on {gpu.key} (sm100): model_overrides/deepseek_v2.py:176-188"
     where = f"{OVERRIDE_BASE}:277-351 get_default_attn_backend"
     if mla:
@@ -106,6 +133,35 @@ def _sg_backend_default(rule: FlagRule, st: State) -> None:
         f"attention backend not given: SGLang uses {backend} ({why})",
     )
     v["attention_backend"] = backend
+
+
+def _sg_backend_default_mla(rule: FlagRule, st: State) -> None:
+    """Before 0.5.23 only the one default that decides whether a draft starts: trtllm_mla on sm100."""
+    if any(st.v[k] is not None for k in BACKEND_KEYS) or not is_mla(st) or _sparse(st):
+        return
+    archs = next(a for spec, a in OLD_TRTLLM_MLA if SpecifierSet(spec).contains(st.version, prereleases=True))
+    if st.target_arch not in archs:
+        return
+    if not st.gpu.known:
+        st.gpu_dependent.append(rule.name)
+        st.notes.append(f"attention backend not given: {st.target_arch} runs trtllm_mla on sm100 (B200, GB200, B300) "
+                        "and another backend elsewhere; pass --gpu")  # fmt: skip
+        return
+    if st.gpu.sm100:
+        st.emit(rule, "--attention-backend", None, "trtllm_mla",
+                f"attention backend not given: SGLang uses trtllm_mla ({st.target_arch} on {st.gpu.key}, sm100)")  # fmt: skip
+        st.v["attention_backend"] = "trtllm_mla"
+
+
+def _sg_page_size_mla(rule: FlagRule, st: State) -> None:
+    if st.v["attention_backend"] != "trtllm_mla":
+        return
+    page = 1 if st.v["page_size"] is None else st.v["page_size"]
+    if page not in (32, 64):
+        st.emit(rule, "--page-size", st.v["page_size"], 64,
+                "trtllm_mla supports page sizes [32, 64] only: SGLang sets page size 64 (logged as a warning); with "
+                "topk > 1 the draft tree then needs a paged tree backend")  # fmt: skip
+        st.v["page_size"] = 64
 
 
 def _sg_page_size(rule: FlagRule, st: State) -> None:
@@ -193,15 +249,33 @@ def _sg_draft_backend_mla_only(known_drafter: bool):
             if known_drafter
             else "if the drafter (not local here) is a Llama-style EAGLE-3 head (no MLA), as most are"
         )
-        st.emit(rule, "--speculative-draft-attention-backend", None, backend,
-                f"no --speculative-draft-attention-backend: the draft runner takes the target's {backend}, and "
-                f"{head}: ValueError: {backend} backend can only be used with MLA models, when the draft worker "
-                "starts")  # fmt: skip
+        flag = (
+            "--speculative-draft-attention-backend"
+            if st.version >= DRAFT_BACKEND_FLAG_FROM
+            else "--attention-backend"
+        )
+        why = (
+            "no --speculative-draft-attention-backend"
+            if st.version >= DRAFT_BACKEND_FLAG_FROM
+            else f"SGLang {st.version} has no --speculative-draft-attention-backend (from {DRAFT_BACKEND_FLAG_FROM})"
+        )
+        st.emit(rule, flag, None if flag != "--attention-backend" else st.given["attention_backend"], backend,
+                f"{why}: the draft runner takes the target's {backend}, and {head}: ValueError: {backend} backend "
+                "can only be used with MLA models, when the draft worker starts")  # fmt: skip
 
     return apply
 
 
+DRAFT_BACKEND_FLAG_FROM = Version(
+    "0.5.7"
+)  # --speculative-draft-attention-backend (server_args.py:429 @0.5.7)
+
+
 def _fix_draft_backend(st: State, change: Change) -> FlagFix:
+    if st.version < DRAFT_BACKEND_FLAG_FROM:  # no draft flag yet: a backend both the target and the draft run
+        edit = Edit("--attention-backend", "flashinfer")
+        return FlagFix(change.rule, (edit,), f"{edit.render()}: runs the MLA target and the draft's MHA layers "
+                       f"(--speculative-draft-attention-backend comes in {DRAFT_BACKEND_FLAG_FROM})")  # fmt: skip
     backend = "trtllm_mha" if st.gpu.sm100 and _topk_one(st) else "flashinfer"
     edit = Edit("--speculative-draft-attention-backend", backend)
     return FlagFix(
@@ -210,8 +284,9 @@ def _fix_draft_backend(st: State, change: Change) -> FlagFix:
 
 
 DRAFT_BACKEND_SRC = (
-    "sglang attention_registry.py:48-51 @0.5.10, :95-97 @0.5.23 (trtllm_mla needs an MLA model); model_runner.py:"
-    "1972-1987 @0.5.10, :306-320 @0.5.23 (the draft takes the target's backends unless the flag names one); "
+    "sglang model_runner.py:1442-1443 @0.4.10.post1, attention_registry.py:48-51 @0.5.10, :95-97 @0.5.23 "
+    "(trtllm_mla needs an MLA model); model_runner.py:1974-1978 @0.5.4, :1972-1987 @0.5.10, :306-320 @0.5.23 (the "
+    "draft takes the target's backends unless --speculative-draft-attention-backend, from 0.5.7, names one); "
     "eagle_worker_v2.py:223 @0.5.23; sglang#23490"
 )
 
@@ -227,9 +302,13 @@ RULES = [
        f"{OVERRIDES}:1203-1218 _mla_kv_cache_dtype_checks, 1235-1247 _cutedsl_prefill_backend_fill; "
        "attention_hook.py:198-227 (trtllm_mha)",
        "backends that need a GPU generation", _sg_backend_gpu, _fix_backend_gpu, fails=True, families=("*",)),
-    rule("sglang.draft_backend_mla_only", ">=0.5.10", PROBLEM, DRAFT_BACKEND_SRC,
+    rule("sglang.attention_backend_default_mla", ">=0.5.3.post2,<0.5.23", INFO, OLD_DEFAULT_SRC,
+       "trtllm_mla on sm100 for DeepSeek-class targets", _sg_backend_default_mla, families=("*",)),
+    rule("sglang.backend_page_size_mla", ">=0.5.3.post2,<0.5.23", WARNING, OLD_DEFAULT_SRC,
+       "trtllm_mla forces page size 64", _sg_page_size_mla, families=("*",)),
+    rule("sglang.draft_backend_mla_only", ">=0.4.10.post1", PROBLEM, DRAFT_BACKEND_SRC,
        "the draft inherits an MLA-only backend", _sg_draft_backend_mla_only(True), _fix_draft_backend, fails=True,
        stage="load"),
-    rule("sglang.draft_backend_mla_only_unknown_drafter", ">=0.5.10", WARNING, DRAFT_BACKEND_SRC,
+    rule("sglang.draft_backend_mla_only_unknown_drafter", ">=0.4.10.post1", WARNING, DRAFT_BACKEND_SRC,
        "the draft may inherit an MLA-only backend", _sg_draft_backend_mla_only(False), _fix_draft_backend),
 ]  # fmt: skip
