@@ -62,33 +62,26 @@ def drafter(
     hd = config.get("head_dim") or h // heads
     inter = config["intermediate_size"]
     vocab, dv = config["vocab_size"], config.get("draft_vocab_size") or config["vocab_size"]
-    shapes = {
-        f"{prefix}self_attn.q_proj.weight": ([heads * hd, 2 * h], "BF16"),
-        f"{prefix}self_attn.k_proj.weight": ([kv * hd, 2 * h], "BF16"),
-        f"{prefix}self_attn.v_proj.weight": ([kv * hd, 2 * h], "BF16"),
-        f"{prefix}self_attn.o_proj.weight": ([h, heads * hd], "BF16"),
-        f"{prefix}mlp.gate_proj.weight": ([inter, h], "BF16"),
-        f"{prefix}mlp.up_proj.weight": ([inter, h], "BF16"),
-        f"{prefix}mlp.down_proj.weight": ([h, inter], "BF16"),
-        f"{prefix}input_layernorm.weight": ([h], "BF16"),
+
+    def layer(
+        p: str, width: int
+    ) -> dict:  # one decoder layer; the first takes [embedding, hidden], 2 x h wide
+        out = {f"{p}self_attn.{n}_proj.weight": ([rows, width], "BF16")
+               for n, rows in (("q", heads * hd), ("k", kv * hd), ("v", kv * hd))}  # fmt: skip
+        out |= {f"{p}self_attn.o_proj.weight": ([h, heads * hd], "BF16"),
+                f"{p}mlp.gate_proj.weight": ([inter, h], "BF16"), f"{p}mlp.up_proj.weight": ([inter, h], "BF16"),
+                f"{p}mlp.down_proj.weight": ([h, inter], "BF16")}  # fmt: skip
+        return out | {
+            f"{p}{n}.weight": ([h], "BF16") for n in ("input_layernorm", "post_attention_layernorm")
+        }
+
+    shapes = layer(prefix, 2 * h) | {
         f"{prefix}hidden_norm.weight": ([h], "BF16"),
-        f"{prefix}post_attention_layernorm.weight": ([h], "BF16"),
         "fc.weight": ([h, n_aux * target_hidden], "BF16"),
         "norm.weight": ([h], "BF16"),
     }
     for i in range(1, config.get("num_hidden_layers", 1)):  # later layers take the hidden state alone
-        p = f"layers.{i}."
-        shapes |= {
-            f"{p}self_attn.q_proj.weight": ([heads * hd, h], "BF16"),
-            f"{p}self_attn.k_proj.weight": ([kv * hd, h], "BF16"),
-            f"{p}self_attn.v_proj.weight": ([kv * hd, h], "BF16"),
-            f"{p}self_attn.o_proj.weight": ([h, heads * hd], "BF16"),
-            f"{p}mlp.gate_proj.weight": ([inter, h], "BF16"),
-            f"{p}mlp.up_proj.weight": ([inter, h], "BF16"),
-            f"{p}mlp.down_proj.weight": ([h, inter], "BF16"),
-            f"{p}input_layernorm.weight": ([h], "BF16"),
-            f"{p}post_attention_layernorm.weight": ([h], "BF16"),
-        }
+        shapes |= layer(f"layers.{i}.", h)
     if not fc:
         del shapes["fc.weight"]
     values = {}
