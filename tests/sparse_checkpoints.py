@@ -63,9 +63,8 @@ def drafter(
     inter = config["intermediate_size"]
     vocab, dv = config["vocab_size"], config.get("draft_vocab_size") or config["vocab_size"]
 
-    def layer(
-        p: str, width: int
-    ) -> dict:  # one decoder layer; the first takes [embedding, hidden], 2 x h wide
+    def layer(p: str, width: int) -> dict:
+        """One decoder layer's tensors; the first layer takes [embedding, hidden], 2 x h wide."""
         out = {f"{p}self_attn.{n}_proj.weight": ([rows, width], "BF16")
                for n, rows in (("q", heads * hd), ("k", kv * hd), ("v", kv * hd))}  # fmt: skip
         out |= {f"{p}self_attn.o_proj.weight": ([h, heads * hd], "BF16"),
