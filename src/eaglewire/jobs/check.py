@@ -48,9 +48,8 @@ class Finding:
     code: str
     message: str
     engine: str | None = None
-    evidence: dict[str, str] | None = (
-        None  # what an engine row's finding rests on (rules.structure.StructureRule)
-    )
+    # what an engine row's finding rests on (rules.structure.StructureRule.evidence); None for the others
+    evidence: dict[str, str] | None = None
 
     def to_dict(self) -> dict:
         return {k: v for k, v in asdict(self).items() if k != "evidence" or v is not None}
