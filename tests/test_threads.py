@@ -7,7 +7,7 @@ import pytest
 import sparse_checkpoints as sparse
 import torch
 
-from eaglewire.jobs.check import check
+from eaglewire.jobs.check import check, check_job
 
 
 def verdicts(rep):
@@ -398,6 +398,64 @@ def test_specforge_129_a_drafter_of_several_layers(tmp_path):
                          target_hidden=7168)  # fmt: skip
     rep = check(mla, sparse.target(tmp_path / "ds", DEEPSEEK_V3), ["sglang==0.5.23"])
     assert "draft-layers" in codes(rep) and verdicts(rep) == {"sglang==0.5.23": "fails"}
+
+
+def test_specforge_129_the_copied_layer_count_with_one_layer_of_weights(tmp_path):
+    """SpecForge#129 with the weights at hand: config.json says the target's 48 layers, the checkpoint holds one.
+    `check` read it as an error (missing tensor layers.1...). The drafter is the layer it holds; an engine that
+    builds one layer serves it (vLLM before 0.11.1), one that refuses other counts fails (SGLang before 0.5.12), and
+    one that builds 48 leaves 47 unloaded with no error (vLLM 0.11.1+, SGLang 0.5.12+): a problem, fixed by
+    num_hidden_layers 1, which `--fix-into` writes."""
+    import json
+
+    t = sparse.target(tmp_path / "t", LLAMA_70B | {"num_hidden_layers": 48})
+    d = sparse.drafter(tmp_path / "d", eagle_config(8192, 128256), target_hidden=8192)
+    (d / "config.json").write_text(json.dumps(eagle_config(8192, 128256, layers=48)))
+    engines = ["sglang==0.5.11", "sglang==0.5.23", "vllm==0.11.0", "vllm==0.11.1", "vllm==0.33.0"]
+    fixed = tmp_path / "fixed"
+    rep = check_job(d, t, engines, fix_into=fixed, runner="v1")
+    assert verdicts(rep) == {"sglang==0.5.11": "fails", "sglang==0.5.23": "fails", "vllm==0.11.0 v1": "ok",
+                             "vllm==0.11.1 v1": "fails", "vllm==0.33.0 v1": "fails"}  # fmt: skip
+    said = _said(rep, "draft-layers-unloaded")
+    assert "builds 48 and loads 1" in said and "layers.1-47 keep uninitialised" in said
+    assert "Set num_hidden_layers to 1" in said
+    old = next(f.message for f in rep.verdicts[0].findings if f.code == "draft-layers")
+    assert "the weights hold 1 layer(s): set num_hidden_layers to 1" in old and "later build" not in old
+    assert any("weights hold 1 decoder layer" in f.message for f in rep.findings)
+    assert json.loads((fixed / "config.json").read_text())["num_hidden_layers"] == 1
+    again = check(fixed, t, engines, runner="v1")
+    assert set(verdicts(again).values()) == {"ok"}, verdicts(again)
+    # weights of two layers, config of three: the count held decides (one built before 0.11.1 fails on layers.1)
+    two = sparse.drafter(tmp_path / "two", eagle_config(8192, 128256, layers=2), target_hidden=8192)
+    (two / "config.json").write_text(json.dumps(eagle_config(8192, 128256, layers=3)))
+    rep = check(two, t, ["vllm==0.11.0", "vllm==0.11.1"], runner="v1")
+    assert verdicts(rep) == {"vllm==0.11.0 v1": "fails", "vllm==0.11.1 v1": "fails"}
+    assert "layers.2 keeps uninitialised" in _said(rep, "draft-layers-unloaded")
+
+
+def test_vllm_30987_a_drafter_config_without_architectures(tmp_path):
+    """vllm PR #30987: an EAGLE-3 head whose config.json has no architectures ("Model architectures
+    ['EagleLlamaModel'] are not supported for now"); `check` said ok. vLLM prefixes each architecture with Eagle3
+    (TypeError on None before 0.10.1), finds none (ValueError, 0.10.1-0.11.0), or fills LlamaModel from model_type
+    and serves no Eagle3LlamaModel (0.11.1+); SGLang tests names in None (model_config.py is_generation_model)."""
+    import json
+
+    t = sparse.target(tmp_path / "t", LLAMA_70B)
+    cfg = eagle_config(8192, 128256)
+    d = sparse.drafter(tmp_path / "d", cfg, target_hidden=8192)
+    (d / "config.json").write_text(json.dumps({k: v for k, v in cfg.items() if k != "architectures"}))
+    engines = ["sglang==0.4.5", "sglang==0.5.23", "vllm==0.9.2", "vllm==0.11.0", "vllm==0.33.0"]
+    rep = check(d, t, engines, runner="v1")
+    assert set(verdicts(rep).values()) == {"fails"}, verdicts(rep)
+    said = {
+        v.engine: next(f.message for f in v.findings if f.code == "architectures-missing")
+        for v in rep.verdicts
+    }
+    assert "TypeError" in said["vllm==0.9.2 v1"] and "No model architectures" in said["vllm==0.11.0 v1"]
+    assert "Eagle3LlamaModel" in said["vllm==0.33.0 v1"] and "TypeError" in said["sglang==0.5.23"]
+    assert all('"architectures": ["LlamaForCausalLMEagle3"]' in m for m in said.values())
+    ok = check(sparse.drafter(tmp_path / "ok", cfg, target_hidden=8192), t, engines, runner="v1")
+    assert "architectures-missing" not in codes(ok)
 
 
 def test_vllm_18906_a_drafter_narrower_than_its_target(tmp_path):

@@ -47,6 +47,29 @@ def engine_aux_count(c: Context) -> int:
     return 3
 
 
+@rule(ANY, "architectures-missing", "*", "", "problem",
+      "vllm configs/eagle.py:58-64 (Eagle3 prefix over model.architectures) and registry.py _normalize_archs @0.8.5 "
+      "(warns, then iterates None), :611 @0.10.1.1 and :735 @0.11.0 (ValueError \"No model architectures are "
+      "specified\"), transformers_utils/config.py:626 @0.11.1 and :939-949 @0.33.0 (architectures from model_type: "
+      "LlamaModel, so Eagle3LlamaModel); vllm PR #30987; sglang configs/model_config.py is_generation_model (`in` on "
+      "architectures) @0.4.5:448-454, @0.5.10:1268-1274, @0.5.23:801, 2360-2366")  # fmt: skip
+def architectures_missing(c: Context) -> str | None:
+    archs = c.cfg.get("architectures")
+    if c.speculators or c.engine == "trtllm" or (isinstance(archs, list) and archs):
+        return None
+    fix = 'add "architectures": ["LlamaForCausalLMEagle3"] to config.json'
+    if c.engine == "sglang":
+        why = "builds the draft's model config from architectures and tests names in it (TypeError on None)"
+    elif c.version < Version("0.10.1"):
+        why = "prefixes each of the draft's architectures with Eagle3 (TypeError on None)"
+    elif c.version < Version("0.11.1"):
+        why = 'finds no model class: "ValueError: No model architectures are specified"'
+    else:
+        why = ("fills architectures from model_type (llama: LlamaModel), prefixes it (Eagle3LlamaModel), and no "
+               "registry entry serves that: \"Model architectures ['Eagle3LlamaModel'] are not supported for now\"")  # fmt: skip
+    return f"config.json has no architectures: {c.engine} {c.version} {why}, at startup; {fix}"
+
+
 # ---- decoder layers --------------------------------------------------------------------------------------------
 
 
@@ -59,6 +82,42 @@ def draft_layers_copied(c: Context) -> str | None:
         f"num_hidden_layers is {n}, the target's own layer count: an engine that builds {n} draft layers and a "
         "checkpoint that holds one (a config copied from the target) leave the others uninitialised, with no error "
         "(garbage drafts); the checkpoint's tensors settle it (`eaglewire check` or `doctor` with the weights counts them)"
+    )
+
+
+# what the engine did, run (tests/real_engine/draft_layers.py): the zoo's one-layer drafter, config.json saying more
+UNLOADED_OBSERVED = (
+    "vllm-0.32.0-cpu-draft-layers.json (the zoo's one-layer drafter served with num_hidden_layers 2 and 8: started, "
+    "lossless, counters off the one-layer walk)"
+)
+UNLOADED_SEEN = (
+    "vLLM 0.32.0 on CPU, run: with 2 layers configured 2.80 tokens per verify against the trained 2.82, with 8 "
+    "layers 1.00, nothing accepted"
+)
+
+
+@rule(ANY, "draft-layers-unloaded", "*", "", "problem", "vllm llama_eagle3.py:159-167 @0.11.1 (range(num_hidden_layers)), load_weights returns None so default_loader.py's strict check is skipped (0.12.0:314-321, 0.33.0); sglang llama_eagle3.py:180-185 @0.5.12-0.5.23 (range(num_hidden_layers)), load_weights checks nothing; SpecForge#129")  # fmt: skip
+def draft_layers_unloaded(c: Context) -> str | None:
+    n, held = c.draft_layers, c.held_layers
+    if held is None or held >= n:
+        return None
+    if c.engine == "vllm":
+        if c.version < vllm.MULTI_LAYER_FROM:
+            return None  # one layer built (the draft-layers row where the weights hold more)
+        why = "its load_weights returns nothing, so the loader's check that every parameter loaded is skipped"
+    elif c.engine == "sglang":
+        if c.version < sglang.MULTI_LAYER_FROM or c.architecture in sglang.MLA:
+            return None  # refused at load (the draft-layers row)
+        why = "its load_weights checks nothing"
+    else:
+        return None
+    missing = f"layers.{held} keeps" if n - held == 1 else f"layers.{held}-{n - 1} keep"
+    return Said(
+        f"num_hidden_layers is {n} and the weights hold {held} decoder layer(s): {c.engine} {c.version} builds {n} "
+        f"and loads {held}; {missing} uninitialised memory with no error ({why}), so the draft is not the "
+        f"trained drafter's and its acceptance is whatever that memory gives ({UNLOADED_SEEN}). Set "
+        f"num_hidden_layers to {held} in config.json",
+        UNLOADED_OBSERVED if c.engine == "vllm" else None,
     )
 
 
@@ -220,9 +279,11 @@ _ORDER: tuple[StructureRule, ...] = (
     sglang.architecture_routing_old,
     vllm.architecture_routing,
     not_eagle3,
+    architectures_missing,
     sglang.draft_layers,
     vllm.draft_layers,
     draft_layers_copied,
+    draft_layers_unloaded,
     fc_width,
     aux_disabled,
     sglang.norm_before_residual,

@@ -8,6 +8,7 @@ the convention of the source format, then into the destination's id list with th
 
 from __future__ import annotations
 
+import re
 import shutil
 from pathlib import Path
 
@@ -78,6 +79,27 @@ def _configs(directory: Path) -> dict[str, dict]:
     return out
 
 
+LAYER_NAME = re.compile(r"layers\.(\d+)\.")
+
+
+def held_layers(ckpt: DrafterCheckpoint) -> None:
+    """A config that declares more decoder layers than the weights hold, layers 0..k-1 present and none beyond
+    (SpecForge#129: num_hidden_layers copied from the target): the drafter is the k layers it holds, and
+    `config_layers` keeps the count the engines build from config.json (`check` decides what each does)."""
+    arch = ckpt.arch
+    if arch is None or arch.num_layers <= 1:
+        return
+    present = {int(m.group(1)) for name in ckpt.tensors if (m := LAYER_NAME.match(name))}
+    held = len(present)
+    if not 1 <= held < arch.num_layers or present != set(range(held)):
+        return
+    ckpt.config_layers, arch.num_layers = arch.num_layers, held
+    ckpt.notes.append(
+        f"config.json declares num_hidden_layers {ckpt.config_layers}; the weights hold {held} decoder layer(s): "
+        f"read as the {held}-layer drafter they are (an engine builds {ckpt.config_layers}: `eaglewire check`)"
+    )
+
+
 def read_drafter(path: Path | str, *, weights: bool | str = True) -> DrafterCheckpoint:
     """Read a drafter directory (or its config.json). `weights=False` reads the configs alone; `weights="lazy"`
     reads shapes from the safetensors headers and only the small tensors' values (the static check)."""
@@ -111,6 +133,7 @@ def read_drafter(path: Path | str, *, weights: bool | str = True) -> DrafterChec
                 "code files / auto_map present: never imported (eaglewire reads config.json as data)"
             )
     if tensors:
+        held_layers(ckpt)
         check_tensors(ckpt)
         if ckpt.arch is not None:
             check_vocab_tensors(ckpt)

@@ -95,6 +95,9 @@ class DrafterCheckpoint:
     disk_names: dict[str, str] = field(
         default_factory=dict
     )  # canonical tensor name -> name in the files read
+    # num_hidden_layers as config.json declares it where the weights hold fewer layers (`arch.num_layers` is then
+    # the layers held): what an engine builds from the config (SpecForge#129, a config copied from the target)
+    config_layers: int | None = None
 
     def copy(self) -> DrafterCheckpoint:
         return DrafterCheckpoint(
@@ -108,6 +111,7 @@ class DrafterCheckpoint:
             provenance=copy.deepcopy(self.provenance),
             notes=list(self.notes),
             disk_names=dict(self.disk_names),
+            config_layers=self.config_layers,
         )
 
     @property

@@ -843,6 +843,13 @@ def fixed_config(report: CheckReport, config: dict) -> dict:
 def write_fixed(ckpt: DrafterCheckpoint, report: CheckReport, out: Path) -> Path:
     """A copy of the drafter with the fixed config.json (the input is never modified)."""
     cfg = fixed_config(report, ckpt.config)
+    if ckpt.config_layers is not None and ckpt.arch is not None:  # the layer count the weights hold
+        key = (
+            "transformer_layer_config.num_hidden_layers"
+            if ckpt.format == "speculators"
+            else "num_hidden_layers"
+        )
+        cfg = with_key(cfg, key, ckpt.arch.num_layers)
     prov = (cfg.get(PROVENANCE_KEY) or {}).get("provenance") or {}
     if report.trained.wiring is not None and not prov.get("taps"):
         # the copy records the taps the fix was made for (recorded, given or inferred), so checking it needs no flag

@@ -85,10 +85,15 @@ class Context:
         transformer_layer_config), 1 when unset."""
         arch = self.ckpt.arch
         if arch is not None:
-            return arch.num_layers
+            return self.ckpt.config_layers or arch.num_layers
         dcfg = (self.cfg.get("transformer_layer_config") or {}) if self.speculators else self.cfg
         n = dcfg.get("num_hidden_layers", 1)
         return n if isinstance(n, int) and not isinstance(n, bool) else 1
+
+    @property
+    def held_layers(self) -> int | None:
+        """The decoder layers the checkpoint's weights hold (None with no weights, or a layout not read here)."""
+        return self.ckpt.arch.num_layers if self.ckpt.has_weights and self.ckpt.arch is not None else None
 
 
 @dataclass(frozen=True)
@@ -185,7 +190,9 @@ def norm_output_meaning(c: Context, engine: str, honoured: bool) -> str | None:
 
 def copied(c: Context) -> str:
     """What a layer count equal to the target's most likely is (a clause, or nothing)."""
-    n = c.draft_layers
+    n, held = c.draft_layers, c.held_layers
+    if held is not None and held < n:
+        return f"the weights hold {held} layer(s): set num_hidden_layers to {held}; "
     if n > 1 and n == c.target.num_layers:
         return (f"{n} is the target's own layer count: a config copied from the target, if the checkpoint holds "
                 "one layer (set num_hidden_layers to 1); ")  # fmt: skip

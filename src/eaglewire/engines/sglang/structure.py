@@ -91,11 +91,12 @@ def draft_layers(c: Context) -> str | None:
     if n == 1 or (c.version >= MULTI_LAYER_FROM and not mla):
         return None
     which = f"its MLA EAGLE-3 class ({MLA[0]})" if mla else f"SGLang {c.version}"
-    fix = ("no SGLang release builds a multi-layer MLA head" if mla
+    held = c.held_layers is not None and c.held_layers < n  # the fix is the layer count held (copied())
+    fix = ("" if held else "no SGLang release builds a multi-layer MLA head" if mla
            else f"SGLang {MULTI_LAYER_FROM} and later build {n}")  # fmt: skip
     return (
         f"num_hidden_layers is {n}: {which} builds a one-layer EAGLE-3 head and refuses any other count at load "
-        f"(ValueError: EAGLE3 currently only supports 1 layer); {copied(c)}{fix}"
+        f"(ValueError: EAGLE3 currently only supports 1 layer); {copied(c)}{fix}".rstrip("; ")
     )
 
 

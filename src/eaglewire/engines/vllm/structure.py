@@ -100,7 +100,7 @@ MULTI_LAYER_FROM = Version("0.11.1")
       "every checkpoint tensor), :159-167 @0.11.1 (range(num_hidden_layers))")  # fmt: skip
 def draft_layers(c: Context) -> str | None:
     n = c.draft_layers
-    if n <= 1:
+    if n <= 1 or c.held_layers == 1:  # one layer held: the one this release builds loads whole
         return None
     return (
         f"num_hidden_layers is {n}: vLLM {c.version} builds a one-layer EAGLE-3 head and looks every checkpoint "
