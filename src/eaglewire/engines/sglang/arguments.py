@@ -44,10 +44,10 @@ SGLANG_ROWS: tuple[ArgumentRow, ...] = (
     SG("speculative_token_map", ">=0.4.5", (HONOURED, IGNORED), ("sglang.token_map_ignored",),
        f"{S23} speculative/eagle_worker_v2.py:323-333 init_token_map; standalone_worker_v2.py:128",
        "EAGLE and STANDALONE read it; EAGLE3 ignores it (its drafter carries d2t)"),
-    SG("speculative_accept_threshold_single", ">=0.4.5", (HONOURED, REFUSED), (),
+    SG("speculative_accept_threshold_single", ">=0.4.5", (HONOURED, REFUSED), ("sglang.rejection_sampling_thresholds",),
        f"{S23} speculative/eagle_utils.py:781 (tree verify of sampled requests); {HOOK}:1229-1237 (refused with "
        "rejection sampling, from 0.5.14)", "greedy requests verify by argmax: thresholds apply to sampling only"),
-    SG("speculative_accept_threshold_acc", ">=0.4.5", (HONOURED, REFUSED), (),
+    SG("speculative_accept_threshold_acc", ">=0.4.5", (HONOURED, REFUSED), ("sglang.rejection_sampling_thresholds",),
        f"{S23} speculative/eagle_utils.py:782; {HOOK}:1229-1237", "as threshold_single"),
     # ---- the draft model's own settings ----
     SG("speculative_draft_model_revision", ">=0.5.2", (HONOURED,), (),
@@ -100,10 +100,11 @@ SGLANG_ROWS: tuple[ArgumentRow, ...] = (
        "DFLASH only"),
     # ---- verification ----
     SG("speculative_use_rejection_sampling", ">=0.5.14", (HONOURED, ADJUSTED, REFUSED),
-       ("sglang.rejection_sampling_topk",),
-       f"{HOOK}:1186-1260 (EAGLE/EAGLE3 with topk 1 only; on by default on ROCm; turned on by block verification)",
-       no_rule="turned on only on ROCm or by --speculative-use-block-verification, both logged"),
-    SG("speculative_use_block_verification", ">=0.5.22", (HONOURED, REFUSED), (),
+       ("sglang.rejection_sampling_topk", "sglang.block_verification_rejection_sampling",
+        "sglang.rejection_sampling_thresholds"),
+       f"{HOOK}:1186-1260 (EAGLE/EAGLE3 with topk 1 only; on by default on ROCm; turned on by block verification)"),
+    SG("speculative_use_block_verification", ">=0.5.22", (HONOURED, REFUSED),
+       ("sglang.block_verification_rejection_sampling",),
        f"{HOOK}:175-193 (EAGLE/EAGLE3/DFLASH/DSPARK on CUDA/ROCm; turns rejection sampling on for EAGLE)"),
     # ---- adaptive ----
     SG("speculative_adaptive", ">=0.5.11", (HONOURED, ADJUSTED),

@@ -2,8 +2,10 @@
 
 On Blackwell (sm100) SGLang picks `trtllm_mla` for DeepSeek-V3-class targets (Kimi-K2.5 included), which forces
 page size 64, and `_handle_eagle_family` then refuses top-k > 1 with page size > 1 on that backend: the same
-launch starts on an H200 and fails on a B200. These rows replay the default backend (`get_default_attn_backend`
-and the DeepSeek model override) and the page-size constraints of each backend, for the GPU given to `lint`.
+launch starts on an H200 and fails on a B200. gpt-oss (from 0.5.1) and Llama-4 (from 0.5.6) likewise run
+`trtllm_mha` on sm100 whatever the topk, which refuses top-k > 1 (sglang#9471). These rows replay the default backend
+(`get_default_attn_backend` and the DeepSeek, gpt-oss, Llama-4 and Qwen3.5 model overrides) and the page-size
+constraints of each backend, for the GPU given to `lint`.
 With the GPU unknown they leave the backend open and say which verdicts depend on it.
 
 Read in sglang 0.5.23; checked against that code per GPU profile by `make test-engines`.
@@ -12,12 +14,14 @@ Read in sglang 0.5.23; checked against that code per GPU profile by `make test-e
 from __future__ import annotations
 
 import functools
+from dataclasses import dataclass
 
 from packaging.specifiers import SpecifierSet
 from packaging.version import Version
 
 from eaglewire.engines.sglang.args import SG_KEYS, SGLANG
 from eaglewire.rules.flags import FlagRule, State, row
+from eaglewire.rules.gpus import GpuProfile
 from eaglewire.rules.launch import INFO, PROBLEM, WARNING, Change, Edit, FlagFix
 
 rule = functools.partial(row, SGLANG)
@@ -62,6 +66,61 @@ OLD_DEFAULT_SRC = (
 )
 
 
+@dataclass(frozen=True)
+class ArchDefault:
+    """A model override that picks an MHA target's attention backend by GPU generation when none is given: sm100
+    trtllm_mha (which refuses topk > 1: sizes.py `sglang.trtllm_mha_topk`), sm90 fa3, other CUDA GPUs triton.
+    `all_unset`: only with all three backend flags unset (else with --attention-backend unset)."""
+
+    versions: str
+    archs: frozenset[str]
+    all_unset: bool
+    source: str
+    override: str = ""  # where 0.5.23 has it (default_backend's message)
+
+    def covers_version(self, version: Version) -> bool:
+        return SpecifierSet(self.versions).contains(version, prereleases=True)
+
+    def applies(self, st: State) -> bool:
+        keys = BACKEND_KEYS if self.all_unset else ("attention_backend",)
+        return st.target_arch in self.archs and all(st.v[k] is None for k in keys)
+
+    @staticmethod
+    def choose(gpu: GpuProfile) -> str:
+        return "trtllm_mha" if gpu.sm100 else "fa3" if gpu.hopper else "triton"
+
+
+GPT_OSS = frozenset({"GptOssForCausalLM"})
+LLAMA4 = frozenset({"Llama4ForConditionalGeneration", "Llama4ForCausalLM"})
+ARCH_DEFAULTS = (
+    ArchDefault(">=0.5.1,<0.5.3.post1", GPT_OSS, False,
+                "sglang server_args.py:2227-2234 @0.5.1 model_specific_adjustments (`if self.attention_backend is "
+                "None`), same in 0.5.2-0.5.3; it runs before the speculative block (:432, :657-668 @0.5.1)"),
+    ArchDefault(">=0.5.3.post1", GPT_OSS, True,
+                "sglang server_args.py:769-780 @0.5.3.post1 and :904-915 @0.5.4 (all three backends unset), "
+                "is_attention_backend_not_set() @0.5.7-0.5.14, arg_groups/overrides.py:475-491 @0.5.15, "
+                "model_overrides/gpt_oss.py:27-47 @0.5.19 and :24-44 @0.5.23 (before the speculative hook: "
+                "pipeline.py:225 then :306)", "model_overrides/gpt_oss.py:24-44"),
+    # 0.5.4.post1-0.5.5 assert the backend is in {fa3, aiter, triton, trtllm_mha} before setting trtllm_mha on sm100
+    # (server_args.py:951-962 @0.5.4.post1): with none given that assert fails first, on every GPU
+    ArchDefault(">=0.5.6", LLAMA4, False,
+                "sglang server_args.py:1125-1140 @0.5.6 (`if self.attention_backend is None`, then the assert), "
+                ":1237-1252 @0.5.7, :2044-2059 @0.5.11 (LLAMA4_MODEL_ARCHS), arg_groups/overrides.py:574-590 @0.5.15, "
+                "model_overrides/llama4.py:16-37 @0.5.21 and @0.5.23", "model_overrides/llama4.py:16-37"),
+)  # fmt: skip
+# On sm100 the Qwen3.5/Qwen3-Next hybrid (Mamba) targets run triton unless the generic default is trtllm_mha (a given
+# topk 1, page size 1 or unset): model_overrides/qwen3_5.py:17-49 @0.5.23 (page size 64 with trtllm_mha, else 1). Read
+# for speculative launches only (without one it also depends on the Mamba radix-cache strategy).
+QWEN3_5_HYBRID = frozenset({
+    "Qwen3NextForCausalLM", "Qwen3_5MoeForConditionalGeneration", "InternS2PreviewForConditionalGeneration",
+    "InternS2MobiusForConditionalGeneration", "Qwen3_5ForConditionalGeneration",
+})  # fmt: skip
+
+
+def arch_default(st: State) -> ArchDefault | None:
+    return next((a for a in ARCH_DEFAULTS if a.covers_version(st.version) and a.applies(st)), None)
+
+
 def _sparse(st: State) -> bool:
     """DeepSeek sparse attention (a config with index_topk): SGLang runs nsa/dsa, not trtllm_mla."""
     config = st.target_config or {}
@@ -97,13 +156,23 @@ def default_backend(st: State) -> tuple[str | None, str]:
     if (mla and gpu.sm100 and st.target_arch in TRTLLM_MLA_ARCHS and not _sparse(st)
             and all(v[k] is None for k in BACKEND_KEYS)):  # fmt: skip
         return "trtllm_mla", f"{st.target_arch} on {gpu.key} (sm100): model_overrides/deepseek_v2.py:176-188"
+    if (arch := arch_default(st)) is not None:
+        backend = arch.choose(gpu)
+        return backend, f"{st.target_arch} on {gpu.key}, whatever the topk: {arch.override}"
     where = f"{OVERRIDE_BASE}:277-351 get_default_attn_backend"
     if mla:
         backend = "fa3" if gpu.hopper else "flashinfer" if gpu.sm100 else "triton"
         return backend, f"MLA target on {gpu.key}: {where}"
     if gpu.hopper and _topk_one(st):
         return "fa3", f"MHA target on {gpu.key} (Hopper), topk 1 or unset: {where}"
-    if gpu.sm100 and _topk_one(st) and (v["algorithm"] is None or st.given["topk"] is not None):
+    generic_trtllm = gpu.sm100 and _topk_one(st) and (v["algorithm"] is None or st.given["topk"] is not None)
+    if gpu.sm100 and st.target_arch in QWEN3_5_HYBRID and v["algorithm"] is not None:
+        backend = "trtllm_mha" if generic_trtllm else "triton"
+        return (
+            backend,
+            f"{st.target_arch} on {gpu.key} (sm100), speculative: model_overrides/qwen3_5.py:17-49",
+        )
+    if generic_trtllm:
         return "trtllm_mha", f"MHA target on {gpu.key} (sm100) with topk 1: {where}"
     return "flashinfer", f"MHA target on {gpu.key}: {where} (flashinfer ships with SGLang)"
 
@@ -151,6 +220,23 @@ def _sg_backend_default_mla(rule: FlagRule, st: State) -> None:
         st.emit(rule, "--attention-backend", None, "trtllm_mla",
                 f"attention backend not given: SGLang uses trtllm_mla ({st.target_arch} on {st.gpu.key}, sm100)")  # fmt: skip
         st.v["attention_backend"] = "trtllm_mla"
+
+
+def _sg_backend_default_arch(rule: FlagRule, st: State) -> None:
+    """Before 0.5.23: gpt-oss and Llama-4's own default (0.5.23 reads it in `default_backend`)."""
+    arch = arch_default(st)
+    if arch is None:
+        return
+    if not st.gpu.known:
+        st.gpu_dependent.append(rule.name)
+        st.notes.append(f"attention backend not given: {st.target_arch} runs trtllm_mha on sm100 (B200, GB200, B300), "
+                        "which refuses topk > 1, fa3 on Hopper, triton elsewhere; pass --gpu")  # fmt: skip
+        return
+    backend = arch.choose(st.gpu)
+    st.emit(rule, "--attention-backend", None, backend,
+            f"attention backend not given: SGLang uses {backend} ({st.target_arch}'s own default on {st.gpu.key}, "
+            "whatever the topk)")  # fmt: skip
+    st.v["attention_backend"] = backend
 
 
 def _sg_page_size_mla(rule: FlagRule, st: State) -> None:
@@ -293,7 +379,8 @@ DRAFT_BACKEND_SRC = (
 RULES = [
     rule("sglang.attention_backend_default", ">=0.5.23", INFO,
        f"{OVERRIDE_BASE}:277-351 get_default_attn_backend; {OVERRIDES}:1126-1140 _attention_backend_default; "
-       "model_overrides/deepseek_v2.py:176-188 (trtllm_mla on sm100)",
+       "model_overrides/deepseek_v2.py:176-188 (trtllm_mla on sm100), gpt_oss.py:24-44, llama4.py:16-37 (trtllm_mha "
+       "on sm100, fa3 on sm90, else triton), qwen3_5.py:17-49 (sm100: triton unless trtllm_mha)",
        "the attention backend SGLang picks for this target and GPU", _sg_backend_default, families=("*",)),
     rule("sglang.backend_page_size", ">=0.5.23", WARNING,
        f"{OVERRIDES}:1143-1200 _mla_backend_page_constraints; 1341-1363 _page_size_default (1)",
@@ -304,6 +391,10 @@ RULES = [
        "backends that need a GPU generation", _sg_backend_gpu, _fix_backend_gpu, fails=True, families=("*",)),
     rule("sglang.attention_backend_default_mla", ">=0.5.3.post2,<0.5.23", INFO, OLD_DEFAULT_SRC,
        "trtllm_mla on sm100 for DeepSeek-class targets", _sg_backend_default_mla, families=("*",)),
+    rule("sglang.attention_backend_default_arch", ">=0.5.1,<0.5.23", INFO,
+       "; ".join(a.source for a in ARCH_DEFAULTS),
+       "gpt-oss and Llama-4 pick their backend per GPU (trtllm_mha on sm100)", _sg_backend_default_arch,
+       families=("*",)),
     rule("sglang.backend_page_size_mla", ">=0.5.3.post2,<0.5.23", WARNING, OLD_DEFAULT_SRC,
        "trtllm_mla forces page size 64", _sg_page_size_mla, families=("*",)),
     rule("sglang.draft_backend_mla_only", ">=0.4.10.post1", PROBLEM, DRAFT_BACKEND_SRC,

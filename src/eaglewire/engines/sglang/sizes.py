@@ -290,6 +290,87 @@ RULES += [
 ]  # fmt: skip
 
 
+# Spec v2 (the overlap scheduler's EAGLE worker) assumes a chain: its draft extend after each verify gives every
+# request num_steps + 1 tokens (eagle_worker_v2.py `_draft_extend_for_decode`), a tree verifies num_draft_tokens.
+# SGLang refuses (0.5.7-0.5.10) or routes to spec v1 (0.5.11-0.5.12) only a topk > 1 the command GIVES; the auto
+# choice runs later, so its topk 4 (Llama, Grok; and every other target at 0.5.7) reaches the v2 worker, which fails
+# on the first decode (a tensor-size RuntimeError: sglang#13352, #14077). 0.5.13's worker extends by num_draft_tokens
+# (eagle_worker_v2.py:707) and runs trees.
+SPEC_V2_SRC_ENV = (
+    "sglang server_args.py:2000-2014 (spec v2 forces `disable_overlap_schedule = False`, then refuses only a given "
+    "topk > 1) before the auto choice :2060 @0.5.7, :2999-3013 and :3062 @0.5.10 (same @0.5.10.post1), environ.py "
+    "SGLANG_ENABLE_SPEC_V2 = EnvBool(False) (:362 @0.5.7, :442 @0.5.10); speculative/eagle_worker_v2.py:484 @0.5.7, "
+    ":517 @0.5.9, :553 @0.5.10 (`_draft_extend_for_decode`: num_steps + 1 tokens per request); spec_info.py:265-269 "
+    "@0.5.7, :76-79 @0.5.10 (overlap on: EAGLEWorkerV2); sglang#13352, #14077"
+)
+SPEC_V2_SRC_DEFAULT = (
+    "sglang server_args.py:3460-3473 (falls back to spec v1 only for a given topk > 1) before the auto choice "
+    ":3519-3527 @0.5.11, :3748-3761 and :3816 @0.5.12 (same @0.5.12.post1); environ.py SGLANG_ENABLE_SPEC_V2 = "
+    "EnvBool(True) (:459 @0.5.11, :470 @0.5.12); speculative/eagle_worker_v2.py:561 @0.5.11, :573 @0.5.12 "
+    "(num_tokens_per_req = num_steps + 1), spec_info.py:93-96 @0.5.11 (overlap on: EAGLEWorkerV2); fixed @0.5.13 "
+    "(eagle_worker_v2.py:707 num_draft_tokens); sglang#13352, #14077"
+)
+
+
+def _sg_spec_v2_auto_topk(env_opt_in: bool) -> Callable[[FlagRule, State], None]:
+    def apply(rule: FlagRule, st: State) -> None:
+        topk = st.v["topk"]
+        if any(st.given[k] is not None for k in TRIPLE) or topk is None or topk <= 1:
+            return
+        if st.v["algorithm"] not in ("EAGLE", "EAGLE3"):
+            return
+        if env_opt_in:  # SGLANG_ENABLE_SPEC_V2=1 turns the overlap scheduler on, whatever the command says
+            if not st.env_true("SGLANG_ENABLE_SPEC_V2", False):
+                return
+            why = "SGLANG_ENABLE_SPEC_V2=1 selects spec v2 (and turns the overlap scheduler on)"
+        else:
+            if st.v["disable_overlap_schedule"]:
+                return
+            why = "spec v2 is on by default with the overlap scheduler"
+        triple = (st.v["num_steps"], topk, st.v["num_draft_tokens"])
+        st.emit(
+            rule,
+            "--speculative-eagle-topk",
+            None,
+            None,
+            f"{why}, and SGLang checks only a topk you give: the auto-chosen {triple} (topk {topk}, a tree) reaches "
+            "the spec v2 worker, which extends the draft by num_steps + 1 tokens per request (a chain): "
+            "RuntimeError 'Sizes of tensors must match' on the first decode (sglang#13352)",
+        )
+        st.force_topk1.append("spec v2 runs a chain (topk 1) in this version")
+
+    return apply
+
+
+def _fix_spec_v2_auto_topk(alternative: str) -> Callable[[State, Change], FlagFix]:
+    def fix(st: State, change: Change) -> FlagFix:
+        chain = fix_triple(st, change)
+        return FlagFix(chain.rule, chain.edits, chain.description, alternative)
+
+    return fix
+
+
+SPEC_V2_KEEP_TREE_ENV = (
+    "or unset SGLANG_ENABLE_SPEC_V2 (spec v1 runs the auto-chosen tree); --disable-overlap-schedule does not help "
+    "here: spec v2 turns the overlap scheduler back on"
+)
+SPEC_V2_KEEP_TREE = (
+    "or keep the tree by giving its sizes (e.g. --speculative-num-steps 5 --speculative-eagle-topk 4 "
+    "--speculative-num-draft-tokens 8): a given topk > 1 runs spec v1, without the overlap scheduler; or "
+    "--disable-overlap-schedule"
+)
+
+
+RULES += [
+    rule("sglang.spec_v2_auto_topk", ">=0.5.7,<0.5.11", PROBLEM, SPEC_V2_SRC_ENV,
+       "SGLANG_ENABLE_SPEC_V2 with an auto-chosen topk > 1: the v2 worker fails on the first decode",
+       _sg_spec_v2_auto_topk(True), _fix_spec_v2_auto_topk(SPEC_V2_KEEP_TREE_ENV), fails=True, stage="runtime"),
+    rule("sglang.spec_v2_auto_topk", ">=0.5.11,<0.5.13", PROBLEM, SPEC_V2_SRC_DEFAULT,
+       "spec v2 (the default) with an auto-chosen topk > 1: the v2 worker fails on the first decode",
+       _sg_spec_v2_auto_topk(False), _fix_spec_v2_auto_topk(SPEC_V2_KEEP_TREE), fails=True, stage="runtime"),
+]  # fmt: skip
+
+
 def _sg_page_topk_to_1(user_set: bool) -> Callable[[FlagRule, State], None]:
     def apply(rule: FlagRule, st: State) -> None:
         topk, page = st.v["topk"], st.v["page_size"]
@@ -375,21 +456,61 @@ def _sg_trtllm(rule: FlagRule, st: State) -> None:
     topk = st.v["topk"]
     used = [SG_KEYS[k] for k in keys if st.v[k] == "trtllm_mha"]
     if used and topk is not None and topk > 1:
+        if any(st.given[k] == "trtllm_mha" for k in keys):
+            backend = f"{used[0]} trtllm_mha"
+        else:
+            backend = f"trtllm_mha (SGLang's default for {st.target_arch} on {st.gpu.key}, no backend given)"
         st.emit(
             rule,
             "--speculative-eagle-topk",
             topk,
             None,
-            f"{used[0]} trtllm_mha supports only topk 1: ValueError 'trtllm_mha backend only supports topk = 1 "
-            "for speculative decoding.' at startup",
+            f"{backend} supports only topk 1: ValueError 'trtllm_mha backend only supports topk = 1 for "
+            "speculative decoding.' at startup",
         )
         st.force_topk1.append("trtllm_mha supports only topk 1")
+
+
+def _fix_trtllm(st: State, change: Change) -> FlagFix:
+    chain = fix_triple(st, change)
+    keys = ("attention_backend", "decode_attention_backend", "prefill_attention_backend")
+    if any(st.given[k] == "trtllm_mha" for k in keys):
+        return chain
+    return FlagFix(chain.rule, chain.edits, chain.description,
+                   "or keep the tree with --attention-backend triton (the backend was SGLang's default, not yours)")  # fmt: skip
 
 
 RULES += [
     rule("sglang.trtllm_mha_topk", ">=0.5.1", PROBLEM,
        f"{SG_HOOK}:1176-1180; sglang 0.5.1-0.5.12 server_args.py ('trtllm_mha backend only supports topk = 1')",
-       "trtllm_mha needs topk 1", _sg_trtllm, fix_triple, fails=True),
+       "trtllm_mha needs topk 1", _sg_trtllm, _fix_trtllm, fails=True),
+]  # fmt: skip
+
+
+def _sg_block_verification(rule: FlagRule, st: State) -> None:
+    if (
+        st.v["block_verification"]
+        and st.v["algorithm"] in ("EAGLE", "EAGLE3")
+        and not st.v["rejection_sampling"]
+    ):
+        st.emit(
+            rule,
+            "--speculative-use-rejection-sampling",
+            False,
+            True,
+            "--speculative-use-block-verification turns rejection sampling on for EAGLE/EAGLE3 (it needs sampled "
+            "proposals and their full distributions): every rejection-sampling check below applies",
+        )
+        st.v["rejection_sampling"] = True
+
+
+RULES += [
+    rule("sglang.block_verification_rejection_sampling", ">=0.5.22", INFO,
+       "sglang 0.5.22 srt/arg_groups/speculative_hook.py:161-181, 0.5.23 :175-193 (`if "
+       "cfg.speculative_algorithm in ('EAGLE', 'EAGLE3') and not cfg.speculative_use_rejection_sampling: "
+       "declare_resolution(..., speculative_use_rejection_sampling=True)`), read by the rejection-sampling checks "
+       "through resolved_view (:1119 @0.5.22, :1210 @0.5.23)",
+       "block verification turns rejection sampling on", _sg_block_verification),
 ]  # fmt: skip
 
 
@@ -410,6 +531,54 @@ RULES += [
     rule("sglang.rejection_sampling_topk", ">=0.5.14", PROBLEM,
        f"{SG_HOOK}:1218-1224 ('--speculative-use-rejection-sampling requires --speculative-eagle-topk=1.')",
        "rejection sampling needs topk 1", _sg_rejection_topk, fix_triple, fails=True),
+]  # fmt: skip
+
+
+THRESHOLDS = ("accept_threshold_single", "accept_threshold_acc")
+
+
+def _sg_rejection_thresholds(rule: FlagRule, st: State) -> None:
+    if not st.v["rejection_sampling"]:
+        return
+    # the default of both is 1.0 (argparse type=float); parse_launch has checked each given value is a float
+    set_ = [k for k in THRESHOLDS if st.v[k] is not None and float(st.v[k]) != 1.0]
+    if not set_:
+        return
+    how = (
+        "--speculative-use-rejection-sampling"
+        if st.given["rejection_sampling"]
+        else "rejection sampling (turned on by --speculative-use-block-verification)"
+    )
+    given = " and ".join(f"{SG_KEYS[k]} {st.v[k]}" for k in set_)
+    st.emit(
+        rule,
+        SG_KEYS[set_[0]],
+        st.given[set_[0]],
+        None,
+        f"{given} with {how}: ValueError '--speculative-use-rejection-sampling is incompatible with "
+        "--speculative-accept-threshold-single / --speculative-accept-threshold-acc; rejection sampling ignores "
+        "the accept thresholds.' at startup",
+    )
+
+
+def _fix_drop_thresholds(st: State, change: Change) -> FlagFix:
+    edits = tuple(Edit(SG_KEYS[k], None, remove=True) for k in THRESHOLDS if st.cmd.has(SG_KEYS[k]))
+    return FlagFix(
+        change.rule,
+        edits,
+        f"drop {' and '.join(e.flag for e in edits)}: rejection sampling accepts by the draft and target "
+        "probabilities, not by thresholds",
+        "or keep the thresholds and drop --speculative-use-rejection-sampling / --speculative-use-block-verification",
+    )
+
+
+RULES += [
+    rule("sglang.rejection_sampling_thresholds", ">=0.5.14", PROBLEM,
+       "sglang 0.5.14 srt/arg_groups/speculative_hook.py:356-366, 0.5.18 :642-651, 0.5.22 :1134-1143, 0.5.23 "
+       ":1231-1240 (`if "
+       "cfg.speculative_accept_threshold_single != 1.0 or cfg.speculative_accept_threshold_acc != 1.0: raise "
+       "ValueError('--speculative-use-rejection-sampling is incompatible with ...')`)",
+       "rejection sampling refuses accept thresholds", _sg_rejection_thresholds, _fix_drop_thresholds, fails=True),
 ]  # fmt: skip
 
 
