@@ -447,6 +447,63 @@ def _mrv2(st: State) -> bool:
     )
 
 
+MRV2_DEFAULT_FROM = Version("0.22.0")  # before it MRV2 runs only with VLLM_USE_V2_MODEL_RUNNER=1
+
+
+def v1_runner(st: State) -> bool | None:
+    """The V1 model runner runs the launch: True or False where the launch decides (VLLM_USE_V2_MODEL_RUNNER;
+    before 0.22.0 V1 unless it opts in; an EAGLE config MRV2 lacks a feature for: `_mrv2`), None where the
+    platform does (a CPU runs V1, CUDA MRV2 by default: engines/runners.py)."""
+    if st.cmd.env.get("VLLM_USE_V2_MODEL_RUNNER") is not None:
+        return not st.env_true("VLLM_USE_V2_MODEL_RUNNER", False)
+    if st.version < MRV2_DEFAULT_FROM or not _mrv2(st):
+        return True
+    return None
+
+
+def truthy(value) -> bool:
+    """A config bool as pydantic reads it (true, 1, "true", "yes", "on", ...)."""
+    if isinstance(value, str):
+        return value.strip().lower() in ("1", "true", "t", "yes", "y", "on")
+    return value is True or value == 1
+
+
+def padded_drafter_off(st: State) -> bool:
+    """An EAGLE/MTP config (EagleModelTypes) that sets disable_padded_drafter_batch."""
+    return _eagle_proposer(st) and truthy(st.v["spec"].get("disable_padded_drafter_batch"))
+
+
+# SchedulerConfig.async_scheduling: False before 0.14.0, None (the engine decides) from it
+ASYNC_DEFAULT_FROM = Version("0.14.0")
+ASYNC_V1_ONLY_FROM = Version("0.33.0")  # disable_padded_drafter_batch keeps async scheduling off on V1 only
+
+
+def scheduling_given(st: State) -> bool | None:
+    """--async-scheduling (True) or --no-async-scheduling (False), the last given (argparse's
+    BooleanOptionalAction; both from 0.10.0), else None."""
+    given = [o.flag for o in st.cmd.options if o.flag in ("--async-scheduling", "--no-async-scheduling")]
+    return None if not given else given[-1] == "--async-scheduling"
+
+
+def async_scheduling(st: State) -> bool | None:
+    """vLLM schedules asynchronously (config/vllm.py, the rows vllm.async_scheduling_* in flags.py): as the launch
+    says, else off before 0.14.0 and from it on for EAGLE and MTP unless disable_padded_drafter_batch turns it off
+    (from 0.33.0 on the V1 runner only). None where nothing here decides: another method, or the runner the
+    platform picks. True holds on CUDA: a CPU never schedules asynchronously (platforms/cpu.py:196-197 @0.14.0,
+    :330-331 @0.32.0, after the checks)."""
+    given = scheduling_given(st)
+    if given is not None or st.version < ASYNC_DEFAULT_FROM:
+        return bool(given)
+    if not _eagle_proposer(st):
+        return None
+    if not padded_drafter_off(st):
+        return True
+    if st.version < ASYNC_V1_ONLY_FROM:
+        return False
+    runs_v1 = v1_runner(st)
+    return None if runs_v1 is None else not runs_v1
+
+
 def _vl_mrv2_ignores(rule: FlagRule, st: State) -> None:
     if not _eagle_proposer(st) or not _mrv2(st):
         return
@@ -603,7 +660,7 @@ CONTEXT_ROWS: tuple[ContextRow, ...] = (
                "0.13.0 gpu_model_runner.py:3234-3248", runner="v1"),
     ContextRow("vllm.draft-context-zeros-async", VLLM, ">=0.14.0,<0.20.0", "zeros", True,
                f"{_GATE}; past it zero drafts are verified, on the asynchronous scheduling these releases default "
-               "to for EAGLE (with --no-async-scheduling: no drafts, plain decoding)",
+               "to for EAGLE (synchronous: SYNC_CONTEXT_ROWS)",
                source="vllm 0.14.0 v1/worker/gpu_model_runner.py:3436-3471, config/vllm.py:588-628 (async "
                "scheduling on by default for EAGLE); 0.19.1 gpu_model_runner.py:4206-4238", runner="v1"),
     ContextRow("vllm.draft-context-zeros", VLLM, ">=0.20.0", "zeros", True,
@@ -620,6 +677,17 @@ CONTEXT_ROWS: tuple[ContextRow, ...] = (
                "the target's max_model_len: the drafter drafts on past the context it declares",
                source="vllm 0.27.0 config/speculative.py:924-931, 1165-1195; 0.32.0 :1393-1400, 1676-1710; "
                "gpu/spec_decode/target_dependent_ar/speculator.py:200-202", runner="mrv2"),
+)  # fmt: skip
+# What a release does past the gate where the scheduler is synchronous (--no-async-scheduling, or
+# disable_padded_drafter_batch: draft.async_scheduling) and that differs from CONTEXT_ROWS: ahead of them in lint.
+SYNC_CONTEXT_ROWS: tuple[ContextRow, ...] = (
+    ContextRow("vllm.draft-context-no-drafts-sync", VLLM, ">=0.14.0,<0.20.0", "nothing", True,
+               f"{_GATE}; past it the drafter is skipped and, scheduling synchronously, nothing writes the zero "
+               "drafts: the scheduler clears the request's drafts, plain decoding for every request of the batch",
+               source="vllm 0.14.0 v1/worker/gpu_model_runner.py:673-674 (valid_sampled_token_count_event only "
+               "with async scheduling), 3436-3471 (zeros only where it exists; disable_padded_drafter_batch: "
+               "drafts after bookkeeping, only if the input fits), v1/core/sched/scheduler.py:428-430; 0.19.1 "
+               "gpu_model_runner.py:840-841, 4225-4271, scheduler.py:534-536", runner="v1"),
 )  # fmt: skip
 
 
@@ -653,8 +721,9 @@ def _draft_lengths(st: State) -> tuple[dict, int | None, int | None]:
     served = _length(st.cmd.get("--max-model-len")) if st.cmd.get("--max-model-len") else None
     served = served or model_length(st.target_config or {})
     drafter = {"max_position_embeddings": int(given)} if given is not None else dict(st.drafter or {})
+    rows = CONTEXT_ROWS if async_scheduling(st) is not False else (*SYNC_CONTEXT_ROWS, *CONTEXT_ROWS)
     return (
-        {r: choose(CONTEXT_ROWS, VLLM, str(st.version), r, drafter, served) for r in _runners(st)},
+        {r: choose(rows, VLLM, str(st.version), r, drafter, served) for r in _runners(st)},
         given,
         served,
     )

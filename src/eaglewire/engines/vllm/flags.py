@@ -34,7 +34,7 @@ from eaglewire.errors import InputError
 from eaglewire.rules import parsers
 from eaglewire.rules.context import drafter_kind, local_config
 from eaglewire.rules.flags import FlagRule, State, row
-from eaglewire.rules.launch import INFO, PROBLEM, WARNING, Change, FlagFix, as_int
+from eaglewire.rules.launch import INFO, PROBLEM, WARNING, Change, Edit, FlagFix, as_int
 
 rule = functools.partial(row, VLLM)
 RULES: list[FlagRule] = []
@@ -525,6 +525,111 @@ RULES += [
        "from 0.10.2 (v1/spec_decode/eagle.py:125; 0.9.0-0.10.1.1: Neuron only, vllm.key_not_read); removed in "
        "0.21.0",
        "tree drafting", _vl_token_tree),
+]  # fmt: skip
+
+
+# ---- asynchronous scheduling beside speculative decoding (VllmConfig.__post_init__, once the config is built) ----
+# --async-scheduling / --no-async-scheduling exist from 0.10.0 (BooleanOptionalAction; data/options.json). Off by
+# default before 0.14.0; from it None, decided by the engine: on for EAGLE/MTP unless disable_padded_drafter_batch
+# (vllm#31998; from 0.33.0 on the V1 model runner only). vllm#24799 (0.11.1) let EAGLE/MTP run with it.
+
+
+def _vl_async_speculative(rule: FlagRule, st: State) -> None:
+    if vllm_draft.scheduling_given(st):
+        st.emit(rule, "--async-scheduling", True, None,
+                f"vLLM {st.version} refuses --async-scheduling with any speculative config at startup: "
+                "ValueError 'Currently, speculative decoding is not supported with async scheduling.' "
+                f"(EAGLE/MTP may from {PADDED_ASYNC_FROM})")  # fmt: skip
+
+
+def _vl_async_padded(said: str, runner: str | None) -> Callable[[FlagRule, State], None]:
+    """--async-scheduling beside an EAGLE/MTP config with disable_padded_drafter_batch (another method is refused
+    first, for its method: not read here). `runner`: None, refused on every runner; "v1", the launch runs V1 (a
+    problem); "either", the platform picks the runner (a warning naming V1)."""
+
+    def apply(rule: FlagRule, st: State) -> None:
+        if not (vllm_draft.scheduling_given(st) and vllm_draft.padded_drafter_off(st)):
+            return
+        if runner is not None and vllm_draft.v1_runner(st) is not {"v1": True, "either": None}[runner]:
+            return
+        where = "" if runner != "either" else (" on the V1 model runner (a CPU; CUDA with "
+                                               "VLLM_USE_V2_MODEL_RUNNER=0); CUDA's default Model Runner V2 "
+                                               "starts and ignores the key")  # fmt: skip
+        st.emit(rule, "--async-scheduling", True, None,
+                f"--async-scheduling with disable_padded_drafter_batch=True is refused at startup{where}: "
+                f"ValueError {said}")  # fmt: skip
+
+    return apply
+
+
+def _vl_fix_async(st: State, change: Change) -> FlagFix:
+    edit = Edit("--async-scheduling", remove=True)
+    if change.rule == "vllm.async_scheduling_speculative":
+        return FlagFix(change.rule, (edit,), f"{edit.render()}: synchronous scheduling",
+                       alternative=f"or serve vLLM {PADDED_ASYNC_FROM}+ (EAGLE/MTP with it)")  # fmt: skip
+    return FlagFix(change.rule, (edit,), f"{edit.render()}: synchronous scheduling, vLLM's own choice for this "
+                   "config from 0.14.0", alternative="or drop disable_padded_drafter_batch to keep asynchronous "
+                   "scheduling")  # fmt: skip
+
+
+def _vl_async_off(said: str, v1_only: bool) -> Callable[[FlagRule, State], None]:
+    """Neither flag given, an EAGLE/MTP config with disable_padded_drafter_batch: the engine turns asynchronous
+    scheduling off with a log line (`v1_only`: where the V1 runner may run)."""
+
+    def apply(rule: FlagRule, st: State) -> None:
+        if vllm_draft.scheduling_given(st) is not None or not vllm_draft.padded_drafter_off(st):
+            return
+        runs_v1 = vllm_draft.v1_runner(st)
+        if v1_only and runs_v1 is False:
+            return
+        where = ("" if not v1_only or runs_v1 else
+                 " on the V1 model runner (a CPU; CUDA with VLLM_USE_V2_MODEL_RUNNER=0; CUDA's default Model Runner "
+                 "V2 keeps it on and ignores the key)")  # fmt: skip
+        st.emit(rule, "--async-scheduling", None, False,
+                f"asynchronous scheduling, vLLM {st.version}'s default for {st.v['spec'].get('method')}, is turned "
+                f"off{where} because disable_padded_drafter_batch=True, said only in a log line ('{said}'): "
+                "pass --no-async-scheduling to launch as it runs, or drop disable_padded_drafter_batch to keep "
+                "it")  # fmt: skip
+
+    return apply
+
+
+PADDED_ASYNC_FROM = "0.11.1"
+_PADDED = ("'Async scheduling is not compatible with disable_padded_drafter_batch=True.' (0.11.1-0.13.0: "
+           "'...disable_padded_drafter_batch=True is not supported for this situation now. please set "
+           "disable_padded_drafter_batch=Fasle')")  # fmt: skip
+_PADDED_V1 = (
+    "'Async scheduling is not supported by the V1 model runner with disable_padded_drafter_batch=True.'"
+)
+_OFF = "Async scheduling is not compatible with disable_padded_drafter_batch=True and will be disabled."
+_OFF_V1 = ("Async scheduling is disabled because the V1 model runner does not support it with "
+           "disable_padded_drafter_batch=True.")  # fmt: skip
+_V33_V1 = ("vllm 0.33.0 config/vllm.py:1650-1666 (v1_async_sched_incompat only `if not self.use_v2_model_runner`; "
+           "use_v2_model_runner :730-767)")  # fmt: skip
+RULES += [
+    rule("vllm.async_scheduling_speculative", f">=0.10.0,<{PADDED_ASYNC_FROM}", PROBLEM,
+         "vllm 0.10.0 engine/arg_utils.py:1148-1153, 0.10.2 :1295-1300, 0.11.0 :1299-1304 (`if "
+         "self.speculative_config is not None: raise ValueError(...)` under `if self.async_scheduling`); vllm#24799",
+         "--async-scheduling with speculative decoding", _vl_async_speculative, _vl_fix_async, fails=True),
+    rule("vllm.async_scheduling_padded_drafter", f">={PADDED_ASYNC_FROM},<0.33.0", PROBLEM,
+         "vllm 0.11.1 config/vllm.py:371-393, 0.13.0 :542-564, 0.14.0 :562-581, 0.20.0 :774-793, 0.32.0 :1553-1580 "
+         "(`if self.scheduler_config.async_scheduling`: EAGLE/MTP methods only, then disable_padded_drafter_batch; "
+         "every runner)",
+         "--async-scheduling with disable_padded_drafter_batch", _vl_async_padded(_PADDED, None), _vl_fix_async,
+         fails=True),
+    rule("vllm.async_scheduling_padded_drafter", ">=0.33.0", PROBLEM, f"{_V33_V1}, 1668-1679",
+         "--async-scheduling with disable_padded_drafter_batch (V1 runner)", _vl_async_padded(_PADDED_V1, "v1"),
+         _vl_fix_async, fails=True),
+    rule("vllm.async_scheduling_padded_drafter_v1", ">=0.33.0", WARNING, f"{_V33_V1}, 1668-1679",
+         "--async-scheduling with disable_padded_drafter_batch, refused on the V1 runner",
+         _vl_async_padded(_PADDED_V1, "either")),
+    rule("vllm.async_scheduling_off_padded_drafter", ">=0.14.0,<0.33.0", WARNING,
+         "vllm 0.14.0 config/vllm.py:588-617, 0.20.0 :798-829, 0.32.0 :1585-1619 (`elif ... async_scheduling is "
+         "None`: EAGLE/MTP on, unless disable_padded_drafter_batch); scheduler.py async_scheduling None from 0.14.0 "
+         "(vllm#31998)",
+         "disable_padded_drafter_batch turns async scheduling off", _vl_async_off(_OFF, False)),
+    rule("vllm.async_scheduling_off_padded_drafter", ">=0.33.0", WARNING, f"{_V33_V1}, 1685-1719",
+         "disable_padded_drafter_batch turns async scheduling off (V1 runner)", _vl_async_off(_OFF_V1, True)),
 ]  # fmt: skip
 
 
