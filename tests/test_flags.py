@@ -722,6 +722,18 @@ SCENARIOS: dict[str, tuple] = {
     "vl-flag-ambiguous": (vllm(SPEC, "--spec-m", "eagle3"), {"engine_version": "0.33.0"}, "vllm.flag_ambiguous",
                           PROBLEM),
     "vl-flag-unknown": (vllm(SPEC, "--bogus-flag", "1"), {"engine_version": "0.33.0"}, "vllm.flag_unknown", PROBLEM),
+    # async scheduling and speculative decoding (vllm PRs #24799, #31998)
+    "vl-async-spec": (vllm(SPEC, "--async-scheduling"), {"engine_version": "0.11.0"}, "vllm.async_scheduling_speculative", PROBLEM),
+    "vl-async-padded": (vllm({**SPEC, "disable_padded_drafter_batch": True}, "--async-scheduling"), {"engine_version": "0.32.0"}, "vllm.async_scheduling_padded_drafter", PROBLEM),
+    "vl-async-padded-v1": (["VLLM_USE_V2_MODEL_RUNNER=0", *vllm({**SPEC, "disable_padded_drafter_batch": True}, "--async-scheduling")], {}, "vllm.async_scheduling_padded_drafter", PROBLEM),
+    "vl-async-padded-either": (vllm({**SPEC, "disable_padded_drafter_batch": True}, "--async-scheduling"), {}, "vllm.async_scheduling_padded_drafter_v1", WARNING),
+    "vl-async-off": (vllm({**SPEC, "disable_padded_drafter_batch": True}), {"engine_version": "0.20.0"}, "vllm.async_scheduling_off_padded_drafter", WARNING),
+    # spec v2 and the auto tree (sglang#13352), per-model backend defaults (sglang#9471), rejection sampling
+    "sg-spec-v2-auto-topk-env": (["SGLANG_ENABLE_SPEC_V2=1", *E3], {"engine_version": "0.5.10", "target_arch": "LlamaForCausalLM"}, "sglang.spec_v2_auto_topk", PROBLEM),
+    "sg-spec-v2-auto-topk": (E3, {"engine_version": "0.5.11", "target_arch": "LlamaForCausalLM"}, "sglang.spec_v2_auto_topk", PROBLEM),
+    "sg-backend-arch": ([*E3, *sizes(3, 4, 8)], {"engine_version": "0.5.10", "target_arch": "GptOssForCausalLM", "gpu": "b200"}, "sglang.attention_backend_default_arch", INFO),
+    "sg-block-verification": ([*E3, "--speculative-use-block-verification", *sizes(3, 1, 4)], {}, "sglang.block_verification_rejection_sampling", INFO),
+    "sg-rejection-thresholds": ([*E3, *sizes(3, 1, 4), "--speculative-use-rejection-sampling", "--speculative-accept-threshold-acc", "0.5"], {}, "sglang.rejection_sampling_thresholds", PROBLEM),
 }  # fmt: skip
 NOT_MECHANICAL = {"vl-eagle3-v0", "vl-eagle3-v0-env", "vl-flag-ambiguous", "sg-draft-missing", "vl-model-missing", "sg-unknown-algorithm", "vl-mtp-unsupported",
                   "sg-draft-quant-old", "vl-eagle3-target-quant", "vl-speculators-unread"}  # fmt: skip
@@ -901,10 +913,15 @@ def test_the_trtllm_mla_default_of_the_releases_before_0_5_23():
         assert not lint(kimi_example(topk=2), gpu="h200", engine_version=version).failing, version
         unknown = lint(kimi_example(topk=2), engine_version=version)
         assert "sglang.attention_backend_default_mla" in unknown.gpu_dependent or any(
-            "pass --gpu" in n for n in unknown.notes), version
-    old = lint([*E3, *sizes(3, 2, 6)], gpu="b200", engine_version="0.5.3.post1", target_arch="DeepseekV3ForCausalLM")
+            "pass --gpu" in n for n in unknown.notes
+        ), version
+    old = lint(
+        [*E3, *sizes(3, 2, 6)], gpu="b200", engine_version="0.5.3.post1", target_arch="DeepseekV3ForCausalLM"
+    )
     assert not changes(old, "sglang.attention_backend_default_mla") and not old.failing
-    new = lint([*E3, *sizes(3, 2, 6)], gpu="b200", engine_version="0.5.3.post2", target_arch="DeepseekV3ForCausalLM")
+    new = lint(
+        [*E3, *sizes(3, 2, 6)], gpu="b200", engine_version="0.5.3.post2", target_arch="DeepseekV3ForCausalLM"
+    )
     assert "sglang.page_size_tree_backend" in new.failing
     # before --speculative-draft-attention-backend (0.5.7) the fix is a backend both models run
     early = lint(kimi_example(), gpu="b200", engine_version="0.5.9")
