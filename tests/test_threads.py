@@ -458,6 +458,66 @@ def test_vllm_30987_a_drafter_config_without_architectures(tmp_path):
     assert "architectures-missing" not in codes(ok)
 
 
+def test_vllm_norm_before_residual_read_from_0_10_1_at_the_top_level_only(tmp_path):
+    """vLLM's EAGLE-3 heads have no norm_before_residual before 0.10.1 (llama_eagle3.py @0.10.0: the residual is the
+    state before hidden_norm) and from 0.10.1 read it with getattr on the HF config, the top level only; `check` said
+    ok for a head that sets it at 0.10.0, and for one that sets it under eagle_config at any release. A head
+    converted for vLLM before 0.10.1 (`convert --to eagle`) carries it at the top level."""
+    import json
+
+    t = sparse.target(tmp_path / "t", LLAMA_70B)
+    top = sparse.drafter(
+        tmp_path / "top", eagle_config(8192, 128256, norm_before_residual=True), target_hidden=8192
+    )
+    nested = sparse.drafter(tmp_path / "nested", eagle_config(8192, 128256), target_hidden=8192)
+    cfg = json.loads((nested / "config.json").read_text())
+    (nested / "config.json").write_text(json.dumps(cfg | {"eagle_config": {"norm_before_residual": True}}))
+    rep = check(top, t, ["vllm==0.8.5", "vllm==0.10.0", "vllm==0.10.2", "vllm==0.33.0"], runner="v1")
+    got = {v.engine: "norm-before-residual" in {f.code for f in v.findings} for v in rep.verdicts}
+    assert got == {"vllm==0.8.5 v1": True, "vllm==0.10.0 v1": True, "vllm==0.10.2 v1": False,
+                   "vllm==0.33.0 v1": False}, got  # fmt: skip
+    assert "serve it with vLLM 0.10.1 or later" in _said(rep, "norm-before-residual")
+    rep = check(nested, t, ["vllm==0.10.2", "vllm==0.33.0"], runner="v1")
+    assert set(verdicts(rep).values()) == {"fails"} and "at the top level" in _said(
+        rep, "norm-before-residual"
+    )
+
+
+def test_vllm_23740_a_draft_kv_page_other_than_the_targets(tmp_path):
+    """vllm PR #23740 / vllm#22432: AngelSlim/Qwen3-32B_eagle3 (head_dim 80 from 5120 / 64, the target's 128) fails
+    KV-cache setup with a bare NotImplementedError before 0.11.0 (kv_cache_utils.py:1118-1133 @0.10.2: neither one
+    spec nor one page size); `check` said ok. 0.11.0 groups full-attention layers of any page size; a target with
+    sliding-window layers (gpt-oss) still raises at 0.11.x. A KV-head count that differs only below some TP size
+    is unverified, the launch's TP settles it."""
+    qwen = {"architectures": ["Qwen3ForCausalLM"], "model_type": "qwen3", "num_hidden_layers": 64,
+            "hidden_size": 5120, "num_attention_heads": 64, "num_key_value_heads": 8, "head_dim": 128,
+            "vocab_size": 151936}  # fmt: skip
+    t = sparse.target(tmp_path / "t", qwen)
+    d = sparse.drafter(tmp_path / "d", eagle_config(5120, 151936, num_attention_heads=64, num_key_value_heads=8),
+                       target_hidden=5120)  # fmt: skip
+    rep = check(d, t, ["vllm==0.10.2", "vllm==0.11.0", "vllm==0.33.0"], runner="v1")
+    assert verdicts(rep) == {"vllm==0.10.2 v1": "fails", "vllm==0.11.0 v1": "ok", "vllm==0.33.0 v1": "ok"}
+    said = _said(rep, "kv-page-size")
+    assert "640 elements" in said and "1024" in said and "NotImplementedError" in said
+    same = sparse.drafter(tmp_path / "same", eagle_config(5120, 151936, num_attention_heads=40, num_key_value_heads=8,
+                                                          head_dim=128), target_hidden=5120)  # fmt: skip
+    assert verdicts(check(same, t, ["vllm==0.10.2"], runner="v1")) == {"vllm==0.10.2 v1": "ok"}
+    # 4 KV heads beside the target's 8: one per rank at TP 8 and 16, so the launch's TP decides
+    fewer = sparse.drafter(tmp_path / "fewer", eagle_config(5120, 151936, num_attention_heads=64,
+                                                            num_key_value_heads=4, head_dim=128), target_hidden=5120)  # fmt: skip
+    rep = check(fewer, t, ["vllm==0.10.2"], runner="v1")
+    assert verdicts(rep) == {"vllm==0.10.2 v1": "unverified"}
+    assert any("tensor-parallel size 1, 2, 4" in u for u in rep.verdicts[0].unknowns), rep.verdicts[
+        0
+    ].unknowns
+    oss = sparse.target(tmp_path / "oss", GPT_OSS_120B | {"num_attention_heads": 64, "num_key_value_heads": 8,
+                                                          "head_dim": 64, "layer_types": ["sliding_attention"] * 36})  # fmt: skip
+    small = sparse.drafter(tmp_path / "small", eagle_config(2880, 201088, num_attention_heads=32, num_key_value_heads=8,
+                                                            head_dim=128), target_hidden=2880)  # fmt: skip
+    got = verdicts(check(small, oss, ["vllm==0.11.0", "vllm==0.12.0"], runner="v1"))
+    assert got["vllm==0.11.0 v1"] == "fails" and got["vllm==0.12.0 v1"] != "fails", got
+
+
 def test_vllm_18906_a_drafter_narrower_than_its_target(tmp_path):
     """vllm#18906: a Llama-3.3-70B EAGLE-3 head of hidden_size 6144 (target 8192) on vLLM 0.9.0: KeyError on its
     embed_tokens, then `assert hidden_states.shape[-1] == input_embeds.shape[-1]`; `check` said ok. vLLM 0.9.0 builds

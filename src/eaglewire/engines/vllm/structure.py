@@ -109,7 +109,116 @@ def draft_layers(c: Context) -> str | None:
     )
 
 
+# ---- the draft's KV cache beside the target's ------------------------------------------------------------------
+
+# The draft's attention layers join the target's KV-cache spec. Before 0.11.0 a spec whose layers differ in page size
+# (2 x block x kv heads per rank x head_dim x dtype) is neither uniform nor of uniform page size: NotImplementedError
+# when the KV cache is set up at startup. 0.11.0 groups full-attention layers of any page size
+# (UniformTypeKVCacheSpecs); a target with sliding-window layers still raises there until 0.12.0, which unifies
+# page sizes that divide one another.
+KV_UNIFORM_TYPE_FROM, KV_UNIFY_FROM = Version("0.11.0"), Version("0.12.0")
+TP_CANDIDATES = (1, 2, 4, 8, 16)
+
+
+def _kv_shape(cfg: dict) -> tuple[int, int] | None:
+    """(kv heads, head_dim) of an attention config, None where it does not say."""
+    heads, hidden = cfg.get("num_attention_heads"), cfg.get("hidden_size")
+    if not isinstance(heads, int) or not isinstance(hidden, int) or heads <= 0:
+        return None
+    kv = cfg.get("num_key_value_heads") or heads
+    hd = cfg.get("head_dim") or hidden // heads
+    return (kv, hd) if isinstance(kv, int) and isinstance(hd, int) else None
+
+
+def _kv_pages(c: Context) -> dict[int, tuple[int, int]] | None:
+    """Per tensor-parallel size, (target, draft) KV elements per token per layer on one rank."""
+    arch = c.ckpt.arch
+    draft = (arch.num_kv_heads, arch.head_dim) if arch is not None else _kv_shape(
+        (c.cfg.get("transformer_layer_config") or {}) if c.speculators else c.cfg)  # fmt: skip
+    target = _kv_shape(c.target.config)
+    if draft is None or target is None:
+        return None
+    return {
+        tp: (max(1, target[0] // tp) * target[1], max(1, draft[0] // tp) * draft[1]) for tp in TP_CANDIDATES
+    }
+
+
+def _kv_mismatch(c: Context) -> tuple[list[int], str] | None:
+    """The TP sizes at which the draft's KV page differs from the target's, where the release then refuses."""
+    if c.version >= KV_UNIFY_FROM:
+        return None
+    if c.version >= KV_UNIFORM_TYPE_FROM:
+        tc = c.target.config
+        types = tc.get("layer_types")
+        hybrid = (isinstance(types, list) and "sliding_attention" in types) or (
+            bool(tc.get("sliding_window")) and tc.get("use_sliding_window", True) is not False)  # fmt: skip
+        if not hybrid:
+            return None
+    pages = _kv_pages(c)
+    if pages is None:
+        return None
+    bad = [tp for tp, (t, d) in pages.items() if t != d]
+    if not bad:
+        return None
+    t, d = pages[1]
+    said = (
+        f"the draft's KV cache holds {d} elements per token per layer (kv heads x head_dim) and the target's {t}: "
+        f"vLLM {c.version} puts both in one KV-cache spec and refuses pages of two sizes "
+        f"(bare NotImplementedError at KV-cache setup, after load); vLLM {KV_UNIFORM_TYPE_FROM} groups them for a "
+        f"full-attention target, {KV_UNIFY_FROM} for any"
+    )
+    return bad, said
+
+
+@rule(RULES, "kv-page-size", "vllm", "<0.12.0", "problem",
+      "vllm v1/core/kv_cache_utils.py @0.8.5 (type_id holds the page size), :1118-1133 @0.10.2 (uniform type, "
+      "else uniform page size, else raise NotImplementedError), :1170-1187 @0.11.0 (UniformTypeKVCacheSpecs: "
+      "full attention of any page size), kv_cache_interface.py:66-70 @0.10.2 (page_size_bytes); vllm#22432, "
+      "PR #23740 (AngelSlim/Qwen3-32B_eagle3: head_dim 80 on a 128 target), vllm-ascend#2215")  # fmt: skip
+def kv_page_size(c: Context) -> str | None:
+    found = _kv_mismatch(c)
+    if found is None or len(found[0]) < len(TP_CANDIDATES):
+        return None
+    return f"{found[1]}; serve it with vLLM {KV_UNIFY_FROM} or later"
+
+
+@rule(RULES, "kv-page-size-tp", "vllm", "<0.12.0", "unverified", kv_page_size.source)
+def kv_page_size_tp(c: Context) -> str | None:
+    found = _kv_mismatch(c)
+    if found is None or len(found[0]) == len(TP_CANDIDATES):
+        return None
+    bad, said = found
+    return f"at tensor-parallel size {', '.join(map(str, bad))} {said}; the launch's --tensor-parallel-size settles it"
+
+
 # ---- norm options -----------------------------------------------------------------------------------------------
+
+
+# vLLM's EAGLE-3 heads read norm_before_residual from 0.10.1, top-level only (getattr on the draft's HF config; the
+# speculators loader copies it there); eagle_config's copy is never read
+NORM_BEFORE_RESIDUAL_FROM = Version("0.10.1")
+
+
+@rule(RULES, "norm-before-residual", "vllm", "", "problem",
+      "vllm llama_eagle3.py @0.8.5, @0.9.2, @0.10.0 (no norm_before_residual: residual = hidden_states before "
+      "hidden_norm), :54-57 @0.10.1.1, :101-102 @0.33.0 (getattr(config, 'norm_before_residual', False), top-level); "
+      "qwen3_eagle3.py:85 and deepseek_eagle3.py:101 @0.33.0 the same")  # fmt: skip
+def norm_before_residual(c: Context) -> str | None:
+    if not c.flag("norm_before_residual"):
+        return None
+    top = c.speculators or c.cfg.get("norm_before_residual") is True
+    if top and c.version >= NORM_BEFORE_RESIDUAL_FROM:
+        return None
+    if c.version < NORM_BEFORE_RESIDUAL_FROM:
+        why = f"vLLM {c.version} has no norm_before_residual (read from {NORM_BEFORE_RESIDUAL_FROM})"
+        fix = f"serve it with vLLM {NORM_BEFORE_RESIDUAL_FROM} or later"
+    else:
+        why = f"vLLM {c.version} reads it at the top level of config.json only, and this drafter sets it under eagle_config"
+        fix = 'add "norm_before_residual": true at the top level of config.json'
+    return (
+        f"the drafter normalises before the residual (norm_before_residual) and {why}: it adds the un-normalised "
+        f"state instead, so its draft numerics differ from training; {fix}"
+    )
 
 
 @rule(RULES, "norm-before-residual-default", "vllm", ">=0.10.1", "warning", "vllm transformers_utils/configs/speculators/algos.py:31 @0.10.1-0.33.0")  # fmt: skip
