@@ -878,3 +878,61 @@ def test_engine_said_keeps_the_changes_once_without_the_settings_dump(tmp_path):
         "speculative_num_draft_tokens is adjusted to speculative_num_steps + 1 when speculative_eagle_topk == 1",
     ]
     assert engine_said(tmp_path / "gone.log") == [] and engine_said(None) == []
+
+
+# ---- SGLang before 0.5.19: the request's own counts from its native /generate ----------------------------------
+
+
+def sglang_old_routes(version: str, meta_keys: tuple[str, ...]) -> dict:
+    """An SGLang server of `version`: its OpenAI API answers with no speculative details (a release before 0.5.19
+    ignores return_spec_tokens_details), no /metrics, and its native /generate answers with meta_info holding
+    `meta_keys` of the request's counts. The counts are the real 0.5.23 fixture's (tests/probe_data), whose details
+    carry meta_info's names (spec_tokens_details_from_meta_info); which keys a release writes is read at source
+    (workload._sglang_meta)."""
+    info = json.loads((DATA / "sglang-0.5.23-server_info-k3.json").read_text()) | {"version": version}
+    done = json.loads((DATA / "sglang-0.5.23-completion-k3.json").read_text())
+    details, usage = done["sglext"]["spec_tokens_details"], done["usage"]
+    meta = {k: details[k] for k in meta_keys} | {k: usage[k] for k in ("prompt_tokens", "completion_tokens")}
+    done.pop("sglext")
+    routes = sglang_routes() | {"/server_info": (200, json.dumps(info)), "/v1/completions": (200, json.dumps(done)),
+                                "/v1/chat/completions": (200, json.dumps(done)),
+                                "/generate": (200, json.dumps({"text": "...", "meta_info": meta}))}  # fmt: skip
+    routes.pop("/metrics")
+    return routes
+
+
+@pytest.mark.parametrize(("version", "keys", "accept_length"), [
+    # 0.5.12+: verify steps, accepted drafts and their histogram
+    ("0.5.12", ("spec_verify_ct", "spec_num_correct_drafts", "spec_correct_drafts_histogram"), 1 + 56 / 30),
+    # 0.4.5-0.5.7: verify steps only, so SGLang's own accept length, completion tokens / verify steps
+    ("0.5.7", ("spec_verify_ct",), 87 / 30),
+])  # fmt: skip
+def test_sglang_before_0_5_19_is_measured_through_generate(capsys, tmp_path, version, keys, accept_length):
+    """SGLang before 0.5.13 has no verify counter and before 0.5.19 no details on its OpenAI API: the probe said
+    "is speculative decoding active?" of a server that speculates. Its native /generate counts each request's verify
+    steps (meta_info.spec_verify_ct from 0.4.5), so the probe sends token-id or text prompts there."""
+    text = tmp_path / "prompts.txt"
+    text.write_text("def f(x):\n    return x + 1\n" * 40)
+    with Replay(sglang_old_routes(version, keys)) as srv:
+        rc = main(["probe", srv.url, "--data", str(text), "--requests", "2", "--json"])
+    out = json.loads(capsys.readouterr().out)
+    assert rc != 2, out
+    assert out["measured"]["accept_length"] == pytest.approx(accept_length)
+    notes = " ".join(out["measured"]["notes"])
+    assert "meta_info (native /generate)" in notes
+    assert ("SGLang's own" in notes) is (len(keys) == 1)
+
+
+def test_sglang_before_0_5_19_with_chat_prompts_names_the_release(capsys, tmp_path):
+    chats = tmp_path / "chats.jsonl"
+    row = {"messages": [{"role": "user", "content": "hi " * 40}, {"role": "assistant", "content": "ok"}]}
+    chats.write_text((json.dumps(row) + "\n") * 2)
+    with Replay(sglang_old_routes("0.5.12", ("spec_verify_ct",))) as srv:
+        assert main(["probe", srv.url, "--data", str(chats), "--requests", "2"]) == 2
+    said = capsys.readouterr().err.strip().splitlines()[-1]
+    assert (
+        said.startswith("eaglewire: error: ")
+        and "SGLang 0.5.12" in said
+        and "no speculative details on its OpenAI API before 0.5.19" in said
+    )
+    assert "token-id or text prompts" in said

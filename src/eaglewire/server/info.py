@@ -276,7 +276,9 @@ def _sglang(http: Http, card: dict, data: dict) -> ServerInfo:
     )  # fmt: skip
     samples = read_metrics(http)
     if samples is None:
-        info.notes.append("no /metrics (SGLang without --enable-metrics): per-request details only")
+        info.notes.append(
+            "no /metrics (SGLang without --enable-metrics): each request's own speculative details only"
+        )
     else:
         info.metrics_models = models_in(samples, "sglang")
         info.counters = read_counters(

@@ -23,7 +23,7 @@ from eaglewire.errors import InputError
 from eaglewire.server.counters import SpecCounters, read_counters
 from eaglewire.server.http import Http
 from eaglewire.server.info import ServerInfo, read_metrics
-from eaglewire.server.workload import Prompt, send
+from eaglewire.server.workload import SGLANG_DETAILS_FROM, Prompt, native, send
 
 CI_METHOD = "95% percentile bootstrap over requests (2000 resamples, seed 0)"
 BOOTSTRAP = 2000
@@ -176,7 +176,8 @@ def measure(
             break
         if progress:
             progress(f"request {i + 1}/{len(prompts)}")
-        done = send(http, info.engine, info.model, prompt, max_tokens, timeout=left)
+        generate = native(info.engine, info.version, prompt)
+        done = send(http, info.engine, info.model, prompt, max_tokens, timeout=left, generate=generate)
         # SGLang's own per-request details need no counter to settle; vLLM records the last step just after
         wait = 0.0 if done.spec is not None else min(5.0, max(0.5, left))
         after = _settled(http, info, before, 1, wait=wait)
@@ -204,13 +205,28 @@ def measure(
         # SGLang: the requests' own details are the measurement; its Prometheus counters are the window's.
         own = _sum([w.counters for w in windows], info.k)
         m.window = own
-        m.notes.append("SGLang: per-request speculative details (other traffic never enters them)")
+        source = windows[0].counters.labels["source"]
+        m.notes.append(f"SGLang: per-request speculative details, {source} (other traffic never enters them)")
+        if own.accepted is None:
+            m.notes.append(
+                f"SGLang {info.version} counts no accepted drafts per request: accept length is SGLang's own, "
+                "completion tokens / verify steps (the first token, from prefill, and any accepted past max_tokens "
+                "included)"
+            )
     m.other_traffic = any(w.other_traffic for w in windows)
     if m.other_traffic:
         n = sum(w.other_traffic for w in windows)
         m.notes.append(
             f"other traffic: in {n} of {len(windows)} request windows the server finished requests the probe did "
             "not send; vLLM's counters are engine-wide and include their drafts"
+        )
+    if not m.window.drafts and info.engine == "sglang" and _sglang_uncounted(info, prompts):
+        raise InputError(
+            f"{http.base}: SGLang {info.version} counts verify steps in Prometheus only from 0.5.13 (with "
+            f"--enable-metrics) and returns no speculative details on its OpenAI API before {SGLANG_DETAILS_FROM}; "
+            "chat prompts cannot go "
+            "to its native /generate (which counts them): give token-id or text prompts (--target with --data, or "
+            "a text file)"
         )
     if not m.window.drafts:
         raise InputError(
@@ -229,6 +245,17 @@ def measure(
     return m
 
 
+def _sglang_uncounted(info: ServerInfo, prompts: list[Prompt]) -> bool:
+    """An SGLang release whose OpenAI API gives no speculative details, sent prompts /generate cannot take."""
+    from packaging.version import InvalidVersion, Version
+
+    try:
+        old = info.version is not None and Version(info.version) < Version(SGLANG_DETAILS_FROM)
+    except InvalidVersion:
+        return False
+    return old and any(p.messages is not None for p in prompts)
+
+
 def _sum(parts: list[SpecCounters], k: int | None) -> SpecCounters:
     total = SpecCounters(parts[0].engine, 0.0, 0.0, 0.0, 0.0, 0.0, [0.0] * (k or 0) if k else None)
     for p in parts:
@@ -239,5 +266,7 @@ def _sum(parts: list[SpecCounters], k: int | None) -> SpecCounters:
         total.accepted = (total.accepted or 0.0) + (p.accepted or 0.0)
         if total.per_pos is not None and p.per_pos is not None:
             total.per_pos = [a + b for a, b in zip(total.per_pos, _pad(p.per_pos, k) or [], strict=True)]
-    total.labels = {"source": "sglext.spec_tokens_details"}
+    total.labels = dict(parts[0].labels) or {"source": "sglext.spec_tokens_details"}
+    if any(p.accepted is None for p in parts):
+        total.accepted = None  # SGLang's own accept length: completion tokens / verify steps
     return total

@@ -125,8 +125,32 @@ def build_prompts(data: SampleLoader | None, tokenizer: Any, n: int, prompt_len:
     ]
 
 
-def request(engine: str, model: str, prompt: Prompt, max_tokens: int) -> tuple[str, dict]:
-    """(path, body) of one greedy request that runs to `max_tokens`."""
+# SGLang's OpenAI API returns the request's speculative details from 0.5.19 (return_spec_tokens_details); before, its
+# native /generate is where a request's own counts are (meta_info.spec_verify_ct from 0.4.5)
+SGLANG_DETAILS_FROM = "0.5.19"
+
+
+def native(engine: str, version: str | None, prompt: Prompt) -> bool:
+    """Whether the request goes to SGLang's native /generate: a release whose OpenAI API gives no speculative
+    details, and a prompt /generate takes (token ids or text; a chat needs the server's template)."""
+    from packaging.version import InvalidVersion, Version
+
+    if engine != "sglang" or version is None or prompt.messages is not None:
+        return False
+    try:
+        return Version(version) < Version(SGLANG_DETAILS_FROM)
+    except InvalidVersion:
+        return False
+
+
+def request(
+    engine: str, model: str, prompt: Prompt, max_tokens: int, *, generate: bool = False
+) -> tuple[str, dict]:
+    """(path, body) of one greedy request that runs to `max_tokens` (`generate`: SGLang's native /generate)."""
+    if generate:
+        sampling = {"max_new_tokens": max_tokens, "temperature": TEMPERATURE, "ignore_eos": True}
+        key, value = ("input_ids", list(prompt.ids)) if prompt.ids is not None else ("text", prompt.text)
+        return "/generate", {key: value, "sampling_params": sampling}
     body: dict[str, Any] = {
         "model": model,
         "max_tokens": max_tokens,
@@ -166,9 +190,37 @@ def _sglang_details(data: dict) -> SpecCounters | None:
     )
 
 
-def send(http: Http, engine: str, model: str, prompt: Prompt, max_tokens: int, timeout: float) -> Completion:
-    """One request; a refused request is bad input naming the server's reason."""
-    path, body = request(engine, model, prompt, max_tokens)
+def _sglang_meta(meta: dict) -> SpecCounters | None:
+    """A native /generate answer's meta_info: verify steps (spec_verify_ct, 0.4.5+), accepted drafts where the
+    release counts them (spec_accept_token_num 0.5.8-0.5.10, spec_accepted_drafts 0.5.11, spec_num_correct_drafts
+    0.5.12+) and the histogram of accepted drafts per verify (spec_correct_drafts_histogram, 0.5.12+). Without a
+    count of accepted drafts the accept length is SGLang's own, completion tokens / verify steps."""
+    verify = meta.get("spec_verify_ct")
+    if not isinstance(verify, (int, float)) or isinstance(verify, bool) or verify <= 0:
+        return None
+    accepted = next((meta[k] for k in ("spec_num_correct_drafts", "spec_accepted_drafts", "spec_accept_token_num")
+                     if isinstance(meta.get(k), (int, float)) and not isinstance(meta.get(k), bool)), None)  # fmt: skip
+    hist = meta.get("spec_correct_drafts_histogram")
+    hist = [int(x) for x in hist] if isinstance(hist, list) and hist else None
+    per_pos = [float(sum(hist[i + 1 :])) for i in range(len(hist) - 1)] if hist else None
+    return SpecCounters("sglang", float(verify), float(meta.get("completion_tokens") or 0), 1.0, None,
+                        float(accepted) if accepted is not None else None, per_pos,
+                        {"source": "meta_info (native /generate)"})  # fmt: skip
+
+
+def send(
+    http: Http,
+    engine: str,
+    model: str,
+    prompt: Prompt,
+    max_tokens: int,
+    timeout: float,
+    *,
+    generate: bool = False,
+) -> Completion:
+    """One request (`generate`: SGLang's native /generate); a refused request is bad input naming the server's
+    reason."""
+    path, body = request(engine, model, prompt, max_tokens, generate=generate)
     start = time.monotonic()
     reply = http.post(path, body, timeout=timeout)
     seconds = time.monotonic() - start
@@ -176,6 +228,14 @@ def send(http: Http, engine: str, model: str, prompt: Prompt, max_tokens: int, t
         detail = reply.body.strip().replace("\n", " ")[:200]
         raise InputError(f"{http.base}{path}: HTTP {reply.status} ({detail})")
     data = http.json(reply, path)
+    if generate:
+        data = data[0] if isinstance(data, list) and data else data
+        meta = data.get("meta_info") if isinstance(data, dict) else None
+        if not isinstance(meta, dict) or "completion_tokens" not in meta:
+            raise InputError(f"{http.base}{path}: the answer has no meta_info.completion_tokens")
+        return Completion(
+            meta.get("prompt_tokens"), int(meta["completion_tokens"]), seconds, _sglang_meta(meta)
+        )
     usage = data.get("usage") if isinstance(data, dict) else None
     if not isinstance(usage, dict) or "completion_tokens" not in usage:
         raise InputError(f"{http.base}{path}: the answer has no usage.completion_tokens")

@@ -13,11 +13,12 @@ from eaglewire.rules.metrics import CounterRow, EndpointRow
 
 ROWS: tuple[CounterRow, ...] = (
     CounterRow(
-        "sglang", ">=0.5.0",
+        "sglang", ">=0.5.13",
         "sglang:spec_verify_calls_total", None, None, None,
         "sglang:generation_tokens_total", "sglang:num_requests_total",
         "sglang 0.5.23 srt/observability/metrics_collector.py:1855-1869 (generation_tokens_total, "
-        "spec_verify_calls_total), :2101-2112 (incremented once per finished request)",
+        "spec_verify_calls_total), :2101-2112 (incremented once per finished request); first in 0.5.13 "
+        "(metrics_collector.py:1438-1441, incremented :1647-1648), none in 0.5.12",
     ),
 )  # fmt: skip
 
