@@ -734,6 +734,8 @@ SCENARIOS: dict[str, tuple] = {
     "sg-backend-arch": ([*E3, *sizes(3, 4, 8)], {"engine_version": "0.5.10", "target_arch": "GptOssForCausalLM", "gpu": "b200"}, "sglang.attention_backend_default_arch", INFO),
     "sg-block-verification": ([*E3, "--speculative-use-block-verification", *sizes(3, 1, 4)], {}, "sglang.block_verification_rejection_sampling", INFO),
     "sg-rejection-thresholds": ([*E3, *sizes(3, 1, 4), "--speculative-use-rejection-sampling", "--speculative-accept-threshold-acc", "0.5"], {}, "sglang.rejection_sampling_thresholds", PROBLEM),
+    "sg-overlap-forced-on-eagle": (["SGLANG_ENABLE_SPEC_V2=1", *SGL, "--model-path", "org/target", "--speculative-algorithm", "EAGLE", "--speculative-draft-model-path", "d", *sizes(3, 1, 4), "--disable-overlap-schedule"], {"engine_version": "0.5.6"}, "sglang.overlap_schedule_forced_on", WARNING),
+    "sg-overlap-forced-on": (["SGLANG_ENABLE_SPEC_V2=1", *E3, *sizes(3, 1, 4), "--disable-overlap-schedule"], {"engine_version": "0.5.10"}, "sglang.overlap_schedule_forced_on", WARNING),
 }  # fmt: skip
 NOT_MECHANICAL = {"vl-eagle3-v0", "vl-eagle3-v0-env", "vl-flag-ambiguous", "sg-draft-missing", "vl-model-missing", "sg-unknown-algorithm", "vl-mtp-unsupported",
                   "sg-draft-quant-old", "vl-eagle3-target-quant", "vl-speculators-unread"}  # fmt: skip
@@ -969,3 +971,26 @@ def test_the_overlap_opt_in_is_the_one_of_the_postN_that_added_it():
         assert not changes(lint(env, engine_version=version), "sglang.overlap_schedule"), version
         assert changes(lint(plain, engine_version=version), "sglang.overlap_schedule"), version
     assert changes(lint(beta, engine_version="0.5.3.post1"), "sglang.overlap_schedule")  # no opt-in there
+
+
+def test_a_release_newer_than_any_read_is_unverified_not_ok(capsys):
+    """vLLM 0.34.0 came out after the newest release eaglewire read (0.33.0), and changed its launch rules (it
+    removed disable_padded_drafter_batch, refuses parallel_drafting with eagle3): lint said OK there, "its rules are
+    assumed" in a note. A release newer than any read is unverified unless a rule finds a problem; the installed
+    engine's own argument code (--engine-code) settles it."""
+    from eaglewire.engines.versions import NEWEST
+    from eaglewire.jobs.lint import lint
+
+    major, minor = NEWEST["vllm"].split(".")[:2]
+    newer = f"{major}.{int(minor) + 1}.0"
+    argv = vllm(SPEC)
+    rep = lint(argv, engine_version=newer)
+    assert rep.verdict == "unverified" and rep.exit_code == 3 and NEWEST["vllm"] in rep.unread
+    assert lint(argv, engine_version=NEWEST["vllm"]).verdict == "ok"
+    bad = lint(vllm({**SPEC, "num_speculative_tokens": 0}), engine_version=newer)
+    assert bad.verdict == "problem" if bad.has_problem else bad.verdict == "unverified"
+    from eaglewire.cli import main
+
+    assert main(["lint", "--engine", f"vllm=={newer}", "--", *argv]) == 3
+    out = capsys.readouterr().out
+    assert "UNVERIFIED" in out and "newer than the newest release eaglewire read" in out

@@ -241,9 +241,9 @@ def render_lint(rep, out: Console) -> None:
         else "PROBLEM: the engine silently changes your speculative settings"
     )
     if rep.verdict == "unverified":
-        out.print(
-            Text("UNVERIFIED: whether the server starts depends on the GPU (pass --gpu)", "bold yellow")
-        )
+        why = rep.unread or "whether the server starts depends on the GPU (pass --gpu)"
+        out.print(Text(f"UNVERIFIED: {why}", "bold yellow"))
+        verdict = "no silent override by the rules of the releases read" if ok and rep.unread else verdict
     out.print(Text(verdict, "bold green" if ok else "bold red"))
 
 

@@ -221,6 +221,13 @@ def _evaluate(
         failing=dict(st.failing),
         gpu=gpu.key,
         gpu_dependent=list(dict.fromkeys(st.gpu_dependent)),
+        unread=(
+            f"{cmd.engine} {version} is newer than the newest release eaglewire read ({NEWEST[cmd.engine]}): its "
+            "launch rules may have changed (`lint --engine-code` with that release installed runs its own argument "
+            "code on this command)"
+            if version > Version(NEWEST[cmd.engine])
+            else None
+        ),
     )
     return _Outcome(report, st)
 

@@ -150,6 +150,8 @@ class LintReport:
     )
     # what the verdict rests on: {"level": one of rules.row.LEVELS, "basis": words} (jobs.lint.lint_evidence)
     evidence: dict[str, str] = field(default_factory=dict)
+    # a release newer than the newest read for flags: its rules are assumed, so no verdict but a problem decides
+    unread: str | None = None
 
     @property
     def starts_args(self) -> bool:
@@ -170,9 +172,14 @@ class LintReport:
 
     @property
     def verdict(self) -> str:
-        """The lint verdict: a problem; unverified when whether the server starts depends on a GPU not given; ok."""
+        """The lint verdict: a problem; unverified when whether the server starts depends on a GPU not given, or
+        the release is newer than any read (unless the installed engine's own argument code agreed); ok."""
         if self.has_problem:
             return "problem"
+        code = self.engine_code
+        settled = code is not None and code.get("agrees") and not code.get("unavailable")
+        if self.unread and not settled:
+            return "unverified"
         return "unverified" if any("refused" in d for d in self.gpu_dependent) else "ok"
 
     @property

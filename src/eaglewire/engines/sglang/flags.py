@@ -281,6 +281,38 @@ def _sg_overlap_opt_in(algorithms: tuple[str, ...], switch: str) -> Callable[[Fl
     return apply
 
 
+def _sg_overlap_forced_on(algorithms: tuple[str, ...]) -> Callable[[FlagRule, State], None]:
+    def apply(rule: FlagRule, st: State) -> None:
+        if not (st.given["disable_overlap_schedule"] and st.env_true("SGLANG_ENABLE_SPEC_V2", False)):
+            return
+        if st.v["algorithm"] not in algorithms:
+            return
+        st.emit(
+            rule,
+            "--disable-overlap-schedule",
+            True,
+            False,
+            f"SGLANG_ENABLE_SPEC_V2=1 with {'/'.join(algorithms)} turns the overlap scheduler back on whatever "
+            "--disable-overlap-schedule says ('Spec v2 is enabled for eagle/eagle3 speculative decoding and overlap "
+            "schedule is turned on.'): the v2 worker runs",
+        )
+        st.v["disable_overlap_schedule"] = False
+
+    return apply
+
+
+RULES += [
+    rule("sglang.overlap_schedule_forced_on", ">=0.5.4.post1,<0.5.7", WARNING,
+       "sglang server_args.py:1434-1438 @0.5.4.post1, :1745-1749 @0.5.6.post2 (`self.disable_overlap_schedule = "
+       "False` when speculative_algorithm == 'EAGLE' and SGLANG_ENABLE_SPEC_V2)",
+       "SGLANG_ENABLE_SPEC_V2 overrides --disable-overlap-schedule", _sg_overlap_forced_on(("EAGLE",))),
+    rule("sglang.overlap_schedule_forced_on", ">=0.5.7,<0.5.11", WARNING,
+       "sglang server_args.py:2000-2007 @0.5.7, :2999-3006 @0.5.10 (`self.disable_overlap_schedule = False` for "
+       "EAGLE/EAGLE3 with SGLANG_ENABLE_SPEC_V2, a warning)",
+       "SGLANG_ENABLE_SPEC_V2 overrides --disable-overlap-schedule", _sg_overlap_forced_on(("EAGLE", "EAGLE3"))),
+]  # fmt: skip
+
+
 RULES += [
     # --enable-beta-spec exists in 0.5.3.post2, 0.5.3.post3 and 0.5.4 only; 0.5.4.post1 reads SGLANG_ENABLE_SPEC_V2
     rule("sglang.overlap_schedule", ">=0.5.3.post2,<0.5.4.post1", INFO,
