@@ -47,6 +47,13 @@ def engine_aux_count(c: Context) -> int:
     return 3
 
 
+# run (tests/real_engine/draft_config.py): the zoo's default drafter without architectures, refused at load
+ARCHITECTURES_OBSERVED = (
+    "vllm-0.32.0-cpu-draft-config.json (the zoo's default drafter without architectures, refused at load: "
+    "\"Model architectures ['Eagle3LlamaModel'] are not supported for now\")"
+)
+
+
 @rule(ANY, "architectures-missing", "*", "", "problem",
       "vllm configs/eagle.py:58-64 (Eagle3 prefix over model.architectures) and registry.py _normalize_archs @0.8.5 "
       "(warns, then iterates None), :611 @0.10.1.1 and :735 @0.11.0 (ValueError \"No model architectures are "
@@ -67,7 +74,10 @@ def architectures_missing(c: Context) -> str | None:
     else:
         why = ("fills architectures from model_type (llama: LlamaModel), prefixes it (Eagle3LlamaModel), and no "
                "registry entry serves that: \"Model architectures ['Eagle3LlamaModel'] are not supported for now\"")  # fmt: skip
-    return f"config.json has no architectures: {c.engine} {c.version} {why}, at startup; {fix}"
+    return Said(
+        f"config.json has no architectures: {c.engine} {c.version} {why}, at startup; {fix}",
+        ARCHITECTURES_OBSERVED if c.engine == "vllm" else None,
+    )
 
 
 # ---- decoder layers --------------------------------------------------------------------------------------------

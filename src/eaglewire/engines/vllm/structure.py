@@ -197,6 +197,12 @@ def kv_page_size_tp(c: Context) -> str | None:
 # vLLM's EAGLE-3 heads read norm_before_residual from 0.10.1, top-level only (getattr on the draft's HF config; the
 # speculators loader copies it there); eagle_config's copy is never read
 NORM_BEFORE_RESIDUAL_FROM = Version("0.10.1")
+# run (tests/real_engine/draft_config.py): the zoo's default drafter with the key at the top level drafted as the
+# walk that normalises before the residual, with it under eagle_config as the walk that does not, counter for counter
+NORM_BEFORE_RESIDUAL_OBSERVED = (
+    "vllm-0.32.0-cpu-draft-config.json (norm_before_residual true at the top level: the engine's counters are the "
+    "walk with it; under eagle_config: the walk without it)"
+)
 
 
 @rule(RULES, "norm-before-residual", "vllm", "", "problem",
@@ -215,9 +221,10 @@ def norm_before_residual(c: Context) -> str | None:
     else:
         why = f"vLLM {c.version} reads it at the top level of config.json only, and this drafter sets it under eagle_config"
         fix = 'add "norm_before_residual": true at the top level of config.json'
-    return (
+    return Said(
         f"the drafter normalises before the residual (norm_before_residual) and {why}: it adds the un-normalised "
-        f"state instead, so its draft numerics differ from training; {fix}"
+        f"state instead, so its draft numerics differ from training; {fix}",
+        NORM_BEFORE_RESIDUAL_OBSERVED if c.version >= NORM_BEFORE_RESIDUAL_FROM else None,
     )
 
 
