@@ -19,20 +19,11 @@ import subprocess
 import sys
 
 import pytest
+from test_flags import E3, SGL
 
 from eaglewire.jobs.lint import RULES, lint
 from eaglewire.rules.launch import INFO, PROBLEM, LintReport
 
-SGL = ["python", "-m", "sglang.launch_server"]
-E3 = [
-    *SGL,
-    "--model-path",
-    "org/target",
-    "--speculative-algorithm",
-    "EAGLE3",
-    "--speculative-draft-model-path",
-    "D",
-]
 LLAMA = "LlamaForCausalLM"
 GPT_OSS = "GptOssForCausalLM"
 LLAMA4 = "Llama4ForConditionalGeneration"

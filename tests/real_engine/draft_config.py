@@ -16,7 +16,6 @@ tests/test_draft_config_record.py.
 from __future__ import annotations
 
 import json
-import shutil
 from pathlib import Path
 
 import torch
@@ -27,18 +26,15 @@ from eaglewire.jobs.evaluate import evaluate
 from eaglewire.jobs.pair import drafter_for, load_pair
 
 from .cases import walk_counters
-from .draft_embedding import K, serve_copies
+from .draft_embedding import K, default_copies, serve_copies
 
 COPIES = ("no-architectures", "norm-before-residual-top", "norm-before-residual-nested")
 
 
 def write_drafters(root: Path) -> dict[str, Path]:
     """The copies (module docstring)."""
-    out = {}
-    for name in COPIES:
-        d = root / name
-        shutil.rmtree(d, ignore_errors=True)
-        shutil.copytree(zoo.drafter_dir("default"), d)
+    out = default_copies(root, COPIES)
+    for name, d in out.items():
         cfg = json.loads((d / "config.json").read_text())
         if name == "no-architectures":
             cfg.pop("architectures")
@@ -47,7 +43,6 @@ def write_drafters(root: Path) -> dict[str, Path]:
         else:
             cfg["eagle_config"] = {**cfg["eagle_config"], "norm_before_residual": True}
         (d / "config.json").write_text(json.dumps(cfg, indent=2) + "\n")
-        out[name] = d
     return out
 
 

@@ -30,14 +30,20 @@ SEED = 0
 COPIES = ("trained-embedding", "own-embedding")
 
 
-def write_drafters(root: Path) -> dict[str, Path]:
-    """The default drafter as trained, and the same with a seeded random embedding of the trained one's scale."""
+def default_copies(root: Path, names) -> dict[str, Path]:
+    """A fresh copy of the zoo's default drafter under `root` per name (each copy's module then changes it)."""
     out = {}
-    for name in COPIES:
+    for name in names:
         d = root / name
         shutil.rmtree(d, ignore_errors=True)
         shutil.copytree(zoo.drafter_dir("default"), d)
         out[name] = d
+    return out
+
+
+def write_drafters(root: Path) -> dict[str, Path]:
+    """The default drafter as trained, and the same with a seeded random embedding of the trained one's scale."""
+    out = default_copies(root, COPIES)
     tensors = load_file(out["own-embedding"] / "model.safetensors")
     e = tensors["embed_tokens.weight"]
     g = torch.Generator().manual_seed(SEED)

@@ -13,7 +13,6 @@ layers.json`) is replayed by tests/test_draft_layers_record.py.
 from __future__ import annotations
 
 import json
-import shutil
 from pathlib import Path
 
 from eaglewire import zoo
@@ -22,7 +21,7 @@ from eaglewire.jobs.evaluate import evaluate
 from eaglewire.jobs.pair import load_pair
 
 from .cases import walk_counters
-from .draft_embedding import K, serve_copies
+from .draft_embedding import K, default_copies, serve_copies
 
 COPIES = {"config-2-layers": 2, "config-target-layers": None}  # None: the target's own layer count
 
@@ -30,15 +29,11 @@ COPIES = {"config-2-layers": 2, "config-target-layers": None}  # None: the targe
 def write_drafters(root: Path) -> dict[str, Path]:
     """The default drafter with num_hidden_layers raised in config.json alone (module docstring)."""
     layers = json.loads((zoo.target_dir() / "config.json").read_text())["num_hidden_layers"]
-    out = {}
-    for name, n in COPIES.items():
-        d = root / name
-        shutil.rmtree(d, ignore_errors=True)
-        shutil.copytree(zoo.drafter_dir("default"), d)
+    out = default_copies(root, COPIES)
+    for name, d in out.items():
         cfg = json.loads((d / "config.json").read_text())
-        cfg["num_hidden_layers"] = n or layers
+        cfg["num_hidden_layers"] = COPIES[name] or layers
         (d / "config.json").write_text(json.dumps(cfg, indent=2) + "\n")
-        out[name] = d
     return out
 
 
