@@ -296,6 +296,8 @@ _ORDER: tuple[StructureRule, ...] = (
     draft_layers_unloaded,
     vllm.kv_page_size,
     vllm.kv_page_size_tp,
+    vllm.draft_head_size,
+    vllm.draft_attention_geometry,
     fc_width,
     aux_disabled,
     sglang.norm_before_residual,

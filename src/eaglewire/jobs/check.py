@@ -731,7 +731,8 @@ def _read_row(
     elif engine_fails:
         status = "fails"  # whatever the drafter was trained on
         outcomes = {k: "fails" for k in outcomes}
-    elif reported:
+    elif reported and not _taps_mismatch(trained, outcomes):
+        # an unknown of the engine's structure rows; a taps mismatch under every candidate is decided without it
         status = "unverified"
         unknowns = [
             u if "doctor" in u else f"{u}; `eaglewire doctor` on the target measures it" for u in reported
@@ -748,6 +749,11 @@ def _read_row(
         spread = "; ".join(f"trained on {w}: {st}" for w, st in outcomes.items())
         unknowns += [trained.unknown or "", f"on {label} the candidates give different verdicts ({spread})"]
     return _Reading(served, findings, status, unknowns, assumptions, outcomes, no_value)
+
+
+def _taps_mismatch(trained: TrainedTaps, outcomes: dict[str, str]) -> bool:
+    """The served taps differ from training under every candidate for the training taps."""
+    return not trained.blocked and bool(outcomes) and set(outcomes.values()) == {"mismatch"}
 
 
 def _fix(row: conv.Convention, reading: _Reading, trained: TrainedTaps, L: int) -> conv.ConfigFix | None:

@@ -191,6 +191,65 @@ def kv_page_size_tp(c: Context) -> str | None:
     return f"at tensor-parallel size {', '.join(map(str, bad))} {said}; the launch's --tensor-parallel-size settles it"
 
 
+# The draft's attention layers on the release's attention backend. 0.11.0 gives a draft whose head size
+# FlashAttention lacks another backend (FlexAttention on SM80/90; FlashInfer, 64/128/256 only, on SM100) but builds
+# its metadata with the target's first builder (v1/spec_decode/eagle.py:192-194): the engine crashes at the first
+# request (vllm#28919, AngelSlim/Qwen3-32B_eagle3, head_dim 80). 0.11.1 looks up the draft's own builder.
+FA_HEAD_SIZES = (32, 64, 96, 128, 160, 192, 224, 256)  # flash_attn.py:47-48 @0.11.0
+
+
+def _head_dims(c: Context) -> tuple[int, int] | None:
+    """(draft, target) head_dim, where both configs say."""
+    pages = _kv_shape(c.target.config)
+    arch = c.ckpt.arch
+    draft = arch.head_dim if arch is not None else (_kv_shape(c.cfg) or (None, None))[1]
+    return (draft, pages[1]) if pages is not None and draft is not None else None
+
+
+@rule(RULES, "draft-head-size", "vllm", ">=0.11.0,<0.11.1", "problem",
+      "vllm 0.11.0 v1/attention/backends/flash_attn.py:47-48 (head sizes 32-256 by 32), platforms/cuda.py:357-388 "
+      "(another backend for the draft's layers), v1/spec_decode/eagle.py:192-194 (the draft's metadata from the "
+      "target's first builder), flex_attention.py:755; 0.11.1 eagle.py:241-246 (the draft's own builder); "
+      "vllm#28919")  # fmt: skip
+def draft_head_size(c: Context) -> str | None:
+    dims = _head_dims(c)
+    if dims is None or dims[0] in FA_HEAD_SIZES or dims[1] not in FA_HEAD_SIZES:
+        return None
+    return (
+        f"the draft's head_dim is {dims[0]}, which FlashAttention lacks (the target's {dims[1]} it has): vLLM "
+        f"{c.version} runs the draft's layers on another backend but builds their metadata with the target's, and "
+        "the engine crashes at the first request (vllm#28919); vLLM 0.11.1 and later build the draft's own"
+    )
+
+
+# Model Runner V2 before 0.29.0 builds the draft's attention metadata with a plain build(), so FlashAttention-3's
+# scheduler plan (Hopper) is made for the target's query heads, kv heads and head_dim (flash_attn.py:324-329
+# @0.22.0, :436-441 @0.28.0; attn_utils.py:436 @0.22.0): a draft of another geometry fails, "RuntimeError:
+# scheduler_metadata must have shape (metadata_size)" (PR #39775, MiniMax-M2.5 EAGLE-3). 0.29.0 plans per group.
+@rule(RULES, "draft-attention-geometry", "vllm", ">=0.20.0,<0.29.0", "unverified",
+      "vllm v1/attention/backends/flash_attn.py:324-329 @0.22.0, :436-441 @0.28.0 (the FA3 scheduler plan from the "
+      "target's geometry), v1/worker/gpu/attn_utils.py:436 @0.22.0, :674 @0.28.0 (MRV2: build(), not "
+      "build_for_drafting); 0.29.0 flash_attn.py:436-441 (the group's kv_cache_spec); vllm PR #39775")  # fmt: skip
+def draft_attention_geometry(c: Context) -> str | None:
+    if c.row.runner != "mrv2":
+        return None
+    target = _kv_shape(c.target.config)
+    heads = c.target.config.get("num_attention_heads")
+    arch = c.ckpt.arch
+    draft = (arch.num_heads, arch.num_kv_heads, arch.head_dim) if arch is not None else None
+    if draft is None or target is None or not isinstance(heads, int):
+        return None
+    if draft == (heads, *target):
+        return None
+    return (
+        f"the draft's attention (query heads, kv heads, head_dim) is {draft}, the target's {(heads, *target)}: "
+        f"vLLM {c.version}'s Model Runner V2 plans FlashAttention-3's schedule for the target's, so on a Hopper GPU "
+        "the draft's attention fails ('RuntimeError: scheduler_metadata must have shape (metadata_size)', vllm PR "
+        "#39775); other GPUs and the V1 runner (VLLM_USE_V2_MODEL_RUNNER=0) plan no such schedule. The GPU "
+        "settles it; vLLM 0.29.0 and later plan per draft"
+    )
+
+
 # ---- norm options -----------------------------------------------------------------------------------------------
 
 
