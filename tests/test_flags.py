@@ -736,8 +736,11 @@ SCENARIOS: dict[str, tuple] = {
     "sg-rejection-thresholds": ([*E3, *sizes(3, 1, 4), "--speculative-use-rejection-sampling", "--speculative-accept-threshold-acc", "0.5"], {}, "sglang.rejection_sampling_thresholds", PROBLEM),
     "sg-overlap-forced-on-eagle": (["SGLANG_ENABLE_SPEC_V2=1", *SGL, "--model-path", "org/target", "--speculative-algorithm", "EAGLE", "--speculative-draft-model-path", "d", *sizes(3, 1, 4), "--disable-overlap-schedule"], {"engine_version": "0.5.6"}, "sglang.overlap_schedule_forced_on", WARNING),
     "sg-overlap-forced-on": (["SGLANG_ENABLE_SPEC_V2=1", *E3, *sizes(3, 1, 4), "--disable-overlap-schedule"], {"engine_version": "0.5.10"}, "sglang.overlap_schedule_forced_on", WARNING),
+    # the draft's heads over the target's TP (vLLM's config check; SGLang's attention assert at load)
+    "vl-draft-heads-tp": (vllm(SPEC, "--tensor-parallel-size", "16"), {"engine_version": "0.20.0", "drafter_config": {"architectures": ["LlamaForCausalLMEagle3"], "eagle_config": {}, "num_attention_heads": 40, "num_key_value_heads": 8}}, "vllm.draft_heads_tp", PROBLEM),
+    "sg-draft-heads-tp": ([*E3, *sizes(3, 1, 4), "--tp-size", "8"], {"engine_version": "0.5.23", "drafter_config": {"architectures": ["LlamaForCausalLMEagle3"], "num_attention_heads": 32, "num_key_value_heads": 3}}, "sglang.draft_heads_tp", PROBLEM),
 }  # fmt: skip
-NOT_MECHANICAL = {"vl-eagle3-v0", "vl-eagle3-v0-env", "vl-flag-ambiguous", "sg-draft-missing", "vl-model-missing", "sg-unknown-algorithm", "vl-mtp-unsupported",
+NOT_MECHANICAL = {"vl-draft-heads-tp", "sg-draft-heads-tp", "vl-eagle3-v0", "vl-eagle3-v0-env", "vl-flag-ambiguous", "sg-draft-missing", "vl-model-missing", "sg-unknown-algorithm", "vl-mtp-unsupported",
                   "sg-draft-quant-old", "vl-eagle3-target-quant", "vl-speculators-unread"}  # fmt: skip
 
 

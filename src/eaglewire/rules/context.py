@@ -45,6 +45,38 @@ def target_archs(config: dict) -> tuple[str | None, str | None]:
     return archs[0], text_arch
 
 
+def heads_unsplit(config: dict, tp: int) -> tuple[str, str] | None:
+    """Why the drafter's attention heads do not split over `tp` ranks, as (what, stage), or None: query heads must
+    divide by TP; key-value heads must divide by it or divide it (each rank then holds a replica). The engines
+    build an EAGLE head at the target's TP."""
+    layer = config.get("transformer_layer_config") if config.get("speculators_model_type") else config
+    layer = layer if isinstance(layer, dict) else {}
+    heads, kv = layer.get("num_attention_heads"), layer.get("num_key_value_heads")
+    if not isinstance(heads, int) or isinstance(heads, bool) or heads <= 0 or tp <= 1:
+        return None
+    kv = kv if isinstance(kv, int) and not isinstance(kv, bool) and kv > 0 else heads
+    if heads % tp:
+        return f"the draft's {heads} attention heads do not divide over tensor parallel size {tp}", "heads"
+    if kv % tp and tp % kv:
+        return (
+            f"the draft's {kv} key-value heads neither divide over tensor parallel size {tp} nor divide it",
+            "kv",
+        )
+    return None
+
+
+def heads_tp_fix(config: dict, tp: int, flag: str, rule: str):
+    """The largest tensor parallel size below `tp` the drafter's heads split over, as a fix (the target runs at it
+    too), or a re-export of the head as the alternative."""
+    from eaglewire.rules.launch import Edit, FlagFix
+
+    fits = next((n for n in range(tp - 1, 0, -1) if heads_unsplit(config, n) is None), 1)
+    return FlagFix(rule, (Edit(flag, fits),),
+                   f"{flag} {fits}, the largest size the draft's heads split over (the target runs at it too)",
+                   alternative=f"or keep {flag} {tp} with a head whose heads split over it (a retrained head)",
+                   mechanical=False)  # fmt: skip
+
+
 def drafter_kind(config: dict) -> str | None:
     """EAGLE-3 (`LlamaForCausalLMEagle3` + `eagle_config`, speculators `eagle3`), EAGLE-1, or None (unknown)."""
     archs = [str(a) for a in config.get("architectures") or []]

@@ -15,6 +15,7 @@ from packaging.version import Version
 
 from eaglewire.engines.sglang.args import SG_FLAGS, SGLANG
 from eaglewire.rules import scanned
+from eaglewire.rules.context import heads_tp_fix, heads_unsplit
 from eaglewire.rules.draft_weights import DraftEmbedding, DraftHead
 from eaglewire.rules.flags import FlagRule, ReadWhen, State, row
 from eaglewire.rules.launch import PROBLEM, WARNING, Change, Edit, FlagFix
@@ -83,6 +84,27 @@ _QUANT_SRC_057 = (
 QUANT_RECORDS = (
     "model-code: engines/sglang/data/draft-settings/sglang-V.json, case 'eagle3/--quantization fp8'"
 )
+
+
+def _sg_draft_heads_tp(rule: FlagRule, st: State) -> None:
+    tp = st.v["tp_size"] or 1
+    found = heads_unsplit(st.drafter, int(tp)) if st.drafter is not None else None
+    if found is not None:
+        st.emit(rule, "--tp-size", tp, None,
+                f"{found[0]}: SGLang's draft worker runs at the target's TP and the head's attention asserts at "
+                "load (an AssertionError)")  # fmt: skip
+
+
+RULES += [
+    rule("sglang.draft_heads_tp", ">=0.4.5", PROBLEM,
+         "sglang models/llama.py:118, 124-128 @0.4.5, :183, 189-193 @0.5.23 (the attention's head asserts; the "
+         "draft worker at the target's tp_size)",
+         "the draft's heads must split over the TP", _sg_draft_heads_tp,
+         lambda st, c: heads_tp_fix(st.drafter, int(st.v["tp_size"] or 1), "--tp-size", c.rule), fails=True,
+         stage="load"),
+]  # fmt: skip
+
+
 RULES += [
     rule("sglang.draft_quantization_inherited", ">=0.4.5,<0.5.7", PROBLEM, _QUANT_SRC,
          "the draft inherits --quantization (no draft flag)", _sg_draft_quantization(True),

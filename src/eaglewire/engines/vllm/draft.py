@@ -45,7 +45,7 @@ def _mtp(st: State) -> bool:
     return method == "mtp" or method.endswith("_mtp")
 
 
-def _eagle_proposer(st: State) -> bool:
+def eagle_proposer(st: State) -> bool:
     """Methods that vLLM's V1 EAGLE proposer runs (the MTP layers too): they load with the target's config."""
     return _method(st) in EAGLE_METHODS or _mtp(st)
 
@@ -85,7 +85,7 @@ def _vl_draft_tp_ignored(rule: FlagRule, st: State) -> None:
     value, target = st.spec_intended.get("draft_tensor_parallel_size"), st.v["target_tp"]
     if value is None or int(value) == target or int(value) not in (1, target) or _v0(st):
         return
-    if not _eagle_proposer(st):
+    if not eagle_proposer(st):
         return
     st.emit(rule, "--speculative-config.draft_tensor_parallel_size", value, target,
             f"draft_tensor_parallel_size {value} is checked and then unused: the {_method(st)} proposer loads "
@@ -443,7 +443,7 @@ def _mrv2(st: State) -> bool:
         return st.env_true("VLLM_USE_V2_MODEL_RUNNER", True)
     spec = st.v["spec"]
     return (
-        _eagle_proposer(st) and not spec.get("parallel_drafting") and not spec.get("use_heterogeneous_vocab")
+        eagle_proposer(st) and not spec.get("parallel_drafting") and not spec.get("use_heterogeneous_vocab")
     )
 
 
@@ -470,7 +470,7 @@ def truthy(value) -> bool:
 
 def padded_drafter_off(st: State) -> bool:
     """An EAGLE/MTP config (EagleModelTypes) that sets disable_padded_drafter_batch."""
-    return _eagle_proposer(st) and truthy(st.v["spec"].get("disable_padded_drafter_batch"))
+    return eagle_proposer(st) and truthy(st.v["spec"].get("disable_padded_drafter_batch"))
 
 
 # SchedulerConfig.async_scheduling: False before 0.14.0, None (the engine decides) from it
@@ -494,7 +494,7 @@ def async_scheduling(st: State) -> bool | None:
     given = scheduling_given(st)
     if given is not None or st.version < ASYNC_DEFAULT_FROM:
         return bool(given)
-    if not _eagle_proposer(st):
+    if not eagle_proposer(st):
         return None
     if not padded_drafter_off(st):
         return True
@@ -505,7 +505,7 @@ def async_scheduling(st: State) -> bool | None:
 
 
 def _vl_mrv2_ignores(rule: FlagRule, st: State) -> None:
-    if not _eagle_proposer(st) or not _mrv2(st):
+    if not eagle_proposer(st) or not _mrv2(st):
         return
     for key, versions, source in MRV2_IGNORES:
         if key in st.spec_intended and SpecifierSet(versions).contains(st.version, prereleases=True):
@@ -735,7 +735,7 @@ def _vl_draft_context(every_runner: bool) -> Callable[[FlagRule, State], None]:
     `every_runner`: the launch collapses on every runner it may run on (else on some: a warning naming them)."""
 
     def apply(rule: FlagRule, st: State) -> None:
-        if not _eagle_proposer(st):
+        if not eagle_proposer(st):
             return
         choices, given, served = _draft_lengths(st)
         stops = [r for r, c in choices.items() if c.collapses]

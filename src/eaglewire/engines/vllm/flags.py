@@ -32,7 +32,7 @@ from eaglewire.engines.vllm.config import (
 )
 from eaglewire.errors import InputError
 from eaglewire.rules import parsers
-from eaglewire.rules.context import drafter_kind, local_config
+from eaglewire.rules.context import drafter_kind, heads_tp_fix, heads_unsplit, local_config
 from eaglewire.rules.flags import FlagRule, State, row
 from eaglewire.rules.launch import INFO, PROBLEM, WARNING, Change, Edit, FlagFix, as_int
 
@@ -479,6 +479,21 @@ RULES += [
 ]  # fmt: skip
 
 
+def _vl_draft_heads_tp(rule: FlagRule, st: State) -> None:
+    tp = st.v["target_tp"]
+    if st.drafter is None or not isinstance(tp, int) or not vllm_draft.eagle_proposer(st):
+        return
+    found = heads_unsplit(st.drafter, tp)
+    if found is None:
+        return
+    what, which = found
+    words = (f"'Total number of attention heads must be divisible by tensor parallel size ({tp})' when the draft's "
+             "config is checked at startup (with draft_tensor_parallel_size 1, an AssertionError in the head's "
+             "attention at load)" if which == "heads" else "an AssertionError in the head's attention at load")  # fmt: skip
+    st.emit(rule, "--tensor-parallel-size", tp, None,
+            f"{what}: vLLM builds an EAGLE head at the target's TP: {words}")  # fmt: skip
+
+
 def _vl_draft_tp_default(rule: FlagRule, st: State) -> None:
     spec = st.v["spec"]
     if spec.get("draft_tensor_parallel_size") is None and spec.get("model") not in (None, "ngram", "suffix"):
@@ -494,6 +509,13 @@ def _vl_draft_tp_default(rule: FlagRule, st: State) -> None:
 
 
 RULES += [
+    rule("vllm.draft_heads_tp", ">=0.8.5", PROBLEM,
+       "vllm config.py:2555 @0.8.5, config/speculative.py:901 @0.20.0, :1684 @0.34.0 (the draft's config checked "
+       "at the draft TP, the target's by default), config/model.py:1119-1130 @0.20.0 ('Total number of attention "
+       "heads (...) must be divisible by tensor parallel size (...)'); models/llama.py:117, 123-127 @0.8.5, :145, "
+       ":151-155 @0.34.0 (the head's attention asserts)",
+       "the draft's heads must split over the target's TP", _vl_draft_heads_tp,
+       lambda st, c: heads_tp_fix(st.drafter, st.v["target_tp"], "--tensor-parallel-size", c.rule), fails=True),
     rule("vllm.draft_tensor_parallel_size_default", ">=0.8.5", INFO,
        f"{VL_CFG}:1856-1861", "draft TP defaults to the target TP", _vl_draft_tp_default),
 ]  # fmt: skip
