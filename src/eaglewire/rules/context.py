@@ -6,6 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from eaglewire.jsonio import read_json_object
+from eaglewire.rules.launch import Edit, FlagFix
 
 # Wrapper architectures whose text model is another architecture (what SGLang would NOT key on).
 WRAPPER_TEXT_ARCH = {
@@ -65,11 +66,9 @@ def heads_unsplit(config: dict, tp: int) -> tuple[str, str] | None:
     return None
 
 
-def heads_tp_fix(config: dict, tp: int, flag: str, rule: str):
+def heads_tp_fix(config: dict, tp: int, flag: str, rule: str) -> FlagFix:
     """The largest tensor parallel size below `tp` the drafter's heads split over, as a fix (the target runs at it
     too), or a re-export of the head as the alternative."""
-    from eaglewire.rules.launch import Edit, FlagFix
-
     fits = next((n for n in range(tp - 1, 0, -1) if heads_unsplit(config, n) is None), 1)
     return FlagFix(rule, (Edit(flag, fits),),
                    f"{flag} {fits}, the largest size the draft's heads split over (the target runs at it too)",

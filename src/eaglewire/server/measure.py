@@ -23,7 +23,7 @@ from eaglewire.errors import InputError
 from eaglewire.server.counters import SpecCounters, read_counters
 from eaglewire.server.http import Http
 from eaglewire.server.info import ServerInfo, read_metrics
-from eaglewire.server.workload import SGLANG_DETAILS_FROM, Prompt, native, send
+from eaglewire.server.workload import SGLANG_DETAILS_FROM, Prompt, native, send, sglang_without_details
 
 CI_METHOD = "95% percentile bootstrap over requests (2000 resamples, seed 0)"
 BOOTSTRAP = 2000
@@ -247,13 +247,7 @@ def measure(
 
 def _sglang_uncounted(info: ServerInfo, prompts: list[Prompt]) -> bool:
     """An SGLang release whose OpenAI API gives no speculative details, sent prompts /generate cannot take."""
-    from packaging.version import InvalidVersion, Version
-
-    try:
-        old = info.version is not None and Version(info.version) < Version(SGLANG_DETAILS_FROM)
-    except InvalidVersion:
-        return False
-    return old and any(p.messages is not None for p in prompts)
+    return sglang_without_details(info.version) and any(p.messages is not None for p in prompts)
 
 
 def _sum(parts: list[SpecCounters], k: int | None) -> SpecCounters:

@@ -130,17 +130,20 @@ def build_prompts(data: SampleLoader | None, tokenizer: Any, n: int, prompt_len:
 SGLANG_DETAILS_FROM = "0.5.19"
 
 
+def sglang_without_details(version: str | None) -> bool:
+    """An SGLang release whose OpenAI API returns no speculative details (before 0.5.19; an unknown version: no)."""
+    from packaging.version import InvalidVersion, Version
+
+    try:
+        return version is not None and Version(version) < Version(SGLANG_DETAILS_FROM)
+    except InvalidVersion:
+        return False
+
+
 def native(engine: str, version: str | None, prompt: Prompt) -> bool:
     """Whether the request goes to SGLang's native /generate: a release whose OpenAI API gives no speculative
     details, and a prompt /generate takes (token ids or text; a chat needs the server's template)."""
-    from packaging.version import InvalidVersion, Version
-
-    if engine != "sglang" or version is None or prompt.messages is not None:
-        return False
-    try:
-        return Version(version) < Version(SGLANG_DETAILS_FROM)
-    except InvalidVersion:
-        return False
+    return engine == "sglang" and prompt.messages is None and sglang_without_details(version)
 
 
 def request(

@@ -120,26 +120,31 @@ KV_UNIFORM_TYPE_FROM, KV_UNIFY_FROM = Version("0.11.0"), Version("0.12.0")
 TP_CANDIDATES = (1, 2, 4, 8, 16)
 
 
-def _kv_shape(cfg: dict) -> tuple[int, int] | None:
-    """(kv heads, head_dim) of an attention config, None where it does not say."""
+def _attention(cfg: dict) -> tuple[int, int, int] | None:
+    """(query heads, kv heads, head_dim) of an attention config, None where it does not say."""
     heads, hidden = cfg.get("num_attention_heads"), cfg.get("hidden_size")
     if not isinstance(heads, int) or not isinstance(hidden, int) or heads <= 0:
         return None
     kv = cfg.get("num_key_value_heads") or heads
     hd = cfg.get("head_dim") or hidden // heads
-    return (kv, hd) if isinstance(kv, int) and isinstance(hd, int) else None
+    return (heads, kv, hd) if isinstance(kv, int) and isinstance(hd, int) else None
+
+
+def _draft_attention(c: Context) -> tuple[int, int, int] | None:
+    """The draft's (query heads, kv heads, head_dim): the parsed layout, else its config."""
+    arch = c.ckpt.arch
+    if arch is not None:
+        return arch.num_heads, arch.num_kv_heads, arch.head_dim
+    return _attention((c.cfg.get("transformer_layer_config") or {}) if c.speculators else c.cfg)
 
 
 def _kv_pages(c: Context) -> dict[int, tuple[int, int]] | None:
     """Per tensor-parallel size, (target, draft) KV elements per token per layer on one rank."""
-    arch = c.ckpt.arch
-    draft = (arch.num_kv_heads, arch.head_dim) if arch is not None else _kv_shape(
-        (c.cfg.get("transformer_layer_config") or {}) if c.speculators else c.cfg)  # fmt: skip
-    target = _kv_shape(c.target.config)
+    draft, target = _draft_attention(c), _attention(c.target.config)
     if draft is None or target is None:
         return None
     return {
-        tp: (max(1, target[0] // tp) * target[1], max(1, draft[0] // tp) * draft[1]) for tp in TP_CANDIDATES
+        tp: (max(1, target[1] // tp) * target[2], max(1, draft[1] // tp) * draft[2]) for tp in TP_CANDIDATES
     }
 
 
@@ -200,10 +205,8 @@ FA_HEAD_SIZES = (32, 64, 96, 128, 160, 192, 224, 256)  # flash_attn.py:47-48 @0.
 
 def _head_dims(c: Context) -> tuple[int, int] | None:
     """(draft, target) head_dim, where both configs say."""
-    pages = _kv_shape(c.target.config)
-    arch = c.ckpt.arch
-    draft = arch.head_dim if arch is not None else (_kv_shape(c.cfg) or (None, None))[1]
-    return (draft, pages[1]) if pages is not None and draft is not None else None
+    draft, target = _draft_attention(c), _attention(c.target.config)
+    return (draft[2], target[2]) if draft is not None and target is not None else None
 
 
 @rule(RULES, "draft-head-size", "vllm", ">=0.11.0,<0.11.1", "problem",
@@ -231,18 +234,13 @@ def draft_head_size(c: Context) -> str | None:
       "target's geometry), v1/worker/gpu/attn_utils.py:436 @0.22.0, :674 @0.28.0 (MRV2: build(), not "
       "build_for_drafting); 0.29.0 flash_attn.py:436-441 (the group's kv_cache_spec); vllm PR #39775")  # fmt: skip
 def draft_attention_geometry(c: Context) -> str | None:
-    if c.row.runner != "mrv2":
+    if c.row.runner != "mrv2" or c.ckpt.arch is None:  # a layout not parsed here (an MLA head): not compared
         return None
-    target = _kv_shape(c.target.config)
-    heads = c.target.config.get("num_attention_heads")
-    arch = c.ckpt.arch
-    draft = (arch.num_heads, arch.num_kv_heads, arch.head_dim) if arch is not None else None
-    if draft is None or target is None or not isinstance(heads, int):
-        return None
-    if draft == (heads, *target):
+    draft, target = _draft_attention(c), _attention(c.target.config)
+    if target is None or draft == target:
         return None
     return (
-        f"the draft's attention (query heads, kv heads, head_dim) is {draft}, the target's {(heads, *target)}: "
+        f"the draft's attention (query heads, kv heads, head_dim) is {draft}, the target's {target}: "
         f"vLLM {c.version}'s Model Runner V2 plans FlashAttention-3's schedule for the target's, so on a Hopper GPU "
         "the draft's attention fails ('RuntimeError: scheduler_metadata must have shape (metadata_size)', vllm PR "
         "#39775); other GPUs and the V1 runner (VLLM_USE_V2_MODEL_RUNNER=0) plan no such schedule. The GPU "
