@@ -144,8 +144,10 @@ SGLANG_ROWS: tuple[ArgumentRow, ...] = (
        "attention-DP MLP sync of speculative batches"),
     # 0.5.3.post2, 0.5.3.post3 and 0.5.4 (gone at 0.5.4.post1)
     SG("enable_beta_spec", ">=0.5.3.post2,<0.5.4.post1", (HONOURED, IGNORED), ("sglang.overlap_schedule",),
-       "sglang 0.5.3.post2 server_args.py:1179-1189, 0.5.4 _handle_speculative_decoding (overlap for EAGLE only)",
-       "EAGLE keeps the overlap scheduler; EAGLE3 does not"),
+       "sglang 0.5.3.post2 server_args.py:1179-1189, 0.5.4 _handle_speculative_decoding (without it the overlap "
+       "scheduler is turned off; with it EAGLE turns it on)",
+       "EAGLE turns the overlap scheduler on; EAGLE3 and STANDALONE keep the launch's (on unless "
+       "--disable-overlap-schedule)"),
     SG("spec_trace_dir", ">=0.5.15", (IGNORED,), NOT_READ,
        "sglang 0.5.15-0.5.23: declared (0.5.23 arg_groups/fields/spec.py:245), read nowhere (scan: reads 0)",
        "never read"),

@@ -12,17 +12,18 @@ import functools
 import json
 from collections.abc import Callable
 
+from packaging.specifiers import SpecifierSet
 from packaging.version import Version
 
 from eaglewire.engines.sglang import backends as sglang_backends
 from eaglewire.engines.sglang import draft as sglang_draft
 from eaglewire.engines.sglang import families as sglang_families
 from eaglewire.engines.sglang import sizes as sglang_sizes
-from eaglewire.engines.sglang.args import SG_HOOK, SG_SA, SGLANG, SGLANG_ALGORITHMS
+from eaglewire.engines.sglang.args import SG_HOOK, SG_KEYS, SG_SA, SGLANG, SGLANG_ALGORITHMS
 from eaglewire.engines.sglang.sizes import fix_algorithm, fix_draft_path, fix_no_algorithm, fix_triple
 from eaglewire.rules import engine_data, parsers
 from eaglewire.rules.flags import FlagRule, State, row
-from eaglewire.rules.launch import INFO, PROBLEM, WARNING
+from eaglewire.rules.launch import INFO, PROBLEM, WARNING, Change, Edit, FlagFix
 
 rule = functools.partial(row, SGLANG)
 # argparse first (speculative flags the release does not define, prefixes of flags; the other flags its parser
@@ -30,6 +31,106 @@ rule = functools.partial(row, SGLANG)
 # before the speculative hook, for every command.
 PARSED_FIRST, PARSED_LAST = parsers.rows(SGLANG)
 RULES: list[FlagRule] = [*sglang_draft.RELEASE_RULES, *PARSED_FIRST, *sglang_backends.RULES]
+
+
+# Llama-4 targets: ServerArgs asserts that the attention backend is one Llama-4's attention runs on, for every launch
+# (speculative or not). Until 0.5.5.post3 the assert runs before any default is picked (check_server_args; then
+# model_specific_adjustments, ahead of model_runner's default up to 0.5.2 and of
+# _handle_attention_backend_compatibility's from 0.5.3; 0.5.4.post1-0.5.5.post3 set their sm100 trtllm_mha default
+# only after the assert): without --attention-backend it sees None and fails on every GPU. From 0.5.6 the default
+# (trtllm_mha on sm100, fa3 on sm90, triton elsewhere: backends.ARCH_DEFAULTS) comes first and always passes; only a
+# given backend outside the set fails.
+# One entry per release run: (versions, the backends it accepts, its message; "{}" = the backend it got).
+LLAMA4_ASSERTS = (
+    (">=0.4.9.post4,<0.5.1", ("fa3",), "fa3 is required for Llama4 model"),
+    (">=0.5.1,<0.5.2", ("fa3", "aiter"), "fa3 or aiter is required for Llama4 model"),
+    (">=0.5.2,<0.5.4.post1", ("fa3", "aiter", "triton"), "fa3, aiter, or triton is required for Llama4 model"),
+    (">=0.5.4.post1,<0.5.5.post1", ("fa3", "aiter", "triton", "trtllm_mha"),
+     "fa3, aiter, triton, or trtllm_mha is required for Llama4 model"),
+    (">=0.5.5.post1,<0.5.5.post3", ("fa3", "aiter", "triton", "trtllm_mha", "intel_xpu"),
+     "fa3, aiter, triton, trtllm_mha or intel_xpu is required for Llama4 model"),
+    (">=0.5.5.post3,<0.5.10", ("fa3", "aiter", "triton", "trtllm_mha", "intel_xpu"),
+     "fa3, aiter, triton, trtllm_mha or intel_xpu is required for Llama4 model but got {}"),
+    (">=0.5.10", ("fa3", "aiter", "triton", "ascend", "trtllm_mha", "intel_xpu"),
+     "fa3, aiter, triton, ascend, trtllm_mha or intel_xpu is required for Llama4 model but got {}"),
+)  # fmt: skip
+LLAMA4_DEFAULT_FIRST = Version("0.5.6")  # the default backend is picked before the assert
+LLAMA4_CPU_EXEMPT = Version("0.5.3")  # `and self.device != "cpu"`
+LLAMA4_ARCH_LIST = Version("0.5.11")  # `model_arch in LLAMA4_MODEL_ARCHS`; before, `"Llama4" in model_arch`
+LLAMA4_SRC_BEFORE = (
+    "sglang server_args.py check_server_args (entrypoints/engine.py _launch_subprocesses) :1808-1809 @0.4.9.post4, "
+    ":1859-1860 @0.4.9.post5, :1936-1937 @0.4.10.post2; model_specific_adjustments (__post_init__, before "
+    "model_runner.py:414 picks the default @0.5.1) :2165-2166 @0.5.0rc2, :2278-2282 @0.5.1, :2493-2498 @0.5.2; "
+    "_handle_model_specific_adjustments (before _handle_attention_backend_compatibility's default, :1057 "
+    "@0.5.4.post1) :786-791 @0.5.3, :964-969 @0.5.4, :951-962 @0.5.4.post1 (the sm100 trtllm_mha default after the "
+    "assert), :999-1010 @0.5.5, :1011-1018 @0.5.5.post1, :1027-1038 @0.5.5.post3"
+)
+LLAMA4_SRC_AFTER = (
+    "sglang server_args.py :1125-1147 @0.5.6 (`if self.attention_backend is None` picks trtllm_mha/fa3/triton, then "
+    "the assert), :1178-1200 @0.5.6.post2, :1835-1858 @0.5.10 (ascend added), :2044-2067 @0.5.11, :4014-4037 @0.5.14, "
+    ":4109-4122 @0.5.15 and :5646-5659 @0.5.18 (resolved_view; the default in arg_groups/overrides.py), "
+    "arg_groups/model_hook.py:456-469 @0.5.19, :616-630 @0.5.23 (default: model_overrides/llama4.py:16-37)"
+)
+
+
+def _llama4_assert(st: State) -> tuple[tuple[str, ...], str]:
+    return next(
+        (allowed, message)
+        for versions, allowed, message in LLAMA4_ASSERTS
+        if SpecifierSet(versions).contains(st.version, prereleases=True)
+    )
+
+
+def _sg_llama4_backend(rule: FlagRule, st: State) -> None:
+    arch = st.target_arch or ""
+    if not (arch in sglang_backends.LLAMA4 if st.version >= LLAMA4_ARCH_LIST else "Llama4" in arch):
+        return
+    if st.version >= LLAMA4_CPU_EXEMPT and st.cmd.get("--device") == "cpu":
+        return
+    allowed, message = _llama4_assert(st)
+    given = st.given["attention_backend"]
+    if given in allowed or (given is None and st.version >= LLAMA4_DEFAULT_FIRST):
+        return
+    if given is None:
+        split = [SG_KEYS[k] for k in ("prefill_attention_backend", "decode_attention_backend") if st.given[k]]
+        why = "no --attention-backend: SGLang asserts the backend before it picks a default, so the assert sees None"
+        if split:
+            why += f" ({' and '.join(split)} do not count)"
+    else:
+        why = (
+            f"--attention-backend {given} is not one this release accepts for Llama-4 ({', '.join(allowed)})"
+        )
+    st.emit(rule, "--attention-backend", given, None,
+            f"{arch} target: {why}: AssertionError '{message.format(given)}' at startup, on every GPU")  # fmt: skip
+
+
+def _fix_llama4_backend(st: State, change: Change) -> FlagFix:
+    allowed, _ = _llama4_assert(st)
+    topk = st.v["topk"]
+    if st.gpu.sm100 and "trtllm_mha" in allowed and (topk is None or topk <= 1):
+        backend, why = "trtllm_mha", f"SGLang's own Llama-4 choice on {st.gpu.key} (sm100) from 0.5.6"
+    elif st.gpu.known and not st.gpu.hopper and "triton" in allowed:
+        backend, why = "triton", f"a backend Llama-4 accepts that runs on {st.gpu.key}"
+    elif "triton" in allowed:
+        backend, why = "fa3", "SGLang's own Llama-4 choice on Hopper (sm90); triton on other GPUs"
+    else:
+        backend = "fa3"
+        why = (
+            f"the only CUDA backend sglang {st.version} accepts for Llama-4 (SGLang's choice on Hopper; triton "
+            "from 0.5.2)"
+        )
+    edit = Edit("--attention-backend", backend)
+    return FlagFix(change.rule, (edit,), f"{edit.render()}: {why}")
+
+
+RULES += [
+    rule("sglang.llama4_attention_backend", ">=0.4.9.post4,<0.5.6", PROBLEM, LLAMA4_SRC_BEFORE,
+       "Llama-4 asserts the attention backend before any default: --attention-backend is required",
+       _sg_llama4_backend, _fix_llama4_backend, fails=True, families=("*",)),
+    rule("sglang.llama4_attention_backend", ">=0.5.6", PROBLEM, LLAMA4_SRC_AFTER,
+       "Llama-4 refuses a given attention backend it does not run on", _sg_llama4_backend, _fix_llama4_backend,
+       fails=True, families=("*",)),
+]  # fmt: skip
 
 
 # Targets whose own checkpoint carries the MTP draft layer: SGLang defaults the draft path to the target path
@@ -316,14 +417,17 @@ RULES += [
 RULES += [
     # --enable-beta-spec exists in 0.5.3.post2, 0.5.3.post3 and 0.5.4 only; 0.5.4.post1 reads SGLANG_ENABLE_SPEC_V2
     rule("sglang.overlap_schedule", ">=0.5.3.post2,<0.5.4.post1", INFO,
-       "sglang 0.5.3.post2 server_args.py:1179-1189, 0.5.4 _handle_speculative_decoding (enable_beta_spec)",
-       "overlap scheduler off unless --enable-beta-spec with EAGLE",
-       _sg_overlap_opt_in(("EAGLE",), "--enable-beta-spec")),
+       "sglang 0.5.3.post2 server_args.py:1179-1189 (`if not self.enable_beta_spec`: off; EAGLE3/STANDALONE keep "
+       "the scheduler with the opt-in, and scheduler.py:671 then runs EAGLEWorkerV2), 0.5.4 "
+       "_handle_speculative_decoding (enable_beta_spec)",
+       "overlap scheduler off unless --enable-beta-spec",
+       _sg_overlap_opt_in(("EAGLE", "EAGLE3", "STANDALONE"), "--enable-beta-spec")),
     rule("sglang.overlap_schedule", ">=0.5.4.post1,<0.5.7", INFO,
-       "sglang 0.5.4.post1 server_args.py:1434-1447, 0.5.5-0.5.6.post2 _handle_speculative_decoding; environ.py "
-       "SGLANG_ENABLE_SPEC_V2 = EnvBool(False)",
-       "overlap scheduler off unless SGLANG_ENABLE_SPEC_V2 with EAGLE",
-       _sg_overlap_opt_in(("EAGLE",), "SGLANG_ENABLE_SPEC_V2")),
+       "sglang 0.5.4.post1 server_args.py:1434-1447 (`if not SGLANG_ENABLE_SPEC_V2`: off; EAGLE3/STANDALONE keep "
+       "the scheduler with the opt-in, and scheduler.py:564 then runs EAGLEWorkerV2), :1745-1758 @0.5.6.post2; "
+       "environ.py SGLANG_ENABLE_SPEC_V2 = EnvBool(False)",
+       "overlap scheduler off unless SGLANG_ENABLE_SPEC_V2",
+       _sg_overlap_opt_in(("EAGLE", "EAGLE3", "STANDALONE"), "SGLANG_ENABLE_SPEC_V2")),
     rule("sglang.overlap_schedule", ">=0.5.7,<0.5.11", INFO,
        "sglang 0.5.7-0.5.10 server_args.py _handle_speculative_decoding; environ.py SGLANG_ENABLE_SPEC_V2 = "
        "EnvBool(False)",
@@ -497,6 +601,83 @@ RULES += [
 
 # The sizes: num_steps, topk, num_draft_tokens (their rules run here, in SGLang's order).
 RULES += sglang_sizes.RULES
+
+
+# Spec v2 before SGLang refused a tree there (0.5.7: `sglang.spec_v2_topk`): with SGLANG_ENABLE_SPEC_V2=1, 0.5.4.post1-
+# 0.5.6.post2 run the overlap scheduler's EAGLEWorkerV2 (EAGLE always, EAGLE3 unless --disable-overlap-schedule) and
+# check no topk, given or auto-chosen. That worker handles a chain only: the scheduler reads each request's accepted
+# tokens as the first accept-length tokens of a num_draft_tokens-wide stride (the chain's layout), and a tree's accepted
+# path is moved to the front only from 0.5.13 (eagle_worker_v2.py:1300-1305 _finalize_accept_tree_path @0.5.13). Until
+# 0.5.5.post3 the verify also returns the target's tokens for num_steps + 1 positions per request while the draft extend
+# takes num_draft_tokens hidden states: a size mismatch on the first decode (sglang#13352, #14077) unless the two agree.
+SPEC_V2_TREE_SRC = (
+    "sglang server_args.py:1434-1447 @0.5.4.post1, :1556-1569 @0.5.5.post3 (no topk check with SGLANG_ENABLE_SPEC_V2); "
+    "managers/scheduler.py:564 @0.5.4.post1 (`EAGLEWorkerV2 if self.enable_overlap`); speculative/eagle_info_v2.py:252 "
+    "@0.5.4.post1, :278 @0.5.5.post3 (`predict`: bs * (spec_steps + 1)), eagle_worker_v2.py:435-456 @0.5.4.post1, "
+    ":470-492 @0.5.5.post3 (_draft_extend_for_decode: num_draft_tokens per request), models/llama_eagle3.py:87 "
+    "@0.5.4.post1 (`torch.cat([embeds, hidden_states])`); managers/scheduler_output_processor_mixin.py:242-245 "
+    "@0.5.4.post1 (chain layout); sglang#13352, #14077 (its traceback lines eagle_worker_v2.py:511/:628 are "
+    "0.5.5.post3's)"
+)
+SPEC_V2_TREE_SRC_0_5_6 = (
+    "sglang server_args.py:1684-1697 @0.5.6, :1745-1758 @0.5.6.post2 (no topk check with SGLANG_ENABLE_SPEC_V2); "
+    "speculative/spec_info.py:264-269 @0.5.6.post2 (overlap: EAGLEWorkerV2); eagle_info_v2.py:288-289 @0.5.6 "
+    "(`predict` now num_draft_tokens per request); managers/scheduler_output_processor_mixin.py:272-277 @0.5.6 "
+    "(`next_token_ids[i * stride : i * stride + accept_lens[i]]`: the chain layout); tree paths compacted from "
+    "0.5.13 (eagle_worker_v2.py:1300-1305); refused from 0.5.7 ('Spec v2 currently only supports topk = 1')"
+)
+
+
+def _sg_spec_v2_tree(size_check: bool) -> Callable[[FlagRule, State], None]:
+    def apply(rule: FlagRule, st: State) -> None:
+        topk, steps, ndt = st.v["topk"], st.v["num_steps"], st.v["num_draft_tokens"]
+        if st.v["algorithm"] not in ("EAGLE", "EAGLE3") or topk is None or topk <= 1:
+            return
+        if not st.env_true("SGLANG_ENABLE_SPEC_V2", False) or st.v["disable_overlap_schedule"]:
+            return
+        given = st.given["topk"] is not None
+        what = f"--speculative-eagle-topk {topk}" if given else f"the auto-chosen topk {topk}"
+        head = (
+            f"SGLANG_ENABLE_SPEC_V2=1 runs the overlap scheduler's spec v2 worker, and this release checks no topk: "
+            f"{what} (a tree) reaches a worker that handles only a chain (SGLang refuses it from 0.5.7)"
+        )
+        if size_check and steps is not None and ndt is not None and ndt != steps + 1:
+            tail = (
+                f"the target's tokens come back for num_steps + 1 = {steps + 1} positions per request and the draft "
+                f"extend takes num_draft_tokens = {ndt} hidden states: RuntimeError 'Sizes of tensors must match' in "
+                "the draft model on the first decode (sglang#13352, #14077)"
+            )
+            st.fails = True
+            st.failing.setdefault(rule.name, "runtime")
+        else:
+            tail = (
+                "each request's accepted tokens are read as the first nodes of the flattened tree (a chain's "
+                "layout; SGLang moves a tree's accepted path there only from 0.5.13): once the accepted path leaves "
+                "them (typically two draft tokens accepted, or a branch other than the top one) the server returns "
+                "wrong tokens, with no error"
+            )
+        st.emit(rule, "--speculative-eagle-topk", st.given["topk"], None, f"{head}: {tail}")
+        st.force_topk1.append("spec v2 runs a chain (topk 1) in this version")
+
+    return apply
+
+
+def _fix_spec_v2_tree(st: State, change: Change) -> FlagFix:
+    chain = fix_triple(st, change)
+    keep = "or unset SGLANG_ENABLE_SPEC_V2 to keep the tree (spec v1 runs it, without the overlap scheduler)"
+    if st.v["algorithm"] == "EAGLE3":
+        keep += "; or --disable-overlap-schedule (EAGLE3 then runs spec v1)"
+    return FlagFix(chain.rule, chain.edits, chain.description, keep)
+
+
+RULES += [
+    rule("sglang.spec_v2_tree", ">=0.5.4.post1,<0.5.6", PROBLEM, SPEC_V2_TREE_SRC,
+       "SGLANG_ENABLE_SPEC_V2 with topk > 1: the chain-only v2 worker runs the tree (fails on the first decode, or "
+       "returns wrong tokens)", _sg_spec_v2_tree(True), _fix_spec_v2_tree, stage="runtime"),
+    rule("sglang.spec_v2_tree", ">=0.5.6,<0.5.7", PROBLEM, SPEC_V2_TREE_SRC_0_5_6,
+       "SGLANG_ENABLE_SPEC_V2 with topk > 1: the chain-only v2 worker returns wrong tokens", _sg_spec_v2_tree(False),
+       _fix_spec_v2_tree),
+]  # fmt: skip
 # NGRAM's own handler (_handle_ngram), instead of the EAGLE family's.
 RULES += sglang_families.NGRAM_RULES
 
