@@ -622,7 +622,9 @@ SCENARIOS: dict[str, tuple] = {
     "vl-detect-0.30": (vllm({"model": "x/eagle3-llama", "num_speculative_tokens": 3}), {"engine_version": "0.30.0"},
                        "vllm.method_detect", INFO),
     "vl-detect": (vllm({"model": "x/eagle3-llama", "num_speculative_tokens": 3}), {}, "vllm.method_detect", INFO),
+    "vl-detect-0.33": (vllm({"method": "draft_model", "model": "x/eagle3-llama", "num_speculative_tokens": 3}), {"engine_version": "0.33.0"}, "vllm.method_detect", INFO),
     "vl-method-case": (vllm({**SPEC, "method": "EAGLE3"}), {}, "vllm.method_choices", PROBLEM),
+    "vl-method-case-0.33": (vllm({**SPEC, "method": "EAGLE3"}), {"engine_version": "0.33.0"}, "vllm.method_choices", PROBLEM),
     "vl-model-free": (vllm({"model": "ngram", "num_speculative_tokens": 3}), {}, "vllm.model_free_methods", INFO),
     "vl-mtp-model": (vllm({"method": "mtp", "num_speculative_tokens": 1}), {}, "vllm.mtp_model", INFO),
     "vl-suffix": (vllm({"method": "suffix"}), {}, "vllm.suffix_decoding", WARNING),
@@ -706,7 +708,10 @@ SCENARIOS: dict[str, tuple] = {
                        PROBLEM),
     "vl-not-read-tree": (vllm({**SPEC, "speculative_token_tree": "[(0,), (1,)]"}), {"engine_version": "0.9.0"},
                          "vllm.key_not_read", PROBLEM),
-    "vl-mrv2": (vllm({**SPEC, "disable_padded_drafter_batch": True}), {}, "vllm.mrv2_ignores_key", PROBLEM),
+    "vl-mrv2": (vllm({**SPEC, "disable_padded_drafter_batch": True}), {"engine_version": "0.33.0"}, "vllm.mrv2_ignores_key", PROBLEM),
+    # 0.34.0 removes the V1 runner (the env that picked it is refused) and refuses parallel drafting with EAGLE
+    "vl-v1-removed": (["VLLM_USE_V2_MODEL_RUNNER=0", *vllm(SPEC)], {"engine_version": "0.34.0"}, "vllm.v1_runner_removed", PROBLEM),
+    "vl-parallel-drafting": (vllm({**SPEC, "parallel_drafting": True}), {"engine_version": "0.34.0"}, "vllm.parallel_drafting_refused", PROBLEM),
     "vl-eagle3-v0": (vllm(SPEC), {"engine_version": "0.8.5"}, "vllm.eagle3_on_v0", PROBLEM),
     "vl-eagle3-v0-env": (["VLLM_USE_V1=0", *vllm(SPEC)], {"engine_version": "0.9.2"}, "vllm.eagle3_on_v0", PROBLEM),
     # the release's own launch parser (tests/test_launch_parsers.py): a prefix of one flag, of several, no flag
@@ -725,8 +730,8 @@ SCENARIOS: dict[str, tuple] = {
     # async scheduling and speculative decoding (vllm PRs #24799, #31998)
     "vl-async-spec": (vllm(SPEC, "--async-scheduling"), {"engine_version": "0.11.0"}, "vllm.async_scheduling_speculative", PROBLEM),
     "vl-async-padded": (vllm({**SPEC, "disable_padded_drafter_batch": True}, "--async-scheduling"), {"engine_version": "0.32.0"}, "vllm.async_scheduling_padded_drafter", PROBLEM),
-    "vl-async-padded-v1": (["VLLM_USE_V2_MODEL_RUNNER=0", *vllm({**SPEC, "disable_padded_drafter_batch": True}, "--async-scheduling")], {}, "vllm.async_scheduling_padded_drafter", PROBLEM),
-    "vl-async-padded-either": (vllm({**SPEC, "disable_padded_drafter_batch": True}, "--async-scheduling"), {}, "vllm.async_scheduling_padded_drafter_v1", WARNING),
+    "vl-async-padded-v1": (["VLLM_USE_V2_MODEL_RUNNER=0", *vllm({**SPEC, "disable_padded_drafter_batch": True}, "--async-scheduling")], {"engine_version": "0.33.0"}, "vllm.async_scheduling_padded_drafter", PROBLEM),
+    "vl-async-padded-either": (vllm({**SPEC, "disable_padded_drafter_batch": True}, "--async-scheduling"), {"engine_version": "0.33.0"}, "vllm.async_scheduling_padded_drafter_v1", WARNING),
     "vl-async-off": (vllm({**SPEC, "disable_padded_drafter_batch": True}), {"engine_version": "0.20.0"}, "vllm.async_scheduling_off_padded_drafter", WARNING),
     # spec v2 and the auto tree (sglang#13352), per-model backend defaults (sglang#9471), rejection sampling
     "sg-spec-v2-auto-topk-env": (["SGLANG_ENABLE_SPEC_V2=1", *E3], {"engine_version": "0.5.10", "target_arch": "LlamaForCausalLM"}, "sglang.spec_v2_auto_topk", PROBLEM),
@@ -739,8 +744,13 @@ SCENARIOS: dict[str, tuple] = {
     # the draft's heads over the target's TP (vLLM's config check; SGLang's attention assert at load)
     "vl-draft-heads-tp": (vllm(SPEC, "--tensor-parallel-size", "16"), {"engine_version": "0.20.0", "drafter_config": {"architectures": ["LlamaForCausalLMEagle3"], "eagle_config": {}, "num_attention_heads": 40, "num_key_value_heads": 8}}, "vllm.draft_heads_tp", PROBLEM),
     "sg-draft-heads-tp": ([*E3, *sizes(3, 1, 4), "--tp-size", "8"], {"engine_version": "0.5.23", "drafter_config": {"architectures": ["LlamaForCausalLMEagle3"], "num_attention_heads": 32, "num_key_value_heads": 3}}, "sglang.draft_heads_tp", PROBLEM),
+    # Llama-4's attention-backend assert (before 0.5.6 ahead of any default), spec v2 running a tree (0.5.4.post1-0.5.6)
+    "sg-llama4-backend-assert": ([*E3, *sizes(3, 1, 4)], {"engine_version": "0.5.5", "target_arch": "Llama4ForConditionalGeneration", "gpu": "b200"}, "sglang.llama4_attention_backend", PROBLEM),
+    "sg-llama4-backend-given": ([*E3, *sizes(3, 1, 4), "--attention-backend", "flashinfer"], {"engine_version": "0.5.10", "target_arch": "Llama4ForConditionalGeneration", "gpu": "h200"}, "sglang.llama4_attention_backend", PROBLEM),
+    "sg-spec-v2-tree-size": (["SGLANG_ENABLE_SPEC_V2=1", *E3, *sizes(5, 4, 8)], {"engine_version": "0.5.5"}, "sglang.spec_v2_tree", PROBLEM),
+    "sg-spec-v2-tree": (["SGLANG_ENABLE_SPEC_V2=1", *E3, *sizes(5, 4, 8)], {"engine_version": "0.5.6"}, "sglang.spec_v2_tree", PROBLEM),
 }  # fmt: skip
-NOT_MECHANICAL = {"vl-draft-heads-tp", "sg-draft-heads-tp", "vl-eagle3-v0", "vl-eagle3-v0-env", "vl-flag-ambiguous", "sg-draft-missing", "vl-model-missing", "sg-unknown-algorithm", "vl-mtp-unsupported",
+NOT_MECHANICAL = {"vl-v1-removed", "vl-draft-heads-tp", "sg-draft-heads-tp", "vl-eagle3-v0", "vl-eagle3-v0-env", "vl-flag-ambiguous", "sg-draft-missing", "vl-model-missing", "sg-unknown-algorithm", "vl-mtp-unsupported",
                   "sg-draft-quant-old", "vl-eagle3-target-quant", "vl-speculators-unread"}  # fmt: skip
 
 

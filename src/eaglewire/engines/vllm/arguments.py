@@ -11,6 +11,7 @@ from eaglewire.rules.arguments import ADJUSTED, HONOURED, IGNORED, INTERNAL, REF
 
 VL = functools.partial(ArgumentRow, VLLM)
 V33 = "vllm 0.33.0"
+V34 = "vllm 0.34.0"
 CFG = f"{V33} config/speculative.py"
 VL_METHOD_RULES = ("vllm.method_detect", "vllm.method_choices", "vllm.model_free_methods",
                    "vllm.eagle3_drafter_as_draft_model", "vllm.method_undetected", "vllm.eagle_with_eagle3_drafter",
@@ -81,7 +82,7 @@ VLLM_ROWS: tuple[ArgumentRow, ...] = (
        "vllm 0.9.0-0.10.1.1: read only by the Neuron runner", "no GPU code reads it"),
     VL("speculative_token_tree", ">=0.10.2", (HONOURED,), ("vllm.speculative_token_tree",),
        "vllm 0.14.0 config/speculative.py:441-451, v1/spec_decode/eagle.py (tree attention)", "tree drafting"),
-    VL("disable_padded_drafter_batch", ">=0.11.0", (HONOURED, IGNORED, REFUSED),
+    VL("disable_padded_drafter_batch", ">=0.11.0,<0.34.0", (HONOURED, IGNORED, REFUSED),
        ("vllm.mrv2_ignores_key", "vllm.async_scheduling_padded_drafter", "vllm.async_scheduling_off_padded_drafter"),
        f"{V33} v1/spec_decode/llm_base_proposer.py:329 (V1 runner only)", "the V2 runner (default from 0.29) ignores it"),
     VL("enforce_eager", ">=0.11.0", (HONOURED, IGNORED), ("vllm.mrv2_ignores_key",),
@@ -109,7 +110,19 @@ VLLM_ROWS: tuple[ArgumentRow, ...] = (
        "renamed synthetic_acceptance_rates in 0.20.0"),
     *(VL(name, ">=0.20.0", (HONOURED, REFUSED), (), f"{CFG}:1967-1982 (only with rejection_sample_method 'synthetic')")
       for name in ("synthetic_acceptance_rates", "synthetic_acceptance_length")),
-    VL("use_heterogeneous_vocab", ">=0.25.0", (HONOURED, REFUSED), (), f"{CFG}:2000-2022 (draft_model only)"),
+    VL("use_heterogeneous_vocab", ">=0.25.0,<0.34.0", (HONOURED, REFUSED), (), f"{CFG}:2000-2022 (draft_model only)"),
+    # ---- new in 0.34.0 (the V1 runner removed; disable_padded_drafter_batch and use_heterogeneous_vocab with it) ----
+    VL("custom_method", ">=0.34.0", (INTERNAL,), (),
+       f"{V34} config/speculative.py:479 (field init=False), :1366 (a plugin's registered method moved there)",
+       "set by vLLM itself, not a JSON key"),
+    VL("draft_decode_context_parallel_size", ">=0.34.0", (HONOURED, REFUSED), (),
+       f"{V34} config/speculative.py:484 (ge=1; 1 or the target's); v1/worker/gpu/spec_decode/speculator.py:157-162",
+       "the draft's decode context parallel size; the target's by default"),
+    VL("speculator_options", ">=0.34.0", (HONOURED, REFUSED), (),
+       f"{V34} config/speculative.py:700-702; v1/worker/gpu/spec_decode/speculator_config.py:40 (supported_options)",
+       "a custom speculator's own options"),
+    VL("suffix_decoding_corpus_tokens", ">=0.34.0", (HONOURED, IGNORED), KEY_NOT_READ,
+       f"{V34} v1/worker/gpu/spec_decode/suffix/config.py:39, suffix/speculator.py:537", "suffix only"),
     VL("dspark_draft_topk", ">=0.28.0", (HONOURED, REFUSED), (), f"{CFG}:1640-1671 (dspark only)"),
     VL("enable_adaptive_verification", ">=0.28.0", (HONOURED, REFUSED), (),
        f"{V33} v1/worker/gpu/spec_decode/rejection_sampler.py:161; config/vllm.py:3112 (V2 runner only)"),

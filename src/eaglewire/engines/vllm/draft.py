@@ -291,7 +291,8 @@ RULES += [
 
 # every release's own EagleProposer.load_model, run on the real-engine tier's drafter copies (tests/engines/draft_weights.py)
 WEIGHTS_EXECUTED = (
-    "; model code, executed at every release 0.9.1.post2-0.33.0: engines/vllm/data/draft-weights/vllm-V.json"
+    "; model code, executed at every release 0.9.1.post2-0.34.0 (0.34.0: Model Runner V2's load_eagle_model, the V1 "
+    "runner gone): engines/vllm/data/draft-weights/vllm-V.json"
 )
 
 
@@ -422,7 +423,7 @@ RULES += [
 # ---- keys the V2 model runner (the default on GPU from 0.29) does not read for EAGLE -----------------------------
 
 MRV2_IGNORES: tuple[tuple[str, str, str], ...] = (
-    ("disable_padded_drafter_batch", ">=0.29.0",
+    ("disable_padded_drafter_batch", ">=0.29.0,<0.34.0",
      "read by the V1 runner only (v1/worker/gpu_model_runner.py:4360, v1/spec_decode/llm_base_proposer.py:329); "
      "under v1/worker/gpu/ only extract_hidden_states.py:33 reads it"),
     ("enforce_eager", ">=0.29.0",
@@ -438,6 +439,8 @@ MRV2_IGNORES: tuple[tuple[str, str, str], ...] = (
 def _mrv2(st: State) -> bool:
     """The V2 model runner runs this EAGLE config (config/vllm.py use_v2_model_runner at 0.29-0.33: env, then
     features it lacks: parallel drafting and heterogeneous vocabularies make it fall back to V1)."""
+    if st.version >= V1_REMOVED:
+        return eagle_proposer(st)  # no V1 runner to fall back to
     env = st.cmd.env.get("VLLM_USE_V2_MODEL_RUNNER")
     if env is not None:
         return st.env_true("VLLM_USE_V2_MODEL_RUNNER", True)
@@ -448,12 +451,15 @@ def _mrv2(st: State) -> bool:
 
 
 MRV2_DEFAULT_FROM = Version("0.22.0")  # before it MRV2 runs only with VLLM_USE_V2_MODEL_RUNNER=1
+V1_REMOVED = Version("0.34.0")  # the V1 model runner is gone: MRV2 on every platform
 
 
 def v1_runner(st: State) -> bool | None:
     """The V1 model runner runs the launch: True or False where the launch decides (VLLM_USE_V2_MODEL_RUNNER;
     before 0.22.0 V1 unless it opts in; an EAGLE config MRV2 lacks a feature for: `_mrv2`), None where the
     platform does (a CPU runs V1, CUDA MRV2 by default: engines/runners.py)."""
+    if st.version >= V1_REMOVED:
+        return False
     if st.cmd.env.get("VLLM_USE_V2_MODEL_RUNNER") is not None:
         return not st.env_true("VLLM_USE_V2_MODEL_RUNNER", False)
     if st.version < MRV2_DEFAULT_FROM or not _mrv2(st):
@@ -516,11 +522,48 @@ def _vl_mrv2_ignores(rule: FlagRule, st: State) -> None:
 
 def _fix_mrv2(st: State, change: Change) -> FlagFix:
     fix = _remove_key(st, change)
+    if st.version >= V1_REMOVED:  # no V1 runner to fall back to
+        return fix
     return FlagFix(fix.rule, fix.edits, fix.description,
                    alternative="or keep it and run the V1 runner: VLLM_USE_V2_MODEL_RUNNER=0")  # fmt: skip
 
 
+def _vl_v1_removed(rule: FlagRule, st: State) -> None:
+    value = st.cmd.env.get("VLLM_USE_V2_MODEL_RUNNER")
+    if value is not None and str(value) != "1":  # the platform compares the string as given
+        st.emit(rule, "VLLM_USE_V2_MODEL_RUNNER", value, None,
+                f"VLLM_USE_V2_MODEL_RUNNER={value}: vLLM {st.version} has no V1 model runner: 'ValueError: "
+                f"VLLM_USE_V2_MODEL_RUNNER={value} is no longer supported: Model Runner V1 has been removed. Unset "
+                "this variable.' at startup")  # fmt: skip
+
+
+def _fix_v1_removed(st: State, change: Change) -> FlagFix:
+    return FlagFix(change.rule, (), "unset VLLM_USE_V2_MODEL_RUNNER: vLLM runs Model Runner V2 only from 0.34.0 (or "
+                   "stay on 0.33.0 for the V1 runner)", mechanical=False)  # fmt: skip
+
+
+def _fix_parallel_drafting(st: State, change: Change) -> FlagFix:
+    return FlagFix(change.rule, (vl_key_edit("parallel_drafting", remove=True),),
+                   "remove parallel_drafting: only dflash and dspark draft in parallel, and they always do")  # fmt: skip
+
+
+def _vl_parallel_drafting(rule: FlagRule, st: State) -> None:
+    method = st.v["spec"].get("method")
+    if truthy(st.spec_intended.get("parallel_drafting")) and method not in ("dflash", "dspark"):
+        st.emit(rule, "--speculative-config.parallel_drafting", st.spec_intended["parallel_drafting"], None,
+                f"parallel_drafting with method {method!r}: vLLM {st.version} refuses it at startup ('ValueError: "
+                f"parallel_drafting is only supported by the dflash and dspark methods, not {method!r}.'); P-EAGLE "
+                "heads are no longer served (their registry entries removed)")  # fmt: skip
+
+
 RULES += [
+    rule("vllm.v1_runner_removed", ">=0.34.0", PROBLEM,
+         "vllm 0.34.0 platforms/interface.py:1481-1486 (VLLM_USE_V2_MODEL_RUNNER other than 1 raises), "
+         "v1/worker/gpu_model_runner.py removed", "no V1 model runner", _vl_v1_removed, _fix_v1_removed, fails=True),
+    rule("vllm.parallel_drafting_refused", ">=0.34.0", PROBLEM,
+         "vllm 0.34.0 config/speculative.py:1688-1698 (parallel_drafting true with a method other than dflash or "
+         "dspark raises ValueError; deprecated, no effect); model_executor/models/registry.py (PEagle* entries "
+         "removed)", "parallel_drafting only for dflash and dspark", _vl_parallel_drafting, _fix_parallel_drafting, fails=True),
     rule("vllm.mrv2_ignores_key", ">=0.29.0", PROBLEM,
          "vllm 0.29.0-0.33.0 config/vllm.py use_v2_model_runner (0.33.0:731-767: the V2 runner unless "
          "VLLM_USE_V2_MODEL_RUNNER=0 or a feature it lacks); per key in MRV2_IGNORES (vllm_draft.py)",

@@ -639,10 +639,10 @@ RULES += [
          "every runner)",
          "--async-scheduling with disable_padded_drafter_batch", _vl_async_padded(_PADDED, None), _vl_fix_async,
          fails=True),
-    rule("vllm.async_scheduling_padded_drafter", ">=0.33.0", PROBLEM, f"{_V33_V1}, 1668-1679",
+    rule("vllm.async_scheduling_padded_drafter", ">=0.33.0,<0.34.0", PROBLEM, f"{_V33_V1}, 1668-1679",
          "--async-scheduling with disable_padded_drafter_batch (V1 runner)", _vl_async_padded(_PADDED_V1, "v1"),
          _vl_fix_async, fails=True),
-    rule("vllm.async_scheduling_padded_drafter_v1", ">=0.33.0", WARNING, f"{_V33_V1}, 1668-1679",
+    rule("vllm.async_scheduling_padded_drafter_v1", ">=0.33.0,<0.34.0", WARNING, f"{_V33_V1}, 1668-1679",
          "--async-scheduling with disable_padded_drafter_batch, refused on the V1 runner",
          _vl_async_padded(_PADDED_V1, "either")),
     rule("vllm.async_scheduling_off_padded_drafter", ">=0.14.0,<0.33.0", WARNING,
@@ -650,7 +650,7 @@ RULES += [
          "None`: EAGLE/MTP on, unless disable_padded_drafter_batch); scheduler.py async_scheduling None from 0.14.0 "
          "(vllm#31998)",
          "disable_padded_drafter_batch turns async scheduling off", _vl_async_off(_OFF, False)),
-    rule("vllm.async_scheduling_off_padded_drafter", ">=0.33.0", WARNING, f"{_V33_V1}, 1685-1719",
+    rule("vllm.async_scheduling_off_padded_drafter", ">=0.33.0,<0.34.0", WARNING, f"{_V33_V1}, 1685-1719",
          "disable_padded_drafter_batch turns async scheduling off (V1 runner)", _vl_async_off(_OFF_V1, True)),
 ]  # fmt: skip
 

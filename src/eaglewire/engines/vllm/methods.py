@@ -60,6 +60,21 @@ def _sg_method_case(rule: FlagRule, st: State) -> None:
             f"method {method!r} is not one of vLLM's methods{hint}: pydantic ValidationError at startup")  # fmt: skip
 
 
+# 0.34.0: `method: SpeculativeMethod | str | None` (any string parses), custom_class gone; a name neither built in nor
+# registered by a plugin (register_speculative_method) fails in get_method_config_class
+METHODS_034 = METHODS - {"custom_class"}
+
+
+def _vl_method_unknown_034(rule: FlagRule, st: State) -> None:
+    method = _spec(st).get("method")
+    if method is None or method in METHODS_034 or method == "[ngram]":
+        return
+    hint = f" (did you mean {method.lower()!r}?)" if method.lower() in METHODS_034 else ""
+    st.emit(rule, "--speculative-config.method", method, None,
+            f"method {method!r} is not one of vLLM's methods{hint}: 'ValueError: Unsupported speculative method: "
+            f"{method!r}' at startup, unless a plugin registers it (register_speculative_method)")  # fmt: skip
+
+
 def _fix_method_case(st: State, change: Change) -> FlagFix | None:
     low = str(change.given).lower()
     if low not in METHODS:
@@ -163,6 +178,13 @@ def _vl_detect_033(rule: FlagRule, st: State) -> None:
         spec["method"] = found
 
 
+def _vl_detect_034(rule: FlagRule, st: State) -> None:
+    """0.34.0 detects a method only where none is configured: an explicit draft_model or mtp is kept as given (and
+    checked against the speculator the draft model declares)."""
+    if _spec(st).get("method") is None:
+        _vl_detect_033(rule, st)
+
+
 def _vl_mtp_target(rule: FlagRule, st: State) -> None:
     spec = _spec(st)
     if spec.get("method") != "mtp" or spec.get("model") is None:
@@ -232,9 +254,13 @@ def _fix_vocab(st: State, change: Change) -> FlagFix:
 
 
 METHOD_RULES = [
-    rule("vllm.method_choices", ">=0.33.0", PROBLEM,
+    rule("vllm.method_choices", ">=0.33.0,<0.34.0", PROBLEM,
        f"{CFG}:38-82 (SpeculativeMethod is a Literal: lower case, exact names)",
        "unknown or upper-case method", _sg_method_case, _fix_method_case, fails=True),
+    rule("vllm.method_choices", ">=0.34.0", PROBLEM,
+       "vllm 0.34.0 config/speculative.py:90-97, 461 (`SpeculativeMethod | str`: no custom_class), 1359-1366 (a "
+       "plugin's registered method); v1/worker/gpu/spec_decode/speculator_config.py:362-375 ('Unsupported "
+       "speculative method')", "unknown or upper-case method", _vl_method_unknown_034, _fix_method_case, fails=True),
     rule("vllm.model_free_methods", ">=0.33.0", INFO,
        f"{CFG}:1240-1244 (model 'ngram' -> method ngram), 1276-1283 (ngram/suffix need no model)",
        "ngram and suffix need no draft model", _vl_model_free),
@@ -245,10 +271,15 @@ METHOD_RULES = [
        "suffix decoding needs arctic-inference", _vl_suffix),
 ]  # fmt: skip
 DETECT_RULES = [
-    rule("vllm.method_detect", ">=0.33.0", INFO,
+    rule("vllm.method_detect", ">=0.33.0,<0.34.0", INFO,
        f"{CFG}:1429-1500 (after the draft config: 'eagle-' -> eagle, 'eagle3' -> eagle3, dflash, dspark, MTP "
        "model types -> mtp; also for an explicit draft_model or mtp)",
        "method from the model name and draft model type", _vl_detect_033),
+    rule("vllm.method_detect", ">=0.34.0", INFO,
+       "vllm 0.34.0 v1/worker/gpu/spec_decode/speculator_config.py:400-445 _resolve_checkpoint_config_class "
+       "(detected only when no method is configured: the draft's declared speculator, else 'eagle-', 'eagle3', "
+       "dflash, dspark, MTP in that order; a configured method is kept), eagle/config.py:41-63 (name patterns)",
+       "method from the model name and draft model type, when not given", _vl_detect_034),
     rule("vllm.mtp_tokens_required", ">=0.33.0", PROBLEM,
        f"{CFG}:1473-1495 (`if self.num_speculative_tokens > 1 and ...` right after detecting mtp)",
        "mtp needs num_speculative_tokens", _vl_mtp_tokens,

@@ -14,6 +14,7 @@ from __future__ import annotations
 import itertools
 from dataclasses import dataclass, replace
 
+from packaging.specifiers import SpecifierSet
 from packaging.version import Version
 
 from eaglewire.rules.ledger import ledger
@@ -59,6 +60,13 @@ VLLM_MIXIN_MODELS = ("llama", "mistral", "llama4", "qwen2", "qwen2_5_vl", "qwen3
 VLLM_DEEPSEEK = ("deepseek_v2", "deepseek_v3", "kimi_k25")
 READ = ledger("vllm").read("taps")  # releases whose capture code was read (the ledger's `taps` releases)
 END = "0.33.0"  # the generated rows stop here; the hand-read rows (ROWS_0_33) hold from here on, open above
+# 0.34.0 removes the V1 model runner: MRV2 on every platform, the CPU included (x86 with triton-cpu)
+MRV2_ONLY_FROM = "0.34.0"
+MRV2_ONLY_SRC = (
+    "0.34.0: v1/worker/gpu_model_runner.py removed, the CPU runs MRV2 (v1/worker/cpu/model_runner.py:10, "
+    "platforms/cpu.py:242-243), capture unchanged (models/interfaces.py:1621-1785; executed: "
+    "engines/vllm/data/observed/vllm-0.34.0-model-code.json)"
+)
 
 VLLM_SRC = (
     "vllm 0.33.0 v1/worker/gpu_model_runner.py:5169-5224; v1/worker/gpu/spec_decode/eagle/eagle3_utils.py:"
@@ -99,20 +107,23 @@ def _rows_0_33(
     which taps its loop reaches. `cpu`: the capture of the class the CPU platform serves the models with, where it
     is another (the V1 row then holds on CUDA, a V1 row of its own on the CPU)."""
     mrv2_note = "MRV2 does NOT read eagle_config.eagle_aux_hidden_state_layer_ids"
+    v1_until = f"<{MRV2_ONLY_FROM}"
     out = []
-    for runner, ids, extra, more in (
+    for runner, ids, extra, more, versions in (
         (
             "mrv2",
             (TOP, DFLASH, NESTED_LAYER_IDS),
             "; config/vllm.py:731-767 (MRV2 is the default on GPU)",
             (mrv2_note,),
+            f">={END},{v1_until}" if cpu is not None else f">={END}",
         ),
-        ("v1", (TOP, NESTED, DFLASH), "", ()),
+        ("v1", (TOP, NESTED, DFLASH), "", (), f">={END},{v1_until}"),
     ):
         row = Convention(
-            key=f"vllm-{name}-{runner}-0.33", framework="vllm", role="serve", versions=f">={END}", checked=_since(END),
-            models=models, runner=runner, default_runner=runner == "mrv2", id_sources=ids, rule=Rule.RAW,
-            default="2,L//2,L-3", default_rule=Rule.RAW, lowest_tap=lowest, highest_tap=highest, h0_crash=h0_crash,
+            key=f"vllm-{name}-{runner}-0.33", framework="vllm", role="serve", versions=versions,
+            checked=tuple(v for v in _since(END) if Version(v) in SpecifierSet(versions)), models=models,
+            runner=runner, default_runner=runner == "mrv2", id_sources=ids, rule=Rule.RAW, default="2,L//2,L-3",
+            default_rule=Rule.RAW, lowest_tap=lowest, highest_tap=highest, h0_crash=h0_crash,
             missing_crash=missing_crash, reads_speculators_format=True,
             source=f"vllm 0.33.0 {source}; {VLLM_SRC}{extra}", notes=(*more, *notes),
         )  # fmt: skip
@@ -120,16 +131,22 @@ def _rows_0_33(
             out += _on_platforms(row, cpu, f"vllm 0.33.0 {cpu.source}; {VLLM_SRC}", missing_crash=None)
         else:
             out.append(row)
+    if cpu is not None:  # from 0.34.0 the CPU runs MRV2 too, on the class its platform serves the models with
+        mrv2 = replace(out[0], key=f"vllm-{name}-mrv2-0.34", versions=f">={MRV2_ONLY_FROM}",
+                       checked=_since(MRV2_ONLY_FROM), source=f"{out[0].source}; {MRV2_ONLY_SRC}")  # fmt: skip
+        out += _on_platforms(
+            mrv2, cpu, f"vllm 0.33.0 {cpu.source}; {VLLM_SRC}; {MRV2_ONLY_SRC}", missing_crash=None
+        )
     return tuple(out)
 
 
 def _on_platforms(row: Convention, cpu: Capture | str, source: str, **extra) -> tuple[Convention, Convention]:
-    """A V1 row where the CPU platform serves the models with a class of its own (`Group.cpu`, `_rows_0_33(cpu=)`):
-    the GPU server's row, held on CUDA, and the CPU's beside it, its capture (cited by `source`) or its failure at
-    load (a str)."""
+    """A row of the runner a CPU runs (V1; MRV2 from 0.34.0) where the CPU platform serves the models with a class of
+    its own (`Group.cpu`, `_rows_0_33(cpu=)`): the GPU server's row, held on CUDA, and the CPU's beside it, its
+    capture (cited by `source`) or its failure at load (a str)."""
     gpu = replace(row, platform="cuda")
     if isinstance(cpu, str):
-        return gpu, _refusal(f"{row.key}-cpu", row.versions, row.checked, row.models, "v1", row.default_runner, cpu,
+        return gpu, _refusal(f"{row.key}-cpu", row.versions, row.checked, row.models, row.runner, row.default_runner, cpu,
                              platform="cpu", refused_at="load", source=row.source)  # fmt: skip
     return gpu, replace(row, key=f"{row.key}-cpu", platform="cpu", lowest_tap=cpu.lowest, highest_tap=cpu.highest,
                         h0_crash=cpu.h0_crash if cpu.lowest else None, source=source, notes=(), **extra)  # fmt: skip
@@ -453,9 +470,10 @@ def _generated() -> tuple[Convention, ...]:
                     cited = "" if isinstance(cpu, str) else f"vllm {id_source}; {cpu.source}"
                     out += _on_platforms(row, cpu, cited)
     for (model, why, src, checked), runner in itertools.product(NEVER, ("v1", "mrv2")):
+        versions = f">=0.8.5,<{MRV2_ONLY_FROM}" if runner == "v1" else ">=0.17.0"
         out.append(_refusal(
-            f"vllm-{model}-never" + ("" if runner == "v1" else "-mrv2"), ">=0.8.5" if runner == "v1" else ">=0.17.0",
-            checked if runner == "v1" else tuple(v for v in checked if Version(v) >= Version("0.17.0")), (model,),
+            f"vllm-{model}-never" + ("" if runner == "v1" else "-mrv2"), versions,
+            tuple(v for v in checked if Version(v) in SpecifierSet(versions)), (model,),
             runner, runner == "v1", why, source=f"vllm {src}",
         ))  # fmt: skip
     # V0 builds its EAGLE-1 wrapper for every target the eagle3 gate lets through: Llama, and Llama-4, whose text
