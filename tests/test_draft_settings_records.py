@@ -202,7 +202,9 @@ def test_the_draft_length_and_rotary_are_what_the_context_rows_say(models):
             continue
         served = case["engine_args"]["max_model_len"]
         v1 = choose(CONTEXT_ROWS, "vllm", release, "v1", drafter, served)
-        assert draft["max_model_len"] == v1.draft_length == 2048 and v1.collapses, (release, draft)
+        # V1's gate, until 0.34.0 removed the runner (no row then)
+        has_v1 = Version(release) < Version("0.34.0")
+        assert draft["max_model_len"] == v1.draft_length == 2048 and v1.collapses == has_v1, (release, draft)
         raised = draft["max_position_embeddings"] >= served
         assert raised == (Version(release) >= Version("0.27.0")), (release, draft)
         mrv2 = choose(CONTEXT_ROWS, "vllm", release, "mrv2", drafter, served)

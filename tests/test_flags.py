@@ -711,6 +711,11 @@ SCENARIOS: dict[str, tuple] = {
     "vl-mrv2": (vllm({**SPEC, "disable_padded_drafter_batch": True}), {"engine_version": "0.33.0"}, "vllm.mrv2_ignores_key", PROBLEM),
     # 0.34.0 removes the V1 runner (the env that picked it is refused) and refuses parallel drafting with EAGLE
     "vl-v1-removed": (["VLLM_USE_V2_MODEL_RUNNER=0", *vllm(SPEC)], {"engine_version": "0.34.0"}, "vllm.v1_runner_removed", PROBLEM),
+    "vl-kv-fast-prefill": (vllm(SPEC, "--kv-sharing-fast-prefill"), {"engine_version": "0.20.0"}, "vllm.kv_sharing_fast_prefill_eagle", PROBLEM),
+    "vl-draft-len-refused": (vllm({**SPEC, "max_model_len": 4096}, "--max-model-len", "8192"), {"drafter_config": SHORT_DRAFTER, "engine_version": "0.20.0"}, "vllm.draft_max_model_len_refused", PROBLEM),
+    "vl-served-lowered": (vllm(SPEC, "--max-model-len", "8k"), {"drafter_config": {**SHORT_DRAFTER, "rope_scaling": {"rope_type": "yarn", "factor": 4.0, "original_max_position_embeddings": 512}}, "engine_version": "0.34.0"}, "vllm.served_length_lowered", WARNING),
+    "vl-draft-dcp": (vllm({**SPEC, "draft_decode_context_parallel_size": 2}, "--decode-context-parallel-size", "4"), {"engine_version": "0.34.0"}, "vllm.draft_dcp", PROBLEM),
+    "vl-method-option": (vllm({**SPEC, "xpress_topc": 0}), {"engine_version": "0.34.0"}, "vllm.method_option_unsupported", PROBLEM),
     "vl-parallel-drafting": (vllm({**SPEC, "parallel_drafting": True}), {"engine_version": "0.34.0"}, "vllm.parallel_drafting_refused", PROBLEM),
     "vl-eagle3-v0": (vllm(SPEC), {"engine_version": "0.8.5"}, "vllm.eagle3_on_v0", PROBLEM),
     "vl-eagle3-v0-env": (["VLLM_USE_V1=0", *vllm(SPEC)], {"engine_version": "0.9.2"}, "vllm.eagle3_on_v0", PROBLEM),

@@ -122,6 +122,126 @@ def test_custom_class_is_gone_and_an_unknown_method_is_refused_by_name():
             c.rule: c for c in lint(_serve({**SPEC, "method": method}), engine_version="0.34.0").changes
         }
         assert changes["vllm.method_choices"].severity == "problem"
-        assert "Unsupported speculative method" in changes["vllm.method_choices"].message
+        assert "Unknown speculative method" in changes["vllm.method_choices"].message
     assert "vllm.method_choices" not in _rules(_serve({**SPEC, "method": "custom_class"}), "0.33.0")
     assert "vllm.method_choices" not in _rules(_serve(SPEC), "0.34.0")
+
+
+@pytest.mark.parametrize("key", ["dspark_draft_topk", "index_share_for_mtp_iteration", "xpress_topc",
+                                 "speculator_options"])  # fmt: skip
+def test_another_methods_option_is_refused_with_eagle3_whatever_its_value(key):
+    """config/speculative.py:1394-1402 @0.34.0: any value but None (false and 0 included) of an option EAGLE's
+    speculator config does not list; draft_lm_head_quantization is EAGLE's own."""
+    value = {} if key == "speculator_options" else False
+    report = lint(_serve({**SPEC, key: value}), engine_version="0.34.0")
+    changes = {c.rule: c for c in report.changes}
+    assert changes["vllm.method_option_unsupported"].severity == "problem", changes
+    assert (
+        f"{key} is not supported with speculative method 'eagle3'"
+        in changes["vllm.method_option_unsupported"].message
+    )
+    assert key not in json.dumps(report.fixed_argv or [])
+    assert "vllm.method_option_unsupported" not in _rules(_serve({**SPEC, "draft_lm_head_quantization": "fp8"}),
+                                                          "0.34.0")  # fmt: skip
+
+
+def test_the_drafts_decode_context_parallel_size_is_one_or_the_targets():
+    def dcp(value: int, target: str | None) -> dict[str, str]:
+        extra = ("--decode-context-parallel-size", target) if target else ()
+        argv = ["vllm", "serve", "org/target", *extra, "--speculative-config",
+                json.dumps({**SPEC, "draft_decode_context_parallel_size": value})]  # fmt: skip
+        return _rules(argv, "0.34.0")
+
+    assert dcp(2, None).get("vllm.draft_dcp") == "problem"
+    assert dcp(2, "4").get("vllm.draft_dcp") == "problem"
+    assert "vllm.draft_dcp" not in dcp(4, "4") and "vllm.draft_dcp" not in dcp(1, "4")
+
+
+DRAFTER = {"architectures": ["LlamaForCausalLMEagle3"], "model_type": "llama", "hidden_size": 64,
+           "intermediate_size": 128, "num_hidden_layers": 1, "num_attention_heads": 4, "num_key_value_heads": 2,
+           "vocab_size": 300, "draft_vocab_size": 120, "max_position_embeddings": 2048}  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    ("rope", "version", "env", "lowered"),
+    [
+        ({"rope_type": "yarn", "factor": 4.0, "original_max_position_embeddings": 512}, "0.34.0", (), True),
+        ({"rope_type": "dynamic", "factor": 2.0}, "0.34.0", (), True),
+        # per layer type (transformers 5's nested rope_parameters): one type the cache cannot raise is enough
+        (
+            {
+                "full_attention": {"rope_type": "default"},
+                "sliding_attention": {"rope_type": "yarn", "factor": 2.0},
+            },
+            "0.34.0",
+            (),
+            True,
+        ),
+        (
+            {"rope_type": "llama3", "factor": 8.0, "original_max_position_embeddings": 8192},
+            "0.34.0",
+            (),
+            False,
+        ),
+        (None, "0.34.0", (), False),
+        ({"rope_type": "yarn", "factor": 4.0}, "0.33.0", (), True),  # on MRV2, the 0.33.0 CUDA default
+        ({"rope_type": "yarn", "factor": 4.0}, "0.33.0", ("VLLM_USE_V2_MODEL_RUNNER=0",), False),
+        ({"rope_type": "yarn", "factor": 4.0}, "0.32.0", (), False),  # before: raised for every RoPE type
+    ],
+)
+def test_a_drafter_whose_rope_cannot_grow_lowers_the_served_length(rope, version, env, lowered):
+    """config/vllm.py _limit_max_model_len_to_draft (0.33.0 on the V2 runner, 0.34.0 always): a draft context below
+    the served one, under a RoPE type vLLM does not raise, lowers --max-model-len to it, with a log line only."""
+    drafter = {**DRAFTER, **({"rope_scaling": rope} if rope else {})}
+    argv = [
+        *env,
+        "vllm",
+        "serve",
+        "org/target",
+        "--max-model-len",
+        "8192",
+        "--speculative-config",
+        json.dumps(SPEC),
+    ]
+    changes = {c.rule: c for c in lint(argv, engine_version=version, drafter_config=drafter).changes}
+    assert ("vllm.served_length_lowered" in changes) == lowered, changes
+    if lowered:
+        change = changes["vllm.served_length_lowered"]
+        # the draft's length as vLLM derives it (a dynamic factor multiplies it: 4096)
+        want = 4096 if rope.get("rope_type") == "dynamic" else 2048
+        assert change.severity == "warning" and change.effective == want and "8192" in change.message
+
+
+@pytest.mark.parametrize(
+    ("spec_len", "served", "env", "refused"),
+    [(4096, "8192", (), "draft_max_model_len=2048"), (2000, "1024", (), "target_max_model_len=1024"),
+     (4096, "8192", ("VLLM_ALLOW_LONG_MAX_MODEL_LEN=1",), None), (1024, "8192", (), None)],
+)  # fmt: skip
+@pytest.mark.parametrize("version", ["0.8.5", "0.20.0", "0.33.0", "0.34.0"])
+def test_a_speculative_max_model_len_above_the_drafts_or_the_served_is_refused(spec_len, served, env, refused,
+                                                                                version):  # fmt: skip
+    """Every release's _maybe_override_draft_max_model_len raises; the engine-code run at 0.34.0 refused 4096 beside
+    a drafter of 2048 ('User-specified max_model_len (4096) is greater than the derived max_model_len'). lint said
+    the draft runs at 4096 and warned of its context gate."""
+    argv = [*env, "vllm", "serve", "org/target", "--max-model-len", served, "--speculative-config",
+            json.dumps({**SPEC, "max_model_len": spec_len})]  # fmt: skip
+    changes = {c.rule: c for c in lint(argv, engine_version=version, drafter_config=DRAFTER).changes}
+    if refused is None:
+        assert "vllm.draft_max_model_len_refused" not in changes
+        return
+    change = changes["vllm.draft_max_model_len_refused"]
+    assert change.severity == "problem" and refused in change.message
+    assert not any(r.startswith("vllm.draft_context_gate") for r in changes), changes
+
+
+@pytest.mark.parametrize(("version", "refused"), [("0.10.1", False), ("0.10.2", True), ("0.33.0", True),
+                                                  ("0.34.0", True)])  # fmt: skip
+def test_kv_sharing_fast_prefill_is_refused_beside_an_eagle_draft(version, refused):
+    """The flag exists from 0.10.1; from 0.10.2 VllmConfig refuses it with an EAGLE draft (0.34.0
+    config/vllm.py:1930-1940). lint said OK."""
+    argv = ["vllm", "serve", "org/target", "--kv-sharing-fast-prefill", "--speculative-config", json.dumps(SPEC)]
+    report = lint(argv, engine_version=version)
+    assert ("vllm.kv_sharing_fast_prefill_eagle" in {c.rule for c in report.changes}) == refused
+    if refused:
+        assert "--kv-sharing-fast-prefill" not in report.fixed_argv
+    assert "vllm.kv_sharing_fast_prefill_eagle" not in _rules(argv[:3] + argv[4:], version)

@@ -25,7 +25,7 @@ from eaglewire.engines.vllm.taps import (
     V1_DTYPES_SOURCE,
 )
 from eaglewire.rules import scanned
-from eaglewire.rules.draft_context import PAST_WORDS, ContextRow, choose, model_length
+from eaglewire.rules.draft_context import PAST_WORDS, ContextRow, choose, drafter_layer_config, model_length
 from eaglewire.rules.draft_weights import DraftEmbedding, DraftHead
 from eaglewire.rules.flags import FlagRule, ReadWhen, State, row
 from eaglewire.rules.launch import INFO, PROBLEM, WARNING, Change, Edit, FlagFix
@@ -542,6 +542,46 @@ def _fix_v1_removed(st: State, change: Change) -> FlagFix:
                    "stay on 0.33.0 for the V1 runner)", mechanical=False)  # fmt: skip
 
 
+# 0.34.0 config/speculative.py:109-115 _METHOD_SPECIFIC_OPTIONS, and what the EAGLE speculators accept of them
+# (v1/worker/gpu/spec_decode/eagle/config.py:37 supported_options)
+METHOD_OPTIONS = ("dspark_draft_topk", "draft_lm_head_quantization", "index_share_for_mtp_iteration", "xpress_topc",
+                  "speculator_options")  # fmt: skip
+EAGLE_OPTIONS = ("draft_lm_head_quantization",)
+
+
+def _vl_method_option(rule: FlagRule, st: State) -> None:
+    method = st.v["spec"].get("method")
+    if method not in ("eagle", "eagle3"):
+        return
+    for key in METHOD_OPTIONS:
+        value = st.spec_intended.get(key)
+        if value is not None and key not in EAGLE_OPTIONS:
+            st.emit(rule, f"--speculative-config.{key}", value, None,
+                    f"{key} with method {method!r}: vLLM {st.version} refuses any value of it ('ValueError: {key} is "
+                    f"not supported with speculative method {method!r}.') at startup")  # fmt: skip
+
+
+def _fix_method_option(st: State, change: Change) -> FlagFix:
+    key = change.flag.split(".", 1)[1]
+    return FlagFix(change.rule, (vl_key_edit(key, remove=True),),
+                   f"remove {key}: EAGLE's speculator takes only {', '.join(EAGLE_OPTIONS)} of the method options")  # fmt: skip
+
+
+def _vl_draft_dcp(rule: FlagRule, st: State) -> None:
+    value = st.spec_intended.get("draft_decode_context_parallel_size")
+    target = int(st.cmd.get("--decode-context-parallel-size") or 1)
+    if value is None or not str(value).strip().lstrip("-").isdigit() or int(value) in (1, target):
+        return
+    st.emit(rule, "--speculative-config.draft_decode_context_parallel_size", value, None,
+            f"draft_decode_context_parallel_size {value} with the target's decode context parallel size {target}: "
+            f"'ValueError: draft_dcp={value} must be 1 or {target}.' at startup")  # fmt: skip
+
+
+def _fix_draft_dcp(st: State, change: Change) -> FlagFix:
+    return FlagFix(change.rule, (vl_key_edit("draft_decode_context_parallel_size", remove=True),),
+                   "remove draft_decode_context_parallel_size: the draft then takes the target's")  # fmt: skip
+
+
 def _fix_parallel_drafting(st: State, change: Change) -> FlagFix:
     return FlagFix(change.rule, (vl_key_edit("parallel_drafting", remove=True),),
                    "remove parallel_drafting: only dflash and dspark draft in parallel, and they always do")  # fmt: skip
@@ -564,6 +604,15 @@ RULES += [
          "vllm 0.34.0 config/speculative.py:1688-1698 (parallel_drafting true with a method other than dflash or "
          "dspark raises ValueError; deprecated, no effect); model_executor/models/registry.py (PEagle* entries "
          "removed)", "parallel_drafting only for dflash and dspark", _vl_parallel_drafting, _fix_parallel_drafting, fails=True),
+    rule("vllm.draft_dcp", ">=0.34.0", PROBLEM,
+         "vllm 0.34.0 config/speculative.py:484 (ge=1), 1553-1564 _verify_and_get_draft_dcp (1 or the target's "
+         "decode_context_parallel_size)", "the draft's decode context parallel size", _vl_draft_dcp, _fix_draft_dcp,
+         fails=True),
+    rule("vllm.method_option_unsupported", ">=0.34.0", PROBLEM,
+         "vllm 0.34.0 config/speculative.py:109-115 (_METHOD_SPECIFIC_OPTIONS), 1394-1402 (any value not None of an "
+         "option the method's speculator config does not list raises); v1/worker/gpu/spec_decode/eagle/config.py:37 "
+         "(EAGLE/EAGLE-3: draft_lm_head_quantization only)", "an option of another method with EAGLE",
+         _vl_method_option, _fix_method_option, fails=True),
     rule("vllm.mrv2_ignores_key", ">=0.29.0", PROBLEM,
          "vllm 0.29.0-0.33.0 config/vllm.py use_v2_model_runner (0.33.0:731-767: the V2 runner unless "
          "VLLM_USE_V2_MODEL_RUNNER=0 or a feature it lacks); per key in MRV2_IGNORES (vllm_draft.py)",
@@ -706,7 +755,7 @@ CONTEXT_ROWS: tuple[ContextRow, ...] = (
                "to for EAGLE (synchronous: SYNC_CONTEXT_ROWS)",
                source="vllm 0.14.0 v1/worker/gpu_model_runner.py:3436-3471, config/vllm.py:588-628 (async "
                "scheduling on by default for EAGLE); 0.19.1 gpu_model_runner.py:4206-4238", runner="v1"),
-    ContextRow("vllm.draft-context-zeros", VLLM, ">=0.20.0", "zeros", True,
+    ContextRow("vllm.draft-context-zeros", VLLM, ">=0.20.0,<0.34.0", "zeros", True,
                f"{_GATE}; past it zero drafts are verified (\"Zero out draft tokens so the scheduler doesn't "
                "schedule stale drafts\"), with or without asynchronous scheduling",
                source="vllm 0.20.0 v1/worker/gpu_model_runner.py:4224-4227, 4284-4293; 0.32.0 :670-677, "
@@ -748,8 +797,11 @@ def _length(text) -> int | None:
 
 
 def _runners(st: State) -> tuple[str, ...]:
-    """The model runners the launch may run on: the env's choice, else V1 alone before Model Runner V2 became a
-    default (0.22.0, for some targets on CUDA), else both (V1 on a CPU, V2 the CUDA default)."""
+    """The model runners the launch may run on: MRV2 alone from 0.34.0 (V1 removed), the env's choice, else V1 alone
+    before Model Runner V2 became a default (0.22.0, for some targets on CUDA), else both (V1 on a CPU, V2 the CUDA
+    default)."""
+    if st.version >= V1_REMOVED:
+        return ("mrv2",)
     env = st.cmd.env.get("VLLM_USE_V2_MODEL_RUNNER")
     if env is not None:
         return ("mrv2",) if st.env_true("VLLM_USE_V2_MODEL_RUNNER", False) else ("v1",)
@@ -772,13 +824,43 @@ def _draft_lengths(st: State) -> tuple[dict, int | None, int | None]:
     )
 
 
+def _draft_length_refused(st: State) -> str | None:
+    """The engine's words where the speculative config's max_model_len exceeds the draft's own length or the served
+    one (config/speculative.py _maybe_override_draft_max_model_len, every release: a ValueError at startup; the
+    draft's ModelConfig may refuse first, 'User-specified max_model_len ...'); None where it does not."""
+    given = st.spec_intended.get("max_model_len")
+    if given is None or not str(given).strip().isdigit():
+        return None
+    given = int(given)
+    _choices, _given, served = _draft_lengths(st)
+    own = model_length(drafter_layer_config(st.drafter)) if st.drafter is not None else None
+    if own is not None and given > own and not st.env_true("VLLM_ALLOW_LONG_MAX_MODEL_LEN", False):
+        return f"speculative_max_model_len={given} cannot be larger than draft_max_model_len={own}"
+    if served is not None and given > served:
+        return f"speculative_max_model_len={given} cannot be larger than target_max_model_len={served}"
+    return None
+
+
+def _vl_draft_length_refused(rule: FlagRule, st: State) -> None:
+    if not eagle_proposer(st) or (said := _draft_length_refused(st)) is None:
+        return
+    st.emit(rule, "--speculative-config.max_model_len", st.spec_intended.get("max_model_len"), None,
+            f"the speculative config's max_model_len is above what it may be: 'ValueError: {said}' at startup")  # fmt: skip
+
+
+def _fix_draft_length_refused(st: State, change: Change) -> FlagFix:
+    edit = vl_key_edit("max_model_len", remove=True)
+    return FlagFix(change.rule, (edit,), f"{edit.render()}: the draft then runs at the smaller of its own length and "
+                   "the served one")  # fmt: skip
+
+
 def _vl_draft_context(every_runner: bool) -> Callable[[FlagRule, State], None]:
     """The draft's length (the speculative config's max_model_len, else the drafter's own context) below the length
     served (--max-model-len, else the target's): where the runner stops drafting past it (CONTEXT_ROWS).
     `every_runner`: the launch collapses on every runner it may run on (else on some: a warning naming them)."""
 
     def apply(rule: FlagRule, st: State) -> None:
-        if not eagle_proposer(st):
+        if not eagle_proposer(st) or _draft_length_refused(st) is not None:  # it does not start
             return
         choices, given, served = _draft_lengths(st)
         stops = [r for r, c in choices.items() if c.collapses]
@@ -804,6 +886,41 @@ def _vl_draft_context(every_runner: bool) -> Callable[[FlagRule, State], None]:
     return apply
 
 
+# config/speculative.py _CACHE_ONLY_ROPE_TYPES (0.33.0:104-113, 0.34.0:121-130): RoPE types whose max_position_embeddings
+# only sizes the rotary cache, which vLLM raises to the served length; any other (yarn, dynamic, longrope, ...) keeps
+# the draft's length, and Model Runner V2 then lowers the served max_model_len to it
+CACHE_ONLY_ROPE = ("default", "linear", "llama3", "ntk", "proportional")
+
+
+def rope_types(config: dict) -> tuple[str, ...]:
+    """A config's RoPE types as vLLM's iter_rope_parameters yields them (one per layer type where nested); the
+    legacy `rope_scaling` key is what transformers reads rope_parameters from."""
+    rope = config.get("rope_parameters") or config.get("rope_scaling")
+    if not isinstance(rope, dict) or not rope:
+        return ()
+    nested = [v for v in rope.values() if isinstance(v, dict)]
+    params = nested if nested and len(nested) == len(rope) else [rope]
+    return tuple(str(p.get("rope_type") or p.get("type") or "default") for p in params)
+
+
+def _vl_served_length_lowered(rule: FlagRule, st: State) -> None:
+    if not eagle_proposer(st) or "mrv2" not in _runners(st) or st.drafter is None:
+        return
+    kinds = rope_types(drafter_layer_config(st.drafter))
+    if all(k in CACHE_ONLY_ROPE for k in kinds):
+        return
+    choices, _given, served = _draft_lengths(st)
+    c = choices["mrv2"]
+    if c.draft_length is None or served is None or c.draft_length >= served:
+        return
+    where = "" if _runners(st) == ("mrv2",) else " on Model Runner V2 (the CUDA default; a CPU runs V1)"
+    st.emit(rule, "--max-model-len", st.cmd.get("--max-model-len"), c.draft_length,
+            f"the drafter's RoPE ({', '.join(sorted(set(kinds)))}) cannot be raised to the served length, so vLLM "
+            f"{st.version} lowers the served max_model_len from {served} to the draft's {c.draft_length}{where}, "
+            "with only a log line ('The draft model's max_model_len ... is smaller than the target model's ...; "
+            f"reducing max_model_len to {c.draft_length}'): longer requests are refused")  # fmt: skip
+
+
 def _fix_draft_context(st: State, change: Change) -> FlagFix:
     choices, given, _served = _draft_lengths(st)
     if given is not None:
@@ -819,7 +936,18 @@ RULES += [
     rule("vllm.draft_context_gate", ">=0.8.5", PROBLEM,
          "engines/vllm/draft.py CONTEXT_ROWS (each row cites its source; vllm#24662, #48894)",
          "the drafter stops past the draft's context", _vl_draft_context(True), _fix_draft_context),
-    rule("vllm.draft_context_gate_v1", ">=0.22.0", WARNING,
+    rule("vllm.draft_max_model_len_refused", ">=0.8.5", PROBLEM,
+         "vllm config/speculative.py _maybe_override_draft_max_model_len (0.8.5 config.py:2454-2482, 0.11.0 "
+         "config/speculative.py:429-456, 0.33.0 :1763-1792, 0.34.0 :1442-1470): above the draft's derived length "
+         "or the target's max_model_len, a ValueError; engine-code run at 0.34.0 (ModelConfig: 'User-specified "
+         "max_model_len (4096) is greater than the derived max_model_len')", "a speculative max_model_len above "
+         "the draft's or the target's", _vl_draft_length_refused, _fix_draft_length_refused, fails=True),
+    rule("vllm.served_length_lowered", ">=0.33.0", WARNING,
+         "vllm 0.33.0 config/vllm.py:1554, 3025-3051 _limit_max_model_len_to_draft (V2 runner), "
+         "config/speculative.py:104-113, 1820-1838, 2151-2158; 0.34.0 config/vllm.py:1482, 3102-3121, "
+         "config/speculative.py:121-130, v1/worker/gpu/spec_decode/speculator_config.py:158-169",
+         "the served length lowered to the draft's", _vl_served_length_lowered),
+    rule("vllm.draft_context_gate_v1", ">=0.22.0,<0.34.0", WARNING,
          "engines/vllm/draft.py CONTEXT_ROWS (each row cites its source; vllm#24662, #48894)",
          "the V1 runner stops past the draft's context", _vl_draft_context(False)),
 ]  # fmt: skip

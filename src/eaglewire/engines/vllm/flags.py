@@ -550,6 +550,33 @@ RULES += [
 ]  # fmt: skip
 
 
+# ---- KV-sharing fast prefill (Gemma-3n-style KV sharing) beside an EAGLE draft ----------------------------------
+
+
+def _vl_kv_fast_prefill(rule: FlagRule, st: State) -> None:
+    given = [
+        o.flag
+        for o in st.cmd.options
+        if o.flag in ("--kv-sharing-fast-prefill", "--no-kv-sharing-fast-prefill")
+    ]
+    if given and given[-1] == "--kv-sharing-fast-prefill" and vllm_draft.eagle_proposer(st):
+        st.emit(rule, "--kv-sharing-fast-prefill", True, None,
+                f"vLLM {st.version} refuses KV-sharing fast prefill beside an EAGLE draft at startup: 'ValueError: "
+                "Fast prefill optimization for KV sharing is not compatible with EAGLE as EAGLE requires correct "
+                "logits for all tokens while fast prefill gives incorrect logits for prompt tokens.'")  # fmt: skip
+
+
+RULES += [
+    rule("vllm.kv_sharing_fast_prefill_eagle", ">=0.10.2", PROBLEM,
+         "vllm 0.10.2 config/__init__.py:3417-3430 (speculative_config.use_eagle()), 0.11.0 :390-398, 0.20.0 "
+         "config/vllm.py:1102-1111, 0.33.0 :2018-2027, 0.34.0 :1930-1940 (uses_target_hidden_states); the flag "
+         "from 0.10.1 (data/options.json), not refused there", "KV-sharing fast prefill with EAGLE",
+         _vl_kv_fast_prefill,
+         lambda st, c: FlagFix(c.rule, (Edit("--kv-sharing-fast-prefill", remove=True),),
+                               "(remove --kv-sharing-fast-prefill): EAGLE needs the prompt's logits"), fails=True),
+]  # fmt: skip
+
+
 # ---- asynchronous scheduling beside speculative decoding (VllmConfig.__post_init__, once the config is built) ----
 # --async-scheduling / --no-async-scheduling exist from 0.10.0 (BooleanOptionalAction; data/options.json). Off by
 # default before 0.14.0; from it None, decided by the engine: on for EAGLE/MTP unless disable_padded_drafter_batch

@@ -60,8 +60,8 @@ def _sg_method_case(rule: FlagRule, st: State) -> None:
             f"method {method!r} is not one of vLLM's methods{hint}: pydantic ValidationError at startup")  # fmt: skip
 
 
-# 0.34.0: `method: SpeculativeMethod | str | None` (any string parses), custom_class gone; a name neither built in nor
-# registered by a plugin (register_speculative_method) fails in get_method_config_class
+# 0.34.0: `method: SpeculativeMethod | str | None`, custom_class gone; its field validator refuses a name neither built
+# in nor registered by a plugin (register_speculative_method)
 METHODS_034 = METHODS - {"custom_class"}
 
 
@@ -71,8 +71,9 @@ def _vl_method_unknown_034(rule: FlagRule, st: State) -> None:
         return
     hint = f" (did you mean {method.lower()!r}?)" if method.lower() in METHODS_034 else ""
     st.emit(rule, "--speculative-config.method", method, None,
-            f"method {method!r} is not one of vLLM's methods{hint}: 'ValueError: Unsupported speculative method: "
-            f"{method!r}' at startup, unless a plugin registers it (register_speculative_method)")  # fmt: skip
+            f"method {method!r} is not one of vLLM's methods{hint}: 'Unknown speculative method {method!r}. Built-in "
+            "methods: [...]' (pydantic ValidationError) at startup, unless a plugin registers it "
+            "(register_speculative_method)")  # fmt: skip
 
 
 def _fix_method_case(st: State, change: Change) -> FlagFix | None:
@@ -258,9 +259,9 @@ METHOD_RULES = [
        f"{CFG}:38-82 (SpeculativeMethod is a Literal: lower case, exact names)",
        "unknown or upper-case method", _sg_method_case, _fix_method_case, fails=True),
     rule("vllm.method_choices", ">=0.34.0", PROBLEM,
-       "vllm 0.34.0 config/speculative.py:90-97, 461 (`SpeculativeMethod | str`: no custom_class), 1359-1366 (a "
-       "plugin's registered method); v1/worker/gpu/spec_decode/speculator_config.py:362-375 ('Unsupported "
-       "speculative method')", "unknown or upper-case method", _vl_method_unknown_034, _fix_method_case, fails=True),
+       "vllm 0.34.0 config/speculative.py:90-97, 461 (`SpeculativeMethod | str`: no custom_class), 1623-1634 "
+       "(_validate_method: 'Unknown speculative method' unless built in or registered by a plugin)",
+       "unknown or upper-case method", _vl_method_unknown_034, _fix_method_case, fails=True),
     rule("vllm.model_free_methods", ">=0.33.0", INFO,
        f"{CFG}:1240-1244 (model 'ngram' -> method ngram), 1276-1283 (ngram/suffix need no model)",
        "ngram and suffix need no draft model", _vl_model_free),
