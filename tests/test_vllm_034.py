@@ -239,7 +239,7 @@ def test_a_speculative_max_model_len_above_the_drafts_or_the_served_is_refused(s
 def test_kv_sharing_fast_prefill_is_refused_beside_an_eagle_draft(version, refused):
     """The flag exists from 0.10.1; from 0.10.2 VllmConfig refuses it with an EAGLE draft (0.34.0
     config/vllm.py:1930-1940). lint said OK."""
-    argv = ["vllm", "serve", "org/target", "--kv-sharing-fast-prefill", "--speculative-config", json.dumps(SPEC)]
+    argv = ["vllm", "serve", "org/target", "--kv-sharing-fast-prefill", "--speculative-config", json.dumps(SPEC)]  # fmt: skip
     report = lint(argv, engine_version=version)
     assert ("vllm.kv_sharing_fast_prefill_eagle" in {c.rule for c in report.changes}) == refused
     if refused:
