@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import functools
 import json
+from collections.abc import Callable
 
 from packaging.version import Version
 
@@ -51,29 +52,23 @@ def _spec(st: State) -> dict:
     return st.v["spec"]
 
 
-def _sg_method_case(rule: FlagRule, st: State) -> None:
-    method = _spec(st).get("method")
-    if method is None or method in METHODS or method == "[ngram]":
-        return
-    hint = f" (did you mean {method.lower()!r}?)" if method.lower() in METHODS else ""
-    st.emit(rule, "--speculative-config.method", method, None,
-            f"method {method!r} is not one of vLLM's methods{hint}: pydantic ValidationError at startup")  # fmt: skip
-
-
 # 0.34.0: `method: SpeculativeMethod | str | None`, custom_class gone; its field validator refuses a name neither built
 # in nor registered by a plugin (register_speculative_method)
 METHODS_034 = METHODS - {"custom_class"}
 
 
-def _vl_method_unknown_034(rule: FlagRule, st: State) -> None:
-    method = _spec(st).get("method")
-    if method is None or method in METHODS_034 or method == "[ngram]":
-        return
-    hint = f" (did you mean {method.lower()!r}?)" if method.lower() in METHODS_034 else ""
-    st.emit(rule, "--speculative-config.method", method, None,
-            f"method {method!r} is not one of vLLM's methods{hint}: 'Unknown speculative method {method!r}. Built-in "
-            "methods: [...]' (pydantic ValidationError) at startup, unless a plugin registers it "
-            "(register_speculative_method)")  # fmt: skip
+def _vl_method_unknown(methods: frozenset[str], refusal: str) -> Callable[[FlagRule, State], None]:
+    """A method not among `methods` (the release's), refused at startup with `refusal` ({method}: its repr)."""
+
+    def apply(rule: FlagRule, st: State) -> None:
+        method = _spec(st).get("method")
+        if method is None or method in methods or method == "[ngram]":
+            return
+        hint = f" (did you mean {method.lower()!r}?)" if method.lower() in methods else ""
+        st.emit(rule, "--speculative-config.method", method, None,
+                f"method {method!r} is not one of vLLM's methods{hint}: {refusal.format(method=repr(method))}")  # fmt: skip
+
+    return apply
 
 
 def _fix_method_case(st: State, change: Change) -> FlagFix | None:
@@ -257,11 +252,14 @@ def _fix_vocab(st: State, change: Change) -> FlagFix:
 METHOD_RULES = [
     rule("vllm.method_choices", ">=0.33.0,<0.34.0", PROBLEM,
        f"{CFG}:38-82 (SpeculativeMethod is a Literal: lower case, exact names)",
-       "unknown or upper-case method", _sg_method_case, _fix_method_case, fails=True),
+       "unknown or upper-case method", _vl_method_unknown(METHODS, "pydantic ValidationError at startup"),
+       _fix_method_case, fails=True),
     rule("vllm.method_choices", ">=0.34.0", PROBLEM,
        "vllm 0.34.0 config/speculative.py:90-97, 461 (`SpeculativeMethod | str`: no custom_class), 1623-1634 "
        "(_validate_method: 'Unknown speculative method' unless built in or registered by a plugin)",
-       "unknown or upper-case method", _vl_method_unknown_034, _fix_method_case, fails=True),
+       "unknown or upper-case method", _vl_method_unknown(METHODS_034, "'Unknown speculative method {method}. "
+       "Built-in methods: [...]' (pydantic ValidationError) at startup, unless a plugin registers it "
+       "(register_speculative_method)"), _fix_method_case, fails=True),
     rule("vllm.model_free_methods", ">=0.33.0", INFO,
        f"{CFG}:1240-1244 (model 'ngram' -> method ngram), 1276-1283 (ngram/suffix need no model)",
        "ngram and suffix need no draft model", _vl_model_free),
