@@ -25,11 +25,13 @@ VLLM = {
 
 
 def _cases(rec: dict, arch: str, platform: str | None) -> dict[tuple, dict]:
-    """(ids, config key) -> case, of one architecture's V1 cases on the platform (None: the GPU server's)."""
+    """(ids, config key) -> case, of one architecture's cases on the platform (None: the GPU server's), of the
+    runner a CPU runs (V1; MRV2 from 0.34.0, which has no V1)."""
+    runner = next(c["runner"] for c in rec["covers"] if c["platform"] == "cpu")
     out = {}
     for values in rec["cases"]:
         c = dict(zip(rec["columns"], values, strict=True))
-        if c["arch"] == arch and c["runner"] == "v1" and (c.get("platform") or None) == platform:
+        if c["arch"] == arch and c["runner"] == runner and (c.get("platform") or None) == platform:
             out[(tuple(c["ids"]) if c["ids"] is not None else None, c["config_key"])] = c
     return out
 
@@ -39,26 +41,24 @@ def _cpu_entry(rec: dict, family: str) -> dict:
     return entry
 
 
-# the records run the CPU platform's class under the V1 request the CPU build makes; 0.34.0's CPU makes MRV2's, whose
-# CPU branch the probe does not run (its CPU rows rest on reading there)
-V1_CPU = [v for v in VLLM if v < Version("0.34.0")]
-
-
-@pytest.mark.parametrize("version", [v for v in V1_CPU if v >= Version("0.29.0")], ids=str)
+@pytest.mark.parametrize("version", [v for v in VLLM if v >= Version("0.29.0")], ids=str)
 def test_deepseek_v32_on_a_cpu_runs_the_generic_deepseek_class(version):
     rec = VLLM[version]
     entry = _cpu_entry(rec, "deepseek_v32")
     assert entry["claims"] == entry["agree"] == entry["cases"] > 0 and entry["built"], entry
     assert "deepseek_v32" in next(c for c in rec["covers"] if c["platform"] == "cpu")["families"]
     cpu, gpu = _cases(rec, "DeepseekV32ForCausalLM", "cpu"), _cases(rec, "DeepseekV32ForCausalLM", None)
-    last = [c for (ids, _), c in cpu.items() if ids == (L,)]
-    first = [c for (ids, _), c in cpu.items() if ids == (0,)]
+    # the cases whose ids the runner read (V1: both keys; MRV2, the CPU's from 0.34.0: the top-level key only)
+    last = [c for (ids, _), c in cpu.items() if ids == (L,) and c["ids_read"]]
+    first = [c for (ids, _), c in cpu.items() if ids == (0,) and c["ids_read"] is not None]
     assert last and all(c["forward_taps"] == [L] for c in last)  # h_L reached on the CPU ...
-    assert all(not gpu[k]["forward_taps"] for k in cpu if k[0] == (L,))  # ... never on CUDA
+    assert all(
+        not gpu[k]["forward_taps"] for k, c in cpu.items() if k[0] == (L,) and c["ids_read"]
+    )  # not CUDA
     assert first and all("TypeError" in (c["error"] or "") and c["forward_taps"] is None for c in first)
 
 
-@pytest.mark.parametrize("version", [v for v in V1_CPU if v >= Version("0.25.0")], ids=str)
+@pytest.mark.parametrize("version", [v for v in VLLM if v >= Version("0.25.0")], ids=str)
 def test_deepseek_v4_on_a_cpu_fails_at_load_until_its_cpu_class(version):
     rec = VLLM[version]
     entry = _cpu_entry(rec, "deepseek_v4")

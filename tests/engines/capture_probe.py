@@ -2320,10 +2320,27 @@ def _vllm_cpu_runner() -> str | None:
     return f"CPUModelRunner.load_model -> GPUModelRunner.{setup}"
 
 
+def _vllm_cpu_runner_mrv2() -> str | None:
+    """What a release without the V1 runner (0.34.0 on) runs on a CPU: Model Runner V2's own request, where its
+    CPUModelRunner (v1/worker/cpu/model_runner.py) is MRV2's GPUModelRunner and does not override loading the model
+    (where the capture request is made); None otherwise."""
+    if importlib.util.find_spec("vllm.v1.worker.gpu_model_runner") is not None:
+        return None
+    try:
+        from vllm.v1.worker.cpu.model_runner import CPUModelRunner
+        from vllm.v1.worker.gpu.model_runner import GPUModelRunner
+    except Exception:
+        return None
+    if not issubclass(CPUModelRunner, GPUModelRunner) or "load_model" in vars(CPUModelRunner):
+        return None
+    return "cpu/model_runner.py CPUModelRunner -> gpu/model_runner.py GPUModelRunner.load_model (MRV2)"
+
+
 def _store(out: dict, runner: str, entry: dict, on_cpu: bool) -> None:
-    """A runner's answer, or the CPU platform's own branch's, kept inside the V1 answer (`on_cpu`)."""
+    """A runner's answer, or the CPU platform's own branch's, kept inside the answer of the runner a CPU runs
+    (`on_cpu`: V1's, or MRV2's where the release has no V1 runner)."""
     if on_cpu:
-        out["v1"]["on_cpu"] = _on_this_cpu(entry)
+        out[runner]["on_cpu"] = _on_this_cpu(entry)
     else:
         out[runner] = entry
 
@@ -2381,8 +2398,10 @@ def _vllm_case(case: dict) -> dict:
         build, the capture request and the loop's forward."""
         entry: dict[str, Any] = {"inner": None}
         requesting, backend = False, None
-        if runner == "v1":  # the CPU build's V1 runner: the same request (its answer holds there), or its own
-            entry["cpu_runner"] = _vllm_cpu_runner()
+        if (
+            runner == cpu_runner
+        ):  # the CPU build's runner: the same request (its answer holds there), or its own
+            entry["cpu_runner"] = _vllm_cpu_runner() if runner == "v1" else mrv2_on_cpu
         try:
             if runner == "mrv2" and set_eagle3_aux_hidden_state_layers is None:
                 raise ProbeError("no Model Runner V2 in this release")
@@ -2460,16 +2479,19 @@ def _vllm_case(case: dict) -> dict:
 
     entries: dict[str, str] = {}
     out: dict[str, Any] = {}
-    # a package whose CPU branch is another class than a GPU server's: the V1 request again, on the class the CPU
-    # build runs (`on_cpu` in the V1 result)
-    cpu_pass = (("v1", v1, True),) if _cpu_branch_differs(arch) else ()
+    # the runner a CPU runs: V1, or MRV2 where the release has no V1 runner (0.34.0 on)
+    mrv2_on_cpu = _vllm_cpu_runner_mrv2()
+    cpu_runner, cpu_run = ("mrv2", mrv2) if mrv2_on_cpu else ("v1", v1)
+    # a package whose CPU branch is another class than a GPU server's: that runner's request again, on the class the
+    # CPU build runs (`on_cpu` in that runner's result)
+    cpu_pass = ((cpu_runner, cpu_run, True),) if _cpu_branch_differs(arch) else ()
     for runner, run, on_cpu in (("v1", v1, False), ("mrv2", mrv2, False), *cpu_pass):
         with _on_cpu() if on_cpu else contextlib.nullcontext():
             _store(out, runner, answer(runner, run), on_cpu)
-    if not cpu_pass and out.get("v1", {}).get("cpu_runner"):  # the CPU build runs this class too
-        cpu = _on_this_cpu(out["v1"])
-        if cpu is not out["v1"]:
-            out["v1"]["on_cpu"] = cpu
+    if not cpu_pass and out.get(cpu_runner, {}).get("cpu_runner"):  # the CPU build runs this class too
+        cpu = _on_this_cpu(out[cpu_runner])
+        if cpu is not out[cpu_runner]:
+            out[cpu_runner]["on_cpu"] = cpu
     return out
 
 

@@ -400,7 +400,7 @@ def observe(python: str, engine: str, release: str, only: frozenset[str] = froze
             f["cases"] += 1
             if table.get("assumed"):  # the table's generic capture, tested (it may disagree)
                 f["assumed"] = True
-            if runner == "v1" and not platform:
+            if "cpu_runner" in res and not platform:  # the runner a CPU runs: V1, MRV2 from 0.34.0
                 # the CPU build runs this request too, on this decoder: its class is the CPU platform's too (else
                 # the CPU's own answer is `on_cpu`, its own entry) and it builds there
                 same = bool(res.get("cpu_runner")) and "on_cpu" not in res
@@ -474,8 +474,9 @@ def observe(python: str, engine: str, release: str, only: frozenset[str] = froze
                 "each target's real decoder built by the release's own __init__ as every launch builds it (a "
                 "family's `built`: true where it built, false where the build stopped on a stand-in or failed; `build_stop`: "
                 "where a stopped build stopped, the probe's words, no claim); where the CPU platform serves a target "
-                "with another class than a GPU server, or its class needs CUDA to build, the V1 request again as a CPU "
-                "launch makes it (entries and cases with `platform: cpu`)",
+                "with another class than a GPU server, or its class needs CUDA to build, the request of the runner a "
+                "CPU runs (V1; MRV2 from 0.34.0) again as a CPU launch makes it (entries and cases with `platform: "
+                "cpu`)",
         "entry": sorted(e for e in entries if e), "families": ran,
         "not_run": {k: v for k, v in sorted(why.items()) if _key(k) not in claimed},
         "columns": ["arch", "runner", "num_layers", "ids", "config_key", "ids_read", "forward_taps", "error",
@@ -527,9 +528,9 @@ def covers(engine: str, release: str, ran: list[dict]) -> list[dict]:
     # an architecture the CPU platform serves with a class of its own: its CPU entry (`platform`) answers there
     own_cpu = {(f["family"], f["architecture"]) for f in ran if f.get("platform") == "cpu"}
     for runner in sorted({f["runner"] for f in ran}):
-        if (
-            engine == "vllm" and runner == "v1"
-        ):  # the CPU build's runner, where it makes the V1 request (RUNS_ON)
+        # the CPU build's runner (V1; MRV2 where the release has no V1), where it makes that runner's request: its
+        # entries say whether the CPU build ran it (`cpu`, RUNS_ON)
+        if engine == "vllm" and (runner == "v1" or any("cpu" in f for f in ran if f["runner"] == runner)):
             ran_there: dict[str, bool] = {}  # every architecture of the family ran it there (or is refused)
             for f in (f for f in ran if f["runner"] == runner):
                 if f.get("platform") == "cpu":

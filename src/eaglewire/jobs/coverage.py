@@ -600,8 +600,8 @@ def evidence(
         if hit is not None:
             kind = "engine" if hit.runner == "v0" else "runner"  # V0 is vLLM's old engine, not a model runner
             runner = f"the {hit.runner.upper()} {kind}'s " if hit.runner else ""
-            if level == "model-code" and where == "cpu" and hit.runner == "v1" and engine == "vllm":
-                runner = "the CPU build's V1 runner (the GPU runner's request): "
+            if level == "model-code" and where == "cpu" and hit.runner in ("v1", "mrv2") and engine == "vllm":
+                runner = f"the CPU build's {hit.runner.upper()} runner (the GPU runner's request): "
             if level == "engine":
                 changed = differs(engine, hit.build or version)
                 what = "engine run" + (
@@ -768,7 +768,7 @@ class GenericRun:
 def _generic_runs(engine: str, platform: str = "") -> dict[tuple[str, str, str], GenericRun]:
     """(release, architecture, runner) -> the record's run of a generic target (or an `assumed` class): as a GPU
     server runs it (platform ""), or on the CPU platform's own class, where it is another (platform "cpu": the
-    record's `platform` entries, V1 only)."""
+    record's `platform` entries, of the runner a CPU runs: V1, MRV2 from 0.34.0)."""
     out: dict[tuple[str, str, str], GenericRun] = {}
     for rec in records("model-code"):
         name, _, version = rec["engine"].partition("==")
@@ -897,7 +897,7 @@ def generic_run(
     key = str(Version(version))
     if (
         platform == "cpu"
-        and runner == "v1"
+        and runner in ("v1", "mrv2")  # the CPU build's runner: V1, MRV2 from 0.34.0
         and (own := _generic_runs(engine, "cpu").get((key, arch, runner)))
     ):
         return own
