@@ -714,6 +714,8 @@ SCENARIOS: dict[str, tuple] = {
     "vl-kv-fast-prefill": (vllm(SPEC, "--kv-sharing-fast-prefill"), {"engine_version": "0.20.0"}, "vllm.kv_sharing_fast_prefill_eagle", PROBLEM),
     "vl-draft-len-refused": (vllm({**SPEC, "max_model_len": 4096}, "--max-model-len", "8192"), {"drafter_config": SHORT_DRAFTER, "engine_version": "0.20.0"}, "vllm.draft_max_model_len_refused", PROBLEM),
     "vl-served-lowered": (vllm(SPEC, "--max-model-len", "8k"), {"drafter_config": {**SHORT_DRAFTER, "rope_scaling": {"rope_type": "yarn", "factor": 4.0, "original_max_position_embeddings": 512}}, "engine_version": "0.34.0"}, "vllm.served_length_lowered", WARNING),
+    "vl-adaptive-old": (vllm({**SPEC, "enable_adaptive_verification": True}), {"engine_version": "0.28.0"}, "vllm.adaptive_verification", PROBLEM),
+    "vl-adaptive-argmax": (vllm({**SPEC, "enable_adaptive_verification": True, "use_local_argmax_reduction": True}), {"engine_version": "0.34.0"}, "vllm.adaptive_verification", PROBLEM),
     "vl-draft-dcp": (vllm({**SPEC, "draft_decode_context_parallel_size": 2}, "--decode-context-parallel-size", "4"), {"engine_version": "0.34.0"}, "vllm.draft_dcp", PROBLEM),
     "vl-method-option": (vllm({**SPEC, "xpress_topc": 0}), {"engine_version": "0.34.0"}, "vllm.method_option_unsupported", PROBLEM),
     "vl-parallel-drafting": (vllm({**SPEC, "parallel_drafting": True}), {"engine_version": "0.34.0"}, "vllm.parallel_drafting_refused", PROBLEM),

@@ -245,3 +245,19 @@ def test_kv_sharing_fast_prefill_is_refused_beside_an_eagle_draft(version, refus
     if refused:
         assert "--kv-sharing-fast-prefill" not in report.fixed_argv
     assert "vllm.kv_sharing_fast_prefill_eagle" not in _rules(argv[:3] + argv[4:], version)
+
+
+@pytest.mark.parametrize(
+    ("version", "argmax", "refused"),
+    [("0.27.0", False, False), ("0.28.0", False, True), ("0.29.0", False, True), ("0.30.0", False, False),
+     ("0.30.0", True, True), ("0.34.0", False, False), ("0.34.0", True, True)],
+)  # fmt: skip
+def test_adaptive_verification_with_eagle(version, argmax, refused):
+    """0.28.0-0.29.x refuse it for any method but DSpark; from 0.30.0 only beside use_local_argmax_reduction
+    (EAGLE's speculator reads the draft logits, which that reduction never makes). lint said OK."""
+    spec = {
+        **SPEC,
+        "enable_adaptive_verification": True,
+        **({"use_local_argmax_reduction": True} if argmax else {}),
+    }
+    assert (_rules(_serve(spec), version).get("vllm.adaptive_verification") == "problem") == refused

@@ -103,7 +103,7 @@ VLLM_ROWS: tuple[ArgumentRow, ...] = (
        f"{V33} v1/worker/gpu/spec_decode/speculator.py:180, v1/spec_decode/llm_base_proposer.py:259"),
     VL("rejection_sample_method", ">=0.18.0", (HONOURED,), (),
        f"{V33} v1/sample/rejection_sampler.py:105, v1/worker/gpu/spec_decode/rejection_sampler.py:162"),
-    VL("use_local_argmax_reduction", ">=0.17.0", (HONOURED, REFUSED), (),
+    VL("use_local_argmax_reduction", ">=0.17.0", (HONOURED, REFUSED), ("vllm.adaptive_verification",),
        f"{V33} v1/worker/gpu/spec_decode/speculator.py:139; {CFG}:1711-1720, 2020-2025"),
     VL("synthetic_acceptance_rate", ">=0.19.0,<0.20.0", (HONOURED,), (), "vllm 0.19.0 and 0.19.1 config/speculative.py "
        "(synthetic rejection sampling; 0.19.1 :187, read at v1/worker/gpu/spec_decode/rejection_sampler.py:459)",
@@ -125,7 +125,7 @@ VLLM_ROWS: tuple[ArgumentRow, ...] = (
        f"{V34} v1/worker/gpu/spec_decode/suffix/config.py:39, suffix/speculator.py:537", "suffix only"),
     VL("dspark_draft_topk", ">=0.28.0", (HONOURED, REFUSED), ("vllm.method_option_unsupported",),
        f"{CFG}:1640-1671 (dspark only)"),
-    VL("enable_adaptive_verification", ">=0.28.0", (HONOURED, REFUSED), (),
+    VL("enable_adaptive_verification", ">=0.28.0", (HONOURED, REFUSED), ("vllm.adaptive_verification",),
        f"{V33} v1/worker/gpu/spec_decode/rejection_sampler.py:161; config/vllm.py:3112 (V2 runner only)"),
     VL("index_share_for_mtp_iteration", ">=0.29.0", (HONOURED, REFUSED), ("vllm.method_option_unsupported",),
        f"{CFG}:1703-1710 (mtp only)"),

@@ -582,6 +582,32 @@ def _fix_draft_dcp(st: State, change: Change) -> FlagFix:
                    "remove draft_decode_context_parallel_size: the draft then takes the target's")  # fmt: skip
 
 
+def _vl_adaptive_verification(with_argmax: bool) -> Callable[[FlagRule, State], None]:
+    """enable_adaptive_verification with an EAGLE method: refused outright before 0.30.0 (DSpark only), from it
+    only beside use_local_argmax_reduction (`with_argmax`), whose draft logits it needs."""
+
+    def apply(rule: FlagRule, st: State) -> None:
+        if st.v["spec"].get("method") not in ("eagle", "eagle3") or not truthy(
+            st.spec_intended.get("enable_adaptive_verification")
+        ):
+            return
+        if with_argmax and not truthy(st.spec_intended.get("use_local_argmax_reduction")):
+            return
+        said = ("Adaptive verification estimates per-position acceptance from the draft logits, which "
+                "use_local_argmax_reduction never materializes. Disable one of them." if with_argmax
+                else "Adaptive verification only supported with DSpark")  # fmt: skip
+        st.emit(rule, "--speculative-config.enable_adaptive_verification",
+                st.spec_intended.get("enable_adaptive_verification"), None,
+                f"vLLM {st.version} refuses it at startup: 'ValueError: {said}'")  # fmt: skip
+
+    return apply
+
+
+def _fix_adaptive_verification(st: State, change: Change) -> FlagFix:
+    return FlagFix(change.rule, (vl_key_edit("enable_adaptive_verification", remove=True),),
+                   "remove enable_adaptive_verification (or, from 0.30.0, use_local_argmax_reduction)")  # fmt: skip
+
+
 def _fix_parallel_drafting(st: State, change: Change) -> FlagFix:
     return FlagFix(change.rule, (vl_key_edit("parallel_drafting", remove=True),),
                    "remove parallel_drafting: only dflash and dspark draft in parallel, and they always do")  # fmt: skip
@@ -604,6 +630,15 @@ RULES += [
          "vllm 0.34.0 config/speculative.py:1688-1698 (parallel_drafting true with a method other than dflash or "
          "dspark raises ValueError; deprecated, no effect); model_executor/models/registry.py (PEagle* entries "
          "removed)", "parallel_drafting only for dflash and dspark", _vl_parallel_drafting, _fix_parallel_drafting, fails=True),
+    rule("vllm.adaptive_verification", ">=0.28.0,<0.30.0", PROBLEM,
+         "vllm 0.28.0 config/speculative.py:1141-1142, 0.29.0 :1507-1508 (DSpark only)",
+         "adaptive verification with EAGLE", _vl_adaptive_verification(False), _fix_adaptive_verification,
+         fails=True),
+    rule("vllm.adaptive_verification", ">=0.30.0", PROBLEM,
+         "vllm 0.30.0 config/speculative.py:1564-1573, 0.33.0 :1713-1722 (a method other than dspark); 0.34.0 "
+         ":1404-1414 (a speculator whose adaptive verification uses the draft logits: EAGLE's, "
+         "v1/worker/gpu/spec_decode/speculator_config.py:52)", "adaptive verification beside local argmax reduction",
+         _vl_adaptive_verification(True), _fix_adaptive_verification, fails=True),
     rule("vllm.draft_dcp", ">=0.34.0", PROBLEM,
          "vllm 0.34.0 config/speculative.py:484 (ge=1), 1553-1564 _verify_and_get_draft_dcp (1 or the target's "
          "decode_context_parallel_size)", "the draft's decode context parallel size", _vl_draft_dcp, _fix_draft_dcp,
