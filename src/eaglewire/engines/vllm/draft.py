@@ -17,6 +17,7 @@ from packaging.version import Version
 from eaglewire.engines.vllm.args import VLLM
 from eaglewire.engines.vllm.config import vl_key_edit
 from eaglewire.engines.vllm.taps import (
+    MRV2_ONLY_FROM,
     V0_EAGLE_DEFAULT_UNTIL,
     V0_REFUSES,
     V0_SOURCE,
@@ -451,7 +452,9 @@ def _mrv2(st: State) -> bool:
 
 
 MRV2_DEFAULT_FROM = Version("0.22.0")  # before it MRV2 runs only with VLLM_USE_V2_MODEL_RUNNER=1
-V1_REMOVED = Version("0.34.0")  # the V1 model runner is gone: MRV2 on every platform
+V1_REMOVED = Version(
+    MRV2_ONLY_FROM
+)  # the V1 model runner is gone: MRV2 on every platform (engines/vllm/taps.py)
 
 
 def v1_runner(st: State) -> bool | None:
@@ -843,13 +846,18 @@ def _runners(st: State) -> tuple[str, ...]:
     return ("v1",) if st.version < Version("0.22.0") else ("v1", "mrv2")
 
 
+def _served_length(st: State) -> int | None:
+    """The length served: --max-model-len, else the target's own (None: neither known)."""
+    served = _length(st.cmd.get("--max-model-len")) if st.cmd.get("--max-model-len") else None
+    return served or model_length(st.target_config or {})
+
+
 def _draft_lengths(st: State) -> tuple[dict, int | None, int | None]:
     """Per runner the launch may run on, what it does with the draft's context (rules.draft_context.choose); the
     speculative config's max_model_len (None: not given) and the served length (--max-model-len, else the
     target's)."""
     given = st.spec_intended.get("max_model_len")
-    served = _length(st.cmd.get("--max-model-len")) if st.cmd.get("--max-model-len") else None
-    served = served or model_length(st.target_config or {})
+    served = _served_length(st)
     drafter = {"max_position_embeddings": int(given)} if given is not None else dict(st.drafter or {})
     rows = CONTEXT_ROWS if async_scheduling(st) is not False else (*SYNC_CONTEXT_ROWS, *CONTEXT_ROWS)
     return (
@@ -866,8 +874,7 @@ def _draft_length_refused(st: State) -> str | None:
     given = st.spec_intended.get("max_model_len")
     if given is None or not str(given).strip().isdigit():
         return None
-    given = int(given)
-    _choices, _given, served = _draft_lengths(st)
+    given, served = int(given), _served_length(st)
     own = model_length(drafter_layer_config(st.drafter)) if st.drafter is not None else None
     if own is not None and given > own and not st.env_true("VLLM_ALLOW_LONG_MAX_MODEL_LEN", False):
         return f"speculative_max_model_len={given} cannot be larger than draft_max_model_len={own}"
