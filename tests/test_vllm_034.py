@@ -261,3 +261,10 @@ def test_adaptive_verification_with_eagle(version, argmax, refused):
         **({"use_local_argmax_reduction": True} if argmax else {}),
     }
     assert (_rules(_serve(spec), version).get("vllm.adaptive_verification") == "problem") == refused
+
+
+def test_a_target_dcp_that_is_no_integer_is_a_one_line_error():
+    argv = ["vllm", "serve", "org/target", "--decode-context-parallel-size", "abc", "--speculative-config",
+            json.dumps({**SPEC, "draft_decode_context_parallel_size": 2})]  # fmt: skip
+    with pytest.raises(InputError, match="--decode-context-parallel-size: expected an integer"):
+        lint(argv, engine_version="0.34.0")

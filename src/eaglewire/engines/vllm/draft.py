@@ -29,7 +29,7 @@ from eaglewire.rules import scanned
 from eaglewire.rules.draft_context import PAST_WORDS, ContextRow, choose, drafter_layer_config, model_length
 from eaglewire.rules.draft_weights import DraftEmbedding, DraftHead
 from eaglewire.rules.flags import FlagRule, ReadWhen, State, row
-from eaglewire.rules.launch import INFO, PROBLEM, WARNING, Change, Edit, FlagFix
+from eaglewire.rules.launch import INFO, PROBLEM, WARNING, Change, Edit, FlagFix, as_int
 
 rule = functools.partial(row, VLLM)
 RULES: list[FlagRule] = []
@@ -572,7 +572,8 @@ def _fix_method_option(st: State, change: Change) -> FlagFix:
 
 def _vl_draft_dcp(rule: FlagRule, st: State) -> None:
     value = st.spec_intended.get("draft_decode_context_parallel_size")
-    target = int(st.cmd.get("--decode-context-parallel-size") or 1)
+    given = st.cmd.get("--decode-context-parallel-size")
+    target = as_int("--decode-context-parallel-size", given) if given is not None else 1
     if value is None or not str(value).strip().lstrip("-").isdigit() or int(value) in (1, target):
         return
     st.emit(rule, "--speculative-config.draft_decode_context_parallel_size", value, None,
