@@ -102,13 +102,18 @@ def test_the_observed_vllm_cell_is_engine_with_its_record(cov):
     sg = cov.cell("sglang", "0.5.23", "llama", "cpu")  # the SGLang tier's record (tests/sglang_engine)
     assert sg.record == "engines/sglang/data/observed/sglang-0.5.23-cpu.json"
     # SGLang 0.5.21+ captures inside the real layer: its model code runs the real layers (with stand-in attention and
-    # MLP blocks), which covers CUDA too; before 0.5.11 CUDA graphs captured other ids, so CUDA there rests on reading
+    # MLP blocks), which covers CUDA too; before 0.5.11 the CUDA-graph runner makes its own capture call, and the
+    # record's cases run as a CUDA launch makes both calls (`platform: cuda`) cover CUDA there
     real = cov.cell("sglang", "0.5.23", "llama", "cuda")
     assert (real.level, real.record) == (
         "model-code",
         "engines/sglang/data/observed/sglang-0.5.23-model-code.json",
     )
-    assert cov.cell("sglang", "0.5.10", "llama", "cuda").level == "read"
+    graphs = cov.cell("sglang", "0.5.10", "llama", "cuda")
+    assert (graphs.level, graphs.record) == (
+        "model-code",
+        "engines/sglang/data/observed/sglang-0.5.10-model-code.json",
+    )
     engine = [c for c in cov.cells if c.level == "engine"]
     assert sg in engine and cell in engine
     # every engine cell is a committed record's release (or a build verified to be that release's code:
@@ -176,13 +181,14 @@ def test_a_record_names_its_families():
 
 
 def test_a_read_release_is_read_and_an_unread_one_none(cov):
-    read = cov.cell(
-        "sglang", "0.5.10", "llama", "cuda"
-    )  # CUDA graphs there captured other ids than eager steps
+    # every SGLang and vLLM cell has a record now: the read level as a release without one gets it (no observation)
+    read = cov_job._cell("sglang", ledger("sglang").release("0.5.10"), "llama", "cuda", [])
     assert read.level == "read" and read.rows and all(k.startswith("sglang-llama") for k in read.rows)
-    assert cov.cell("sglang", "0.5.10", "deepseek_v3", "cuda").level == "read"
+    assert (
+        cov_job._cell("sglang", ledger("sglang").release("0.5.10"), "deepseek_v3", "cuda", []).level == "read"
+    )
     # a .postN release read at itself is read (its capture code compared with the releases around it)
-    post = cov.cell("sglang", "0.4.5.post1", "llama", "cuda")
+    post = cov_job._cell("sglang", ledger("sglang").release("0.4.5.post1"), "llama", "cuda", [])
     assert (post.level, post.rows) == ("read", ("sglang-llama-<0.4.9",))
     # a family whose class the CPU platform builds another way (the CPU build imports the NVIDIA branch of
     # vllm/models/deepseek_v4, whose decoder needs CUDA streams): its record's CPU entry, not the read row
@@ -200,9 +206,12 @@ def test_a_read_release_is_read_and_an_unread_one_none(cov):
     # no Qwen3 model file; its qwen3 rows start at 0.4.5.post2)
     assert cov.cell("sglang", "0.4.5", "qwen3", "cuda").level == "model-code"
     # a family whose row starts where the registry first lists it: Mistral3 at 0.4.6.post5 (a Llava model, no setter)
-    mistral3 = cov.cell("sglang", "0.4.6.post5", "mistral3", "cuda")
+    mistral3 = cov_job._cell("sglang", ledger("sglang").release("0.4.6.post5"), "mistral3", "cuda", [])
     assert (mistral3.level, mistral3.rows) == ("read", ("sglang-mistral3",))
-    assert cov.cell("sglang", "0.4.6", "qwen3", "cuda").level == "read"
+    assert cov_job._cell("sglang", ledger("sglang").release("0.4.6"), "qwen3", "cuda", []).level == "read"
+    assert (
+        cov.cell("sglang", "0.4.6.post5", "mistral3", "cuda").level == "model-code"
+    )  # its record, run as CUDA runs
 
 
 def test_trtllm_has_no_release_read(cov):
@@ -374,7 +383,12 @@ def test_check_says_the_evidence_its_verdict_rests_on():
     assert "stand-in layers; the real decoder built)" in cuda["basis"], cuda
     sglang = level("sglang==0.5.23", None)  # CUDA's evidence: the release's real decoder layers, executed
     assert sglang["level"] == "model-code" and "real decoder layers" in sglang["basis"], sglang
-    assert level("sglang==0.5.10", None) == {"level": "read", "basis": "read at source (sglang 0.5.10)"}
+    graphs = level("sglang==0.5.10", None)  # CUDA before 0.5.11: the graph runner's call, then the request
+    assert (
+        graphs["level"] == "model-code"
+        and "the CUDA-graph runner's own capture call, then" in graphs["basis"]
+    ), graphs
+    assert level("sglang==0.5.10", "cpu")["basis"].startswith("observed: sglang 0.5.10 CPU model code")
     assert level("vllm==0.99.0", "cpu")["level"] == "none"
 
 

@@ -53,6 +53,12 @@ SPECULATORS_DRAFTER = {
                            "verifier": {"name_or_path": "meta-llama/Llama-3.1-8B-Instruct"}},
     "transformer_layer_config": {"model_type": "llama", "hidden_size": 4096},
 }  # fmt: skip
+# the zoo target (Llama, L=8), local: lint reads its config.json; a drafter whose ids feed h1,h4,h6, not h2,h4,h5
+ZOO_TARGET = Path(eaglewire.__file__).parent / "zoo" / "target"
+ZOO_IDS_035 = {
+    "architectures": ["LlamaForCausalLMEagle3"],
+    "eagle_config": {"eagle_aux_hidden_state_layer_ids": [0, 3, 5]},
+}
 KIMI_TARGET = {"architectures": ["KimiK25ForConditionalGeneration"], "model_type": "kimi_k25",
                "text_config": {"model_type": "deepseek_v3", "num_hidden_layers": 61}}  # fmt: skip
 
@@ -656,6 +662,9 @@ SCENARIOS: dict[str, tuple] = {
     "vl-float32-v0": (vllm(SPEC, "--dtype", "float32"), {"engine_version": "0.9.1"}, "vllm.eagle3_on_v0",
                       PROBLEM),
     # The draft model's own settings and arguments the engines silently drop (engines/sglang/draft.py, engines/vllm/draft.py)
+    "sg-cuda-graph-taps": ([*SGL, "--model-path", str(ZOO_TARGET), *E3[5:], *sizes(3, 1, 4)],
+                           {"engine_version": "0.5.10", "drafter_config": ZOO_IDS_035},
+                           "sglang.cuda_graph_default_taps", PROBLEM),
     "sg-draft-quant": ([*E3, *sizes(3, 1, 4), "--quantization", "fp8"], {"drafter_config": EAGLE3_DRAFTER},
                        "sglang.draft_quantization_inherited", PROBLEM),
     "sg-draft-quant-old": ([*E3, *sizes(3, 1, 4), "--quantization", "fp8"],

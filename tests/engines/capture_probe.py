@@ -1315,7 +1315,68 @@ def _sglang_request_capture(model, ids) -> str:
         return "model.set_eagle3_layers_to_capture() (no ids read)"
 
 
+@functools.cache
+def _sglang_graph_sequence() -> dict | None:
+    """The capture calls a CUDA launch of the installed release makes on the target, in order, where its CUDA-graph
+    runner makes one of its own (before 0.5.11 `CudaGraphRunner.__init__` calls `set_eagle3_layers_to_capture()`
+    with no ids before it captures: graph-replayed steps keep what that call set, sglang PR #22836). Found in the
+    release's own model_runner.py and cuda_graph_runner.py (their syntax trees, not imported): `order` is
+    ("graph", "request") where `ModelRunner.initialize` builds the graphs before its own request, else ("request",
+    "graph"); `at` names the two calls' lines. None where the graph runner makes no call."""
+    spec = importlib.util.find_spec("sglang.srt.model_executor.model_runner")
+    if spec is None or spec.origin is None:
+        return None
+    folder = Path(spec.origin).parent
+
+    def calls(node, name: str) -> list:
+        return [n for n in ast.walk(node) if isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute)
+                and n.func.attr == name]  # fmt: skip
+
+    graphs = folder / "cuda_graph_runner.py"
+    if not graphs.is_file():
+        return None
+    graph = [c for c in calls(ast.parse(graphs.read_text()), "set_eagle3_layers_to_capture") if not c.args]
+    if not graph:
+        return None
+    runner = ast.parse(Path(spec.origin).read_text())
+    init = next((f for n in ast.walk(runner) if isinstance(n, ast.ClassDef) and n.name == "ModelRunner"
+                 for f in n.body if isinstance(f, ast.FunctionDef) and f.name == "initialize"), None)  # fmt: skip
+    if init is None:
+        return None
+    built = [c.lineno for name in ("init_cuda_graphs", "init_device_graphs") for c in calls(init, name)]
+    asked = [c.lineno for c in calls(init, "set_eagle3_layers_to_capture") if c.args]
+    # a release whose runner reads no ids (0.4.5-0.4.8) asks in load_model, before the graphs: both calls then
+    # set the default
+    order = ("request", "graph") if asked and built and asked[0] < min(built) else ("graph", "request")
+    at = f"model_executor/cuda_graph_runner.py:{graph[0].lineno}"
+    if asked:
+        at += f", model_executor/model_runner.py:{asked[0]}"
+    return {"order": order, "at": at}
+
+
+def _sglang_launch_request(model, ids, graph: dict | None) -> str:
+    """The runner's capture request (`_sglang_request_capture`), with the CUDA-graph runner's own no-ids call before
+    or after it where `graph` (a CUDA launch's sequence, `_sglang_graph_sequence`) says so: eager steps then run
+    with what both calls left (a per-layer flag the first set and the second never cleared stays)."""
+    entry = ""
+    for step in graph["order"] if graph else ("request",):
+        if step == "graph":
+            model.set_eagle3_layers_to_capture()  # cuda_graph_runner.py: the graph runner's own call
+        else:
+            entry = _sglang_request_capture(model, ids)
+    return entry
+
+
 def _sglang_case(case: dict) -> dict:
+    """One case as a launch runs it; where the release's CUDA-graph runner makes a capture call of its own, again as
+    a CUDA launch runs it (`on_cuda`), for a forward's case."""
+    out = _sglang_one(case)
+    if case.get("forward") and (graph := _sglang_graph_sequence()) is not None:
+        out["on_cuda"] = _sglang_one(case | {"graph": graph}) | {"graph_calls": graph["at"]}
+    return out
+
+
+def _sglang_one(case: dict) -> dict:
     arch, num_layers, config = case["arch"], case["num_layers"], case["config"]
     package = "sglang.srt.models"
     # the model type its checkpoints name: the case's, else that of their remote config code, else that of the
@@ -1401,7 +1462,7 @@ def _sglang_case(case: dict) -> dict:
                 _check_builds(inner_cls, text_cls)
                 model.language_model = _bare(text_cls, pp_group=last, config=text_config, model=inner)
         requesting = True
-        out["entry"] = _sglang_request_capture(model, ids)
+        out["entry"] = _sglang_launch_request(model, ids, case.get("graph"))
         requesting = False
         if out["entry"].endswith("(no ids read)"):
             out["ids"] = (
@@ -1449,7 +1510,7 @@ def _sglang_case(case: dict) -> dict:
                     setattr(model, holder, real)
                 else:
                     model.language_model.model = real
-                _sglang_request_capture(model, ids)
+                _sglang_launch_request(model, ids, case.get("graph"))
                 with _sglang_forward_context():
                     out |= _real_forward_taps(real, text_config)
             except Exception as exc:

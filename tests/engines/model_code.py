@@ -21,9 +21,12 @@ One record per release, `engines/<engine>/data/observed/<engine>-V-model-code.js
 the forward's taps or the engine's own error beside the table's agreement; per family, runner and platform what it
 covers (`covers`); the architectures that made no claim (a module the release lacks, a forward that needs more than
 the stand-ins, a target the table claims nothing for), each with its reason. The forward runs eagerly: an SGLang
-record covers the CPU, and CUDA from 0.5.11 on, where graph-replayed steps capture what eager ones do (before it
-they capture the default ids: sglang PR #22836, a row of the table); a vLLM record covers CUDA, per runner whose
-entry ran, and the CPU where the CPU build's runner makes the V1 request (0.22.0 on: `RUNS_ON`).
+record covers the CPU, and CUDA from 0.5.11 on, where graph-replayed steps capture what eager ones do. Before it
+the CUDA-graph runner makes its own no-ids call (sglang PR #22836), found in the release's own files
+(capture_probe._sglang_graph_sequence): each case runs again with that call and the runner's request in a CUDA
+launch's order (`platform: cuda`), which is what its eager steps capture, and covers CUDA; its graph-replayed steps
+keep what that call alone set, which the no-ids cases run. A vLLM record covers CUDA, per runner whose entry ran,
+and the CPU where the CPU build's runner makes the V1 request (0.22.0 on: `RUNS_ON`).
 """
 
 from __future__ import annotations
@@ -45,7 +48,7 @@ from eaglewire.engines.table import parse_spec, rows_for
 from eaglewire.jobs.coverage import REGISTRY_REFUSES
 from eaglewire.jobs.coverage import SGLANG_GRAPHS_AS_EAGER as GRAPHS_AS_EAGER
 from eaglewire.rules.ledger import ledger
-from eaglewire.rules.taps import resolve
+from eaglewire.rules.taps import after_default_flags, resolve
 from eaglewire.targets import GENERIC
 from engines.capture import (
     FIXED,
@@ -240,10 +243,13 @@ def table_taps(
             "graphs_differ": False,
             "why": CONFIG_CHECK,
         }
-    res = resolve(replace(row, ignores_ids=None), config, n)
-    return {"row": row.key, "taps": list(res.taps.indices) if res.taps is not None else None,
-            "failure": res.failure, "claims": known or bool(assumed),
-            "graphs_differ": row.ignores_ids is not None} | assumed  # fmt: skip
+    # a CUDA launch's eager steps, after its graph runner's own call set the default (SGLang before 0.5.11): the
+    # configured taps, or with per-layer flags that call set and nothing clears, the union of both (`graph_union`)
+    union = platform == "cuda" and engine == "sglang" and row.graph_union
+    res = (after_default_flags if union else resolve)(replace(row, ignores_ids=None), config, n)
+    taps = list(res.taps.indices) if res.taps is not None else None
+    return {"row": row.key, "taps": taps, "failure": res.failure, "claims": known or bool(assumed),
+            "graphs_differ": row.ignores_ids is not None and platform != "cuda"} | assumed  # fmt: skip
 
 
 @functools.cache
@@ -389,7 +395,7 @@ def observe(python: str, engine: str, release: str, only: frozenset[str] = froze
     under_pin = _stopped_under_pin(python, engine, cases, results, pinned)
     if under_pin:
         pinned_transformers = under_pin
-    rows, fams, why, entries, inside, decided = [], {}, {}, set(), set(), set()
+    rows, fams, why, entries, inside, decided, graph_calls = [], {}, {}, set(), set(), set(), set()
     for (arch, family, n, ids, shape, config, model_type), result in zip(meta, data["results"], strict=True):
         for runner, platform, res in platform_results(engine, result):
             table = table_taps(engine, release, family, arch, config, n, runner, model_type, platform)
@@ -425,6 +431,8 @@ def observe(python: str, engine: str, release: str, only: frozenset[str] = froze
                     inside.add(key)
                 continue
             entries.add(res.get("entry"))
+            if res.get("graph_calls"):
+                graph_calls.add(res["graph_calls"])
             f["claims"] += 1
             f["agree"] += agree
             f["graphs_differ"] |= table["graphs_differ"]
@@ -476,8 +484,14 @@ def observe(python: str, engine: str, release: str, only: frozenset[str] = froze
                 "where a stopped build stopped, the probe's words, no claim); where the CPU platform serves a target "
                 "with another class than a GPU server, or its class needs CUDA to build, the request of the runner a "
                 "CPU runs (V1; MRV2 from 0.34.0) again as a CPU launch makes it (entries and cases with `platform: "
-                "cpu`)",
+                "cpu`); where the release's CUDA-graph runner makes a capture call of its own (SGLang before 0.5.11), "
+                "each case again as a CUDA launch makes both calls (entries and cases with `platform: cuda`: what its "
+                "eager steps capture; its graph-replayed steps keep what the graph runner's call alone set, the "
+                "no-ids cases)",
         "entry": sorted(e for e in entries if e), "families": ran,
+        # SGLang before 0.5.11: where its CUDA-graph runner's own call and the runner's request are (the cases with
+        # `platform: cuda` made both, in that order, as a CUDA launch does)
+        **({"cuda_graph_calls": sorted(graph_calls)} if graph_calls else {}),
         "not_run": {k: v for k, v in sorted(why.items()) if _key(k) not in claimed},
         "columns": ["arch", "runner", "num_layers", "ids", "config_key", "ids_read", "forward_taps", "error",
                     "model_type", "agree", "platform"],
@@ -547,8 +561,11 @@ def covers(engine: str, release: str, ran: list[dict]) -> list[dict]:
             families = sorted({f["family"] for f in ran if f["runner"] == runner and not f.get("platform")
                                and (f.get("refused") or not (platform == "cuda" and f["graphs_differ"]))})  # fmt: skip
             if engine == "sglang" and platform == "cuda" and Version(release) < GRAPHS_AS_EAGER:
-                # graph-replayed steps there capture the default ids, not what ran: only a refusal speaks for CUDA
-                families = sorted({f["family"] for f in ran if f["runner"] == runner and f.get("refused")})
+                # graph-replayed steps there capture what the graph runner's own call set, not what the CPU's eager
+                # steps ran: a family speaks for CUDA where its cases ran as a CUDA launch asks (`on_cuda`: that call,
+                # then the runner's request), or where the registry refuses it before any graph is captured
+                families = sorted({f["family"] for f in ran if f["runner"] == runner
+                                   and (f.get("refused") or f.get("platform") == "cuda")})  # fmt: skip
             if families:
                 out.append({"platform": platform, "runner": runner, "families": families})
     return out
@@ -574,6 +591,10 @@ def platform_results(engine: str, result: dict) -> list[tuple[str, str, dict]]:
         out.append((runner, "", res))
         if "on_cpu" in res:
             out.append((runner, "cpu", res["on_cpu"]))
+        if (
+            "on_cuda" in res
+        ):  # SGLang before 0.5.11: the case as a CUDA launch asks (its graph runner's call too)
+            out.append((runner, "cuda", res["on_cuda"]))
     return out
 
 

@@ -30,8 +30,9 @@ TAPS = typer.Option(None, "--taps", help="Feed these taps instead of the trained
 PLATFORM = typer.Option(
     None,
     "--platform",
-    help="Where the engine runs: cuda or cpu. vLLM on CPU always runs its V1 model runner; on CUDA the version's "
-    "default runner. Not given: CUDA, said as an assumption where the runner changes the verdict.",
+    help="Where the engine runs: cuda or cpu. vLLM on CPU runs its V1 model runner (MRV2 from 0.34.0, which has "
+    "no V1); on CUDA the version's default runner. SGLang before 0.5.11: CUDA graphs feed the default taps, a CPU "
+    "does not. Not given: CUDA, said as an assumption where it changes the verdict.",
 )
 RUNNER = typer.Option(
     None,

@@ -25,7 +25,7 @@ other runner would feed, so a verdict that depends on it says which runner it as
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from packaging.version import Version
 
@@ -106,12 +106,13 @@ def select_rows(
             f"--platform cpu --runner mrv2: vLLM {version} refuses MRV2 without Triton (on CPU it runs V1 before "
             f"{MRV2_ONLY_FROM})"
         )
-    every = [m for m in rows_for(spec, family, architecture, model_type) if m.row.role == "serve"]
+    every = [replace(m, row=m.row.on(platform)) for m in rows_for(spec, family, architecture, model_type)
+             if m.row.role == "serve"]  # fmt: skip
     # a row of one platform (where it serves the target with a class of its own): the platform's, CUDA's when not
     # given (the CPU's row is then an alternative)
     matches = [m for m in every if m.row.holds_on(platform or "cuda")]
     cpu_own = next((m for m in every if m.row.platform == "cpu"), None) if platform is None else None
-    plain = [RowChoice(m, "", None) for m in matches if not m.row.runner]
+    plain = [_plain_choice(m, platform) for m in matches if not m.row.runner]
     runs = [m for m in matches if m.row.runner]
     if not runs:
         return plain
@@ -170,6 +171,16 @@ def select_rows(
     cpu_differs = (default.row.runner != "v1" and "v1" in by_runner) or cpu_own is not None
     assumed = "platform not given: CUDA assumed" if platform is None and cpu_differs else None
     return [*plain, RowChoice(default, why, assumed, tuple(others))]
+
+
+def _plain_choice(m: RowMatch, platform: str | None) -> RowChoice:
+    """A row without runners; where it holds otherwise on a CPU (SGLang's CUDA graphs before 0.5.11: `Convention.on`)
+    and no platform is given, CUDA is assumed and the CPU's row is the alternative."""
+    on_cpu = m.row.on("cpu")
+    if platform is not None or on_cpu is m.row:
+        return RowChoice(m, "", None)
+    cpu = Alternative(replace(m, row=on_cpu), "on CPU, where no CUDA graph captures the default")
+    return RowChoice(m, "", "platform not given: CUDA assumed", (cpu,))
 
 
 def serving_row(

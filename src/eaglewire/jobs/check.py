@@ -56,6 +56,7 @@ class Finding:
 
 
 SETTLE_RUNNER = "pass --platform cpu|cuda or --runner " + "|".join(runners.RUNNERS)
+SETTLE_PLATFORM = "pass --platform cpu|cuda"
 STRICT_SETTLE = (
     "give the fact (--trained-on or --trained-with, --platform or --runner), or measure it with `eaglewire doctor` "
     "on the target"
@@ -805,13 +806,20 @@ def _verdict(
     differ = [a for a in alternatives if a.status != status]
     if differ and status != "unverified":
         others = " or ".join(
-            f"{a.when}: vLLM then runs {(a.served.row.runner or '').upper()}, which "
+            f"{a.when}: "
+            + (
+                f"vLLM then runs {(a.served.row.runner or '').upper()}, which "
+                if a.served.row.runner
+                else "it "
+            )
             + (f"feeds {a.served.taps}" if a.served.taps else "fails")
             + f" ({a.status})"
             for a in differ
         )
-        fact = f"vLLM runs {choice.why}" + (f" ({choice.assumed})" if choice.assumed else "")
-        assumptions.insert(0, str(Assumption(fact, f"{others}; {SETTLE_RUNNER} settles it")))
+        fact = (f"vLLM runs {choice.why}" + (f" ({choice.assumed})" if choice.assumed else "") if choice.why
+                else choice.assumed or "")  # fmt: skip
+        settle = SETTLE_RUNNER if choice.why else SETTLE_PLATFORM
+        assumptions.insert(0, str(Assumption(fact, f"{others}; {settle} settles it")))
     if strict and assumptions and status != "unverified":
         status = "unverified"
         unknowns += [f"--strict: assumed {a}; {STRICT_SETTLE}" for a in assumptions]

@@ -202,8 +202,9 @@ def _observations(engine: str) -> list[_Seen]:
     return out
 
 
-# SGLang's CUDA graphs capture the configured ids from this release on (sglang PR #22836); before it, graph-replayed
-# steps capture the default ids, so a model-code record (its forward eager) does not speak for CUDA there
+# SGLang's CUDA graphs capture the configured ids from this release on (sglang PR #22836); before it, the graph
+# runner's own call sets the default before its capture, so a record speaks for CUDA there only with the cases run
+# as a CUDA launch makes both calls (tests/engines/model_code.py covers(): `platform: cuda`)
 SGLANG_GRAPHS_AS_EAGER = Version("0.5.11")
 
 # the engines' own words when their model registry does not list an architecture (registry.py
@@ -602,6 +603,10 @@ def evidence(
             runner = f"the {hit.runner.upper()} {kind}'s " if hit.runner else ""
             if level == "model-code" and where == "cpu" and hit.runner in ("v1", "mrv2") and engine == "vllm":
                 runner = f"the CPU build's {hit.runner.upper()} runner (the GPU runner's request): "
+            # SGLang before 0.5.11 on CUDA: the record's cases as a CUDA launch makes both calls (`platform: cuda`)
+            graphs = level == "model-code" and where == "cuda" and engine == "sglang" \
+                and Version(version) < SGLANG_GRAPHS_AS_EAGER  # fmt: skip
+            loop = "the CUDA-graph runner's own capture call, then the model runner's " if graphs else runner
             if level == "engine":
                 changed = differs(engine, hit.build or version)
                 what = "engine run" + (
@@ -616,10 +621,10 @@ def evidence(
             elif family in hit.refused:  # the release's model registry does not list the architecture
                 what = f"model code, executed ({runner}model registry: the architecture is not listed)"
             elif family in hit.real_layers:  # a release that captures inside its decoder layers
-                what = (f"model code, executed ({runner}capture request and real decoder layers, stand-in "
+                what = (f"model code, executed ({loop}capture request and real decoder layers, stand-in "
                         "attention and MLP blocks)")  # fmt: skip
             elif hit.stand_ins:  # the release's capture request and decoder loop, with stand-in layers
-                what = (f"model code, executed ({runner}capture request and decoder loop, stand-in layers"
+                what = (f"model code, executed ({loop}capture request and decoder loop, stand-in layers"
                         f"{'; the real decoder built' if family in hit.built else ''})")  # fmt: skip
             elif hit.ran_on != where:
                 what = f"model code, executed ({runner}in the {hit.ran_on.upper()} build's profile run)"

@@ -265,7 +265,7 @@ def _apply_edits(st: State, edits: Sequence[Edit]) -> list[str]:
             spelled = edit.flag if last.resolution == AMBIGUOUS else last.given_as
             slots[last.start] = [f"{spelled}={edit.value}"] if last.inline else [spelled, str(edit.value)]
         else:
-            tail += [edit.flag, str(edit.value)]
+            tail += [edit.flag] if edit.value is None else [edit.flag, str(edit.value)]  # None: a switch
     if rebuild:
         spec = dict(st.given["spec"])
         for edit in key_edits:

@@ -4,7 +4,7 @@ one device and in one dtype. With a dump the target is partial: no layers, only 
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 import torch
@@ -84,13 +84,28 @@ def feed_wiring(
         info = target.info
         choice = runners.serving_row(table.parse_spec(engine), info.family, platform, runner,
                                   architecture=info.architecture, model_type=info.model_type)  # fmt: skip
-        served = conv.resolve(choice.match.row, ckpt.config, L)
+        row = choice.match.row
+        served = conv.resolve(row, ckpt.config, L)
+        assumed = f"; {choice.assumed}" if choice.assumed else ""
+        if served.taps is None and row.ignores_ids and (served.failure or "").startswith(row.ignores_ids):
+            # a path that feeds the default whatever the ids (SGLang's CUDA graphs before 0.5.11): every step it
+            # replays, every verify of a single sequence after the first prefill, gets the default's taps
+            default = conv.resolve(replace(row, ignores_ids=None, graph_union=False), {}, L).taps
+            eager = conv.resolve(row.on("cpu"), ckpt.config, L).taps
+            if row.graph_union:  # eager steps: the default's flags and the drafter's, both left set
+                eager = conv.after_default_flags(row, ckpt.config, L).taps
+                if eager is not None and len(eager) != len(default):
+                    raise InputError(f"--engine {engine}: {row.ignores_ids}: the prefill gets {eager}, "
+                                     f"{len(eager)} states where the draft's fc takes {len(default)}")  # fmt: skip
+            return default, (f"served by {engine} on its replayed steps ({row.ignores_ids}): the walk feeds "
+                             f"{default}, the prefill alone {eager}{assumed}")  # fmt: skip
         if served.taps is None:
-            other = "".join(f"; {a.when} vLLM runs {a.match.row.runner.upper()}: pass --runner {a.match.row.runner}"
-                            for a in choice.alternatives if a.match.row.rule is not conv.Rule.UNSUPPORTED)  # fmt: skip
+            other = "".join(
+                f"; {a.when} vLLM runs {r.upper()}: pass --runner {r}" if (r := a.match.row.runner)
+                else f"; {a.when}: pass --platform cpu"
+                for a in choice.alternatives if a.match.row.rule is not conv.Rule.UNSUPPORTED)  # fmt: skip
             raise InputError(f"--engine {engine}: {served.failure}{other}")
         runner_note = f", {choice.why}" if choice.runner else ""
-        assumed = f"; {choice.assumed}" if choice.assumed else ""
         return served.taps, f"served by {engine}{runner_note}{assumed}"
     tr = trained_taps(ckpt, target.info)
     if tr.wiring is None:

@@ -104,6 +104,8 @@ class Edit:
         name = f"{self.flag}.{self.key}" if self.key else self.flag
         if self.remove:
             return f"(remove {name})"
+        if self.value is None and self.key is None:  # a switch: the flag alone
+            return name
         value = self.value if isinstance(self.value, str) else json.dumps(self.value)
         return f"{name} {shlex.quote(value)}"
 

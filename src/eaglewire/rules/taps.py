@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import itertools
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from enum import Enum
 
 from packaging.specifiers import SpecifierSet
@@ -140,6 +140,10 @@ class Convention(Row):
         None  # where fewer/more aux states than the fc's width fail, where observed running
     )
     ignores_ids: str | None = None  # a code path that feeds the default taps whatever the ids say (when)
+    # with ignores_ids: the code path's own call sets per-layer flags that the configured call never clears, so
+    # the other steps capture the union of the default's taps and the configured ones (SGLang < 0.5.11, CUDA)
+    graph_union: bool = False
+    ignores_on: str | None = None  # the platform whose code path ignores the ids (None: every platform)
     empty_ids: str | None = None  # what an empty id list does when it is not read as "the default"
     launch_key: str | None = (
         None  # the ids live in the engine's launch config, not in the drafter's config.json
@@ -160,6 +164,14 @@ class Convention(Row):
         if version is None:
             return bool(read)
         return bool(read) and self.covers(version) and min(read) <= version <= max(read)
+
+    def on(self, platform: str | None) -> Convention:
+        """The row as a launch on `platform` (None: not given) uses it: a code path that ignores the ids on another
+        platform only is not taken there (SGLang's CUDA-graph runner before 0.5.11: its CPU graph runner makes no
+        capture call of its own)."""
+        if self.ignores_ids and self.ignores_on and platform and platform != self.ignores_on:
+            return replace(self, ignores_ids=None, graph_union=False)
+        return self
 
     def covers_model(self, model: str) -> bool:
         return "*" in self.models or model in self.models
@@ -281,6 +293,25 @@ def resolve(row: Convention, config: dict, num_layers: int) -> Resolution:
         return _unsupported(row, num_layers)
     key, ids, rule = _read_ids(row, config, num_layers)
     return _capture(row, key, ids, rule, num_layers)
+
+
+def after_default_flags(row: Convention, config: dict, num_layers: int) -> Resolution:
+    """What a `graph_union` row's other steps capture: a code path first flagged the default's layers, then the
+    configured request flagged its own and cleared none, so the union of both (an empty list adds nothing; a layer
+    index below 0 wraps as Python's does). The configured request's own crash (a flag past the last layer) still
+    raises there; the width the drafter's fc then gets is not checked here."""
+    key, ids, rule = _read_ids(row, config, num_layers)
+    default = _capture(row, None, _default(row.default, num_layers), row.default_rule, num_layers)
+    if key is None or default.taps is None:
+        return default
+    taps = rule.apply(ids, num_layers)
+    top = row.top(num_layers)
+    if row.hl_crash and any(t > top for t in taps):
+        return _capture(row, key, ids, rule, num_layers)
+    flagged = {t % num_layers if t < 0 else t for t in taps if t <= top}
+    res = Resolution(row=row, num_layers=num_layers, source_key=key, ids=ids, taps=None)
+    res.taps = Wiring.of(sorted(flagged | set(default.taps.indices)))
+    return res
 
 
 def resolve_ids(row: Convention, ids: tuple[int, ...], num_layers: int) -> Resolution:
@@ -405,6 +436,14 @@ def config_value_for(row: Convention, taps: Wiring, num_layers: int) -> ConfigFi
                     )
                 return fix
             first_failure = first_failure or res.failure
+    if (
+        row.ignores_ids
+    ):  # a code path feeds the default whatever the ids: name the value for the launches without it
+        other = config_value_for(replace(row, ignores_ids=None, graph_union=False), taps, num_layers)
+        if other.value is not None:
+            return ConfigFix(row, taps, other.key, None, reason=(
+                f"no config value feeds {taps} on every step ({row.ignores_ids}); where that path is off, "
+                f"{other.key} = {other.value} does"))  # fmt: skip
     reason = first_failure or f"{row.framework} cannot capture {taps}"
     return ConfigFix(row, taps, row.id_sources[0].path, None, reason=reason)
 

@@ -50,6 +50,8 @@ SG_FLAGS: dict[str, FlagSpec] = {
     "--context-length": FlagSpec("int"),
     "--speculative-draft-window-size": FlagSpec("int"),
     "--speculative-draft-sink-size": FlagSpec("int"),
+    "--disable-cuda-graph": FlagSpec("switch"),
+    "--device": FlagSpec("str"),
 }
 
 

@@ -18,6 +18,7 @@ from packaging.version import Version
 from eaglewire.engines.sglang import backends as sglang_backends
 from eaglewire.engines.sglang import draft as sglang_draft
 from eaglewire.engines.sglang import families as sglang_families
+from eaglewire.engines.sglang import graphs as sglang_graphs
 from eaglewire.engines.sglang import sizes as sglang_sizes
 from eaglewire.engines.sglang.args import SG_HOOK, SG_KEYS, SG_SA, SGLANG, SGLANG_ALGORITHMS
 from eaglewire.engines.sglang.sizes import fix_algorithm, fix_draft_path, fix_no_algorithm, fix_triple
@@ -724,6 +725,7 @@ RULES += [
 
 # The draft model's own settings (quantization, context length) and arguments no code reads for this algorithm.
 RULES += sglang_draft.RULES
+RULES += sglang_graphs.RULES
 
 # argparse refuses the command: an ambiguous prefix, a flag the release's parser does not define
 RULES += PARSED_LAST

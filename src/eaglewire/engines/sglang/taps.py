@@ -51,7 +51,8 @@ CUDA_GRAPH = (
 )
 CUDA_GRAPH_UNION = (
     "SGLang < 0.5.11 marks layers with a per-layer flag that is never cleared: the CUDA-graph default call plus the "
-    "configured call capture the union of both lists (up to 6 states; inferred from qwen2_moe.py/qwen3_next.py)"
+    "configured call capture the union of both lists on eager steps (up to 6 states; executed in the model-code "
+    "records, platform cuda)"
 )
 INDEX_ERROR = "setattr(self.layers[L], ...) is out of range: IndexError at startup (per-layer capture flag)"
 EMPTY = (
@@ -118,6 +119,8 @@ def row(
         hl_crash=hl_crash,
         missing_crash=missing_crash,
         ignores_ids=ignores,
+        graph_union=ignores is CUDA_GRAPH_UNION,
+        ignores_on="cuda" if ignores else None,  # cpu_graph_runner.py makes no capture call (0.5.10)
         empty_ids=None if fixed or rule is Rule.UNSUPPORTED else EMPTY,
         unsupported=unsupported,
         source=f"{source} ({READ})",
