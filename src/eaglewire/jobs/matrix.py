@@ -253,6 +253,7 @@ def _platform_note(platform: str | None) -> str:
         return f"--platform {platform}: verdicts and evidence for {platform}"
     return (
         f"no --platform: check's own assumption, {ASSUMED_PLATFORM.upper()} where the platform changes the row "
-        f"(vLLM's model runner: its {ASSUMED_PLATFORM.upper()} default), and the evidence shown is "
+        f"(vLLM's model runner: its {ASSUMED_PLATFORM.upper()} default; SGLang before 0.5.11: its CUDA graphs), and "
+        "the evidence shown is "
         f"{ASSUMED_PLATFORM.upper()}'s"
     )
