@@ -18,8 +18,19 @@ from eaglewire.rules.taps import get_path
 
 ANY: list[StructureRule] = []  # the rows of every engine
 # rows an engine meets when it builds its speculative config from the drafter's config.json, before any platform
-# worker loads anything (vLLM's SpeculativeConfig: the draft architecture in its registry, the format it reads)
-CONFIG_CHECK = ("architecture-routing", "speculators-format-unread")
+# worker loads anything (vLLM's SpeculativeConfig: the draft architecture in its registry, the format it reads), from
+# the release where that check moved there ("": every release). vLLM's draft registry lookup is a SpeculativeConfig
+# ValidationError from 0.10.1 (vllm-0.10.1.post2-cpu.json, vllm-0.10.1.1.post2-cpu.json); before, the worker looks it
+# up at load, after the CPU platform's own failure (vllm-0.9.2.post2-cpu.json: the V0 spec worker's TypeError;
+# vllm-0.10.0.post2-cpu.json: the CPU runner's assert). The speculators format is refused at config time throughout.
+CONFIG_CHECK = {"architecture-routing": "0.10.1", "speculators-format-unread": ""}
+
+
+def config_check(code: str, version: str) -> bool:
+    """Whether a finding is one the engine meets at its config check at this release (`CONFIG_CHECK`)."""
+    first = CONFIG_CHECK.get(code)
+    return first is not None and (not first or Version(version) >= Version(first))
+
 
 # ---- format and architecture routing -----------------------------------------------------------------------
 

@@ -19,7 +19,7 @@ from pathlib import Path
 from eaglewire.engines import registries, runners, table
 from eaglewire.engines.runners import check_choice
 from eaglewire.engines.serving import serving_failure
-from eaglewire.engines.structure import CONFIG_CHECK
+from eaglewire.engines.structure import config_check
 from eaglewire.errors import InputError
 from eaglewire.formats import DrafterCheckpoint, read_drafter, write_drafter
 from eaglewire.formats.checkpoint import PROVENANCE_KEY
@@ -484,7 +484,7 @@ def _config_refusal(v: EngineVerdict, cannot: ServingFailure, version: str) -> E
     """The verdict failing at load by the drafter's own config (a structure row the engine meets when it builds its
     speculative config: CONFIG_CHECK), which comes before any platform failure at load: that failure is the one the
     engine names; the platform's is added, as what the drafter meets once its config is fixed. None otherwise."""
-    first = next((f for f in v.findings if f.code in CONFIG_CHECK and f.severity == "problem"), None)
+    first = next((f for f in v.findings if config_check(f.code, version) and f.severity == "problem"), None)
     if first is None or cannot.stage != "load" or v.served.failure is not None:
         return None
     v.served = replace(v.served, taps=None, failure=first.message, stage="load")
