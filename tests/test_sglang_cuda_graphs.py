@@ -77,7 +77,7 @@ def test_check_decides_the_cuda_graph_mixture_per_platform(tmp_path):
     (plain,) = check(drafter, target, ["sglang==0.5.10"], trained).verdicts
     assert plain.status == "fails"  # CUDA, as documented; the CPU's answer is named beside it
     assert any("CUDA assumed" in a and "on CPU" in a and "--platform" in a for a in plain.assumptions)
-    assert [a.status for a in plain.alternatives] == ["ok"]
+    assert [(a.status, a.engine) for a in plain.alternatives] == [("ok", "sglang==0.5.10 on cpu")]
     (fixed,) = check(drafter, target, ["sglang==0.5.11"], trained).verdicts
     assert fixed.status == "ok" and not fixed.alternatives
 

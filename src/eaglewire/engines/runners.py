@@ -179,7 +179,10 @@ def _plain_choice(m: RowMatch, platform: str | None) -> RowChoice:
     on_cpu = m.row.on("cpu")
     if platform is not None or on_cpu is m.row:
         return RowChoice(m, "", None)
-    cpu = Alternative(replace(m, row=on_cpu), "on CPU, where no CUDA graph captures the default")
+    # the CPU's row, labelled as one ("on cpu"): the same key, the path that ignores the ids not taken
+    cpu = Alternative(
+        replace(m, row=replace(on_cpu, platform="cpu")), "on CPU, where no CUDA graph captures the default"
+    )
     return RowChoice(m, "", "platform not given: CUDA assumed", (cpu,))
 
 

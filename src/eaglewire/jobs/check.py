@@ -65,8 +65,8 @@ STRICT_SETTLE = (
 
 @dataclass
 class Alternative:
-    """Another row the same engine version runs the target with (vLLM's other model runner): when it does, what
-    it feeds, and the verdict there."""
+    """Another row the same engine version runs the target with (vLLM's other model runner; SGLang's row on a CPU,
+    where its CUDA graphs are not taken): when it does, what it feeds, and the verdict there."""
 
     engine: str  # e.g. "vllm==0.33.0 v1"
     row_key: str
