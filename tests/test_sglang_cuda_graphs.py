@@ -294,3 +294,20 @@ def test_test_engine_walks_the_taps_the_replayed_steps_feed(tmp_path):
         feed_wiring(ckpt, load_partial_target(t), engine="sglang==0.5.10", platform="cuda")
     wiring, _ = feed_wiring(ckpt, load_partial_target(t), engine="sglang==0.5.10", platform="cpu")
     assert str(wiring) == "h1,h4,h6"
+
+
+def test_doctor_walks_what_the_replayed_steps_feed(tmp_path):
+    """doctor, SGLang 0.5.10 on CUDA: the verdict fails, and the standalone test walks the default's taps, which the
+    replayed steps feed, so the report shows the acceptance a launch measures; on a CPU the drafter's own."""
+    from eaglewire.jobs.doctor import DoctorOptions, doctor
+
+    drafter, target = _drafter(tmp_path, [0, 3, 5]), zoo.target_dir()
+    opts = dict(data=zoo.held_out_samples, samples=2, new_tokens=16, steps=2, search="never")
+    rep = doctor(drafter, target, DoctorOptions(engine="sglang==0.5.10", platform="cuda", **opts))
+    assert str(rep.served) == "h2,h4,h5" and "served" in rep.evals
+    assert any("replayed steps: h2,h4,h5 (the prefill alone gets h1,h4,h6)" in n for n in rep.notes), (
+        rep.notes
+    )
+    assert any(p.code == "engine-fails" for p in rep.problem_list)
+    cpu = doctor(drafter, target, DoctorOptions(engine="sglang==0.5.10", platform="cpu", **opts))
+    assert str(cpu.served) == "h1,h4,h6" and not any("replayed" in n for n in cpu.notes)

@@ -194,6 +194,10 @@ def doctor(drafter: Path | str, target: Path | str, opts: DoctorOptions, progres
     static = check(ckpt, tinfo, [opts.engine], platform=opts.platform, runner=opts.runner, strict=opts.strict)
     primary = static.verdicts[0]  # the row a launch uses on the platform given (conventions.select_rows)
     served = primary.served.taps
+    # a path that feeds the default whatever the ids (SGLang's CUDA graphs before 0.5.11): the walk feeds what its
+    # replayed steps get, every verify after the first prefill (the verdict still fails)
+    both = conv.replayed(primary.served.row, ckpt.config, tinfo.num_layers) if served is None else None
+    served = both[0] if both is not None else served
     trained = static.trained.wiring
     rep = DoctorReport(
         str(drafter),
@@ -205,6 +209,10 @@ def doctor(drafter: Path | str, target: Path | str, opts: DoctorOptions, progres
         f"{static.trained.basis} (confidence {static.trained.confidence})",
     )
     rep.recorded = (ckpt.provenance.training or {}).get("held_out") if ckpt.provenance else None
+    if both is not None:
+        rep.notes.append(
+            f"walked as served on the replayed steps: {both[0]} (the prefill alone gets {both[1]})"
+        )
     rep.unknowns = list(static.unknowns)
     rep.assumptions = list(static.assumptions)
     if primary.served.failure:

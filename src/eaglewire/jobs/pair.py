@@ -4,7 +4,7 @@ one device and in one dtype. With a dump the target is partial: no layers, only 
 
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from pathlib import Path
 
 import torch
@@ -87,16 +87,13 @@ def feed_wiring(
         row = choice.match.row
         served = conv.resolve(row, ckpt.config, L)
         assumed = f"; {choice.assumed}" if choice.assumed else ""
-        if served.taps is None and row.ignores_ids and (served.failure or "").startswith(row.ignores_ids):
+        if (both := conv.replayed(row, ckpt.config, L)) is not None:
             # a path that feeds the default whatever the ids (SGLang's CUDA graphs before 0.5.11): every step it
             # replays, every verify of a single sequence after the first prefill, gets the default's taps
-            default = conv.resolve(replace(row, ignores_ids=None, graph_union=False), {}, L).taps
-            eager = conv.resolve(row.on("cpu"), ckpt.config, L).taps
-            if row.graph_union:  # eager steps: the default's flags and the drafter's, both left set
-                eager = conv.after_default_flags(row, ckpt.config, L).taps
-                if eager is not None and len(eager) != len(default):
-                    raise InputError(f"--engine {engine}: {row.ignores_ids}: the prefill gets {eager}, "
-                                     f"{len(eager)} states where the draft's fc takes {len(default)}")  # fmt: skip
+            default, eager = both
+            if eager is not None and len(eager) != len(default):  # the union of flags: more than the fc takes
+                raise InputError(f"--engine {engine}: {row.ignores_ids}: the prefill gets {eager}, "
+                                 f"{len(eager)} states where the draft's fc takes {len(default)}")  # fmt: skip
             return default, (f"served by {engine} on its replayed steps ({row.ignores_ids}): the walk feeds "
                              f"{default}, the prefill alone {eager}{assumed}")  # fmt: skip
         if served.taps is None:

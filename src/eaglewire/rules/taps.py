@@ -314,6 +314,24 @@ def after_default_flags(row: Convention, config: dict, num_layers: int) -> Resol
     return res
 
 
+def replayed(row: Convention, config: dict, num_layers: int) -> tuple[Wiring, Wiring | None] | None:
+    """Where `resolve` fails only because a code path feeds the default whatever the ids (`ignores_ids`: SGLang's
+    CUDA graphs before 0.5.11): the taps that path's steps feed (the default's) and the taps the other steps
+    capture (the configured ones, or with `graph_union` the union; None where none). None otherwise. What the
+    walk of `test --engine` and `doctor` feeds: the replayed steps are every verify after the first prefill."""
+    res = resolve(row, config, num_layers)
+    if res.taps is not None or not row.ignores_ids or not (res.failure or "").startswith(row.ignores_ids):
+        return None
+    plain = replace(row, ignores_ids=None, graph_union=False)
+    default = resolve(plain, {}, num_layers).taps
+    eager = (
+        after_default_flags(plain, config, num_layers)
+        if row.graph_union
+        else resolve(plain, config, num_layers)
+    )
+    return (default, eager.taps) if default is not None else None
+
+
 def resolve_ids(row: Convention, ids: tuple[int, ...], num_layers: int) -> Resolution:
     """As `resolve`, for an id list placed in the row's primary key."""
     if row.rule is Rule.UNSUPPORTED:
