@@ -311,3 +311,22 @@ def test_doctor_walks_what_the_replayed_steps_feed(tmp_path):
     assert any(p.code == "engine-fails" for p in rep.problem_list)
     cpu = doctor(drafter, target, DoctorOptions(engine="sglang==0.5.10", platform="cpu", **opts))
     assert str(cpu.served) == "h1,h4,h6" and not any("replayed" in n for n in cpu.notes)
+
+
+@pytest.mark.parametrize(
+    ("ids", "fires"),
+    [([1, 29, 57], False),  # SpecForge's default for L=61: the default's taps h2,h30,h58 there
+     ([1, 15, 28], False),  # ... and for L=32
+     ([2, 30, 58], True), ([0, 3, 5], True), ([1, 1, 5], True),  # the default of no target
+     (None, False), ([], False)],
+)  # fmt: skip
+def test_lint_decides_from_the_ids_alone_where_the_target_is_not_local(ids, fires):
+    """A hub id for the target: the largest id fixes the only L whose default the ids could be, so ids that are
+    the default of no target are decided without it."""
+    from eaglewire.jobs.lint import lint
+
+    hub = [*LAUNCH[:4], "org/target", *LAUNCH[5:]]
+    report = lint(hub, engine_version="0.5.10", drafter_config=_drafter_config(ids))
+    assert (RULE in {c.rule for c in report.changes}) == fires
+    if fires:
+        assert report.fixed_argv[-1] == "--disable-cuda-graph"

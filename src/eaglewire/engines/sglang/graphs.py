@@ -4,8 +4,9 @@
 runner applies the drafter's ids only after the graphs (sglang PR #22836, fixed in 0.5.11): every decode and verify
 step replayed from a graph captures the default h{2, L//2, L-3}, prefill the configured taps (or, on per-layer-flag
 models, both). The launch starts and serves; acceptance collapses. The taps table holds the fact (the rows'
-`ignores_ids`, `ignores_on="cuda"`); this row applies it to a launch whose drafter and target are local, and its
-fix is the launch flag that keeps every step eager. Executed: the model-code records from 0.4.5 to 0.5.10.post1 run
+`ignores_ids`, `ignores_on="cuda"`); this row applies it to a launch whose drafter is local: by the target's row
+where the target is local too, else by the ids alone (the largest id fixes the only target whose default they could
+be), and its fix is the launch flag that keeps every step eager. Executed: the model-code records from 0.4.5 to 0.5.10.post1 run
 each case as a CUDA launch makes both calls (`platform: cuda`).
 """
 
@@ -45,7 +46,8 @@ def _sg_graph_default_taps(rule: FlagRule, st: State) -> None:
     if st.cmd.get("--device") not in (None, "cuda") or st.cmd.has(DISABLE):
         return  # a CPU's graph runner makes no capture call of its own; no graphs, no replay
     found = _served(st)
-    if found is None:
+    if found is None:  # no local target of a listed family: the ids alone can still say it
+        _never_the_default(rule, st)
         return
     served, layers = found
     try:
@@ -63,6 +65,41 @@ def _sg_graph_default_taps(rule: FlagRule, st: State) -> None:
             f"the drafter's {res.source_key} differ from the default, and SGLang {st.version} captures its CUDA "
             f"graphs with the default ids before it applies them: {res.failure}. Acceptance collapses on every "
             "replayed decode and verify step, with no error")  # fmt: skip
+
+
+def _nested_ids(drafter: dict) -> list[int] | None:
+    """The drafter's `eagle_config.eagle_aux_hidden_state_layer_ids` where it is a non-empty list of integers (the
+    only ids SGLang reads; anything else is `check`'s to name)."""
+    nested = drafter.get("eagle_config")
+    ids = nested.get("eagle_aux_hidden_state_layer_ids") if isinstance(nested, dict) else None
+    if (
+        not isinstance(ids, list)
+        or not ids
+        or not all(isinstance(v, int) and not isinstance(v, bool) for v in ids)
+    ):
+        return None
+    return ids
+
+
+def _could_be_default(ids: list[int]) -> bool:
+    """Whether the ids, after SGLang's +1 (every row before 0.5.11), are the default h2,L//2,L-3 of some target:
+    the largest fixes L (c + 4), so only [1, L//2-1, L-4] is (SpecForge's default, e.g. [1, 29, 57] for L=61)."""
+    if len(set(ids)) != 3:
+        return False
+    a, b, c = sorted(set(ids))
+    return a == 1 and b == (c + 4) // 2 - 1
+
+
+def _never_the_default(rule: FlagRule, st: State) -> None:
+    ids = _nested_ids(st.drafter or {})
+    if ids is None or _could_be_default(ids):
+        return
+    st.emit(rule, DISABLE, None, "graphs replay the default taps",
+            f"the drafter's eagle_config ids {ids} are the default ids of no target (SGLang's default h2,L//2,L-3 "
+            f"is ids [1, L//2-1, L-4] after its +1), and SGLang {st.version} captures its CUDA graphs with the "
+            "default ids before it applies them (sglang PR #22836): every replayed decode and verify step feeds "
+            f"the default's taps, not h{','.join(str(v + 1) for v in sorted(set(ids)))}. Acceptance collapses, "
+            "with no error")  # fmt: skip
 
 
 def _fix_graph_default_taps(st: State, change: Change) -> FlagFix:
