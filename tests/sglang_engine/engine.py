@@ -87,6 +87,16 @@ def captured_taps(result: dict, num_layers: int) -> list[int] | None:
     return [i for i in range(num_layers) if i in sets[-1]["layers_to_capture"]]
 
 
+def outputs(result: dict) -> list[dict]:
+    """The case's outputs; a case that did not serve fails here with its stage, SGLang's message and the log's end
+    (and the first attempt's, where the case was started twice)."""
+    if result.get("stage") is not None or "outputs" not in result:
+        why = {k: result.get(k) for k in ("name", "stage", "error", "first_attempt")}
+        tail = "\n".join(result.get("log_tail") or [])
+        raise AssertionError(f"SGLang did not serve {why}\n{tail}")
+    return result["outputs"]
+
+
 def accept(result: dict) -> dict:
     """SGLang's own numbers, summed over requests. `accept_length`: completion_tokens / spec_verify_ct, the reading
     SGLang reports (meta_info.spec_accept_length, per request): each verify commits its accepted drafts plus one
@@ -94,7 +104,7 @@ def accept(result: dict) -> dict:
     max_new_tokens. `accept_length_drafts`: 1 + spec_num_correct_drafts / spec_verify_ct, the accepted drafts as
     each verify counted them (vLLM's convention, eaglewire's walk), and per position from SGLang's histogram of
     correct drafts per verify."""
-    metas = [o["meta_info"] for o in result["outputs"]]
+    metas = [o["meta_info"] for o in outputs(result)]
     tokens = sum(m["completion_tokens"] for m in metas)
     verifies = sum(m.get("spec_verify_ct") or 0 for m in metas)
     correct = sum(m.get("spec_num_correct_drafts") or 0 for m in metas)

@@ -35,7 +35,17 @@ from eaglewire.jobs.evaluate import captured
 from .cases import EXTRA, KS, TOL, disagreements, own_chain, pairs, refused, sglang_reading, walks
 from .conftest import ENGINE
 from .cpu import kernel_build
-from .engine import DTYPE, NEW_TOKENS, PROMPT_LEN, PROMPTS, TIMINGS, accept, captured_taps, run_sglang
+from .engine import (
+    DTYPE,
+    NEW_TOKENS,
+    PROMPT_LEN,
+    PROMPTS,
+    TIMINGS,
+    accept,
+    captured_taps,
+    outputs,
+    run_sglang,
+)
 
 pytestmark = pytest.mark.sglang_engine
 
@@ -59,11 +69,11 @@ def ids(pairs) -> list[list[int]]:
 
 @pytest.fixture(scope="module")
 def sglang(sglang_python, ids, pairs, tmp_path_factory) -> dict[str, dict]:
-    cases = [{"name": "plain", "drafter": None, "prompts": ids, "max_tokens": NEW_TOKENS + EXTRA},
-             {"name": "plain-n", "drafter": None, "prompts": ids, "max_tokens": NEW_TOKENS}]  # fmt: skip
+    cases = [{"name": "plain", "drafter": None, "prompts": ids, "max_tokens": NEW_TOKENS + EXTRA, "must_serve": True},
+             {"name": "plain-n", "drafter": None, "prompts": ids, "max_tokens": NEW_TOKENS, "must_serve": True}]  # fmt: skip
     cases += [
         {"name": f"{n}/K={k}", "drafter": str(zoo.drafter_dir(n)), "steps": k, "topk": 1, "draft_tokens": k + 1,
-         "prompts": ids, "max_tokens": NEW_TOKENS}
+         "prompts": ids, "max_tokens": NEW_TOKENS, "must_serve": True}
         for n in pairs for k in KS
     ]  # fmt: skip
     cases.append({"name": FP32, "drafter": str(zoo.drafter_dir("default")), "steps": 3, "topk": 1, "draft_tokens": 4,
@@ -78,7 +88,7 @@ def chains(pairs, ids, sglang) -> dict[str, list]:
     target = pairs["default"].target
     L = target.info.num_layers
     theirs = []
-    for p, out in zip(ids, sglang["plain"]["outputs"], strict=True):
+    for p, out in zip(ids, outputs(sglang["plain"]), strict=True):
         seq = torch.tensor(p + out["output_ids"])
         mask = torch.zeros(seq.numel(), dtype=torch.bool)
         mask[PROMPT_LEN : PROMPT_LEN + NEW_TOKENS] = True
@@ -120,11 +130,11 @@ def _first_divergence(a: list[int], b: list[int]) -> int | None:
 
 def test_greedy_is_lossless(sglang, pairs):
     """SGLang with speculation == SGLang without, same settings; bf16 rounding may flip a near-tie (docstring)."""
-    plain = [o["output_ids"] for o in sglang["plain-n"]["outputs"]]
+    plain = [o["output_ids"] for o in outputs(sglang["plain-n"])]
     diverged = {}
     for n in pairs:
         for k in KS:
-            got = [o["output_ids"] for o in sglang[f"{n}/K={k}"]["outputs"]]
+            got = [o["output_ids"] for o in outputs(sglang[f"{n}/K={k}"])]
             d = [_first_divergence(a, b) for a, b in zip(got, plain, strict=True)]
             diverged[f"{n}/K={k}"] = d
     RESULTS["lossless"] = diverged
@@ -189,7 +199,7 @@ def test_write_table(sglang, predicted, pairs, ids):
                              "target_sha256": files_sha256(zoo.target_dir()),
                              "drafter_sha256": {n: files_sha256(zoo.drafter_dir(n)) for n in pairs},
                              "prompts_sha256": sha256_json(ids),
-                             "plain_tokens_sha256": sha256_json([o["output_ids"] for o in sglang["plain-n"]["outputs"]])},
+                             "plain_tokens_sha256": sha256_json([o["output_ids"] for o in outputs(sglang["plain-n"])])},
               "prompt_token_ids": encode_prompts(ids), "rows": rows}  # fmt: skip
     (out / "sglang-accept.json").write_text(json.dumps(record, indent=1))
     assert len(rows) == len(pairs) * len(KS) and "default" in pairs

@@ -41,7 +41,7 @@ def ids(pair) -> list[list[int]]:
 def sglang(sglang_python, ids, tmp_path_factory) -> dict[str, dict]:
     cases = [
         {"name": f"{DRAFTER}/{t}", "drafter": str(zoo.drafter_dir(DRAFTER)), "steps": t.steps, "topk": t.topk,
-         "draft_tokens": t.draft_tokens, "prompts": ids, "max_tokens": NEW_TOKENS}
+         "draft_tokens": t.draft_tokens, "prompts": ids, "max_tokens": NEW_TOKENS, "must_serve": True}
         for t in TREES
     ]  # fmt: skip
     return run_sglang(sglang_python, cases, tmp_path_factory.mktemp("sglang-trees"), "trees")
