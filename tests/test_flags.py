@@ -729,6 +729,12 @@ SCENARIOS: dict[str, tuple] = {
     "vl-method-option": (vllm({**SPEC, "xpress_topc": 0}), {"engine_version": "0.34.0"}, "vllm.method_option_unsupported", PROBLEM),
     "vl-parallel-drafting": (vllm({**SPEC, "parallel_drafting": True}), {"engine_version": "0.34.0"}, "vllm.parallel_drafting_refused", PROBLEM),
     "vl-eagle3-v0": (vllm(SPEC), {"engine_version": "0.8.5"}, "vllm.eagle3_on_v0", PROBLEM),
+    # how a verify accepts drafts (engines/vllm/sampling.py): the release's names, the synthetic and FLy keys
+    "vl-sample-value": (vllm({**SPEC, "rejection_sample_method": "strict"}), {"engine_version": "0.33.0"}, "vllm.sample_method_value", PROBLEM),
+    "vl-synthetic-alone": (vllm({**SPEC, "synthetic_acceptance_length": 2.0}), {"engine_version": "0.34.0"}, "vllm.synthetic_keys_alone", PROBLEM),
+    "vl-synthetic-rates": (vllm({**SPEC, "rejection_sample_method": "synthetic"}), {"engine_version": "0.34.0"}, "vllm.synthetic_rates", PROBLEM),
+    "vl-fly-window": (vllm({**SPEC, "rejection_sample_method": "fly", "fly_window_size": 3}), {"engine_version": "0.33.0"}, "vllm.fly_settings", PROBLEM),
+    "vl-lossy-verify": (vllm({**SPEC, "rejection_sample_method": "synthetic", "synthetic_acceptance_length": 2.5}), {"engine_version": "0.34.0"}, "vllm.lossy_verify", WARNING),
     "vl-eagle3-v0-env": (["VLLM_USE_V1=0", *vllm(SPEC)], {"engine_version": "0.9.2"}, "vllm.eagle3_on_v0", PROBLEM),
     # the release's own launch parser (tests/test_launch_parsers.py): a prefix of one flag, of several, no flag
     "sg-flag-prefix": ([*SGL, "--model-path", "org/target", "--speculative-algo", "EAGLE3",
@@ -767,7 +773,7 @@ SCENARIOS: dict[str, tuple] = {
     "sg-spec-v2-tree": (["SGLANG_ENABLE_SPEC_V2=1", *E3, *sizes(5, 4, 8)], {"engine_version": "0.5.6"}, "sglang.spec_v2_tree", PROBLEM),
 }  # fmt: skip
 NOT_MECHANICAL = {"vl-v1-removed", "vl-draft-heads-tp", "sg-draft-heads-tp", "vl-eagle3-v0", "vl-eagle3-v0-env", "vl-flag-ambiguous", "sg-draft-missing", "vl-model-missing", "sg-unknown-algorithm", "vl-mtp-unsupported",
-                  "sg-draft-quant-old", "vl-eagle3-target-quant", "vl-speculators-unread"}  # fmt: skip
+                  "sg-draft-quant-old", "vl-eagle3-target-quant", "vl-speculators-unread", "vl-synthetic-rates"}  # fmt: skip
 
 
 @pytest.mark.parametrize("name", sorted(SCENARIOS))

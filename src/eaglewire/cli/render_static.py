@@ -238,6 +238,8 @@ def render_lint(rep, out: Console) -> None:
     verdict = (
         "OK: no silent override of the speculative settings"
         if ok
+        else "PROBLEM: the engine refuses this launch"
+        if not rep.starts
         else "PROBLEM: the engine silently changes your speculative settings"
     )
     if rep.verdict == "unverified":

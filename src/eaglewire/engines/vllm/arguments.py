@@ -99,16 +99,19 @@ VLLM_ROWS: tuple[ArgumentRow, ...] = (
        f"{V33} v1/spec_decode/llm_base_proposer.py:112; config/vllm.py:3070-3078 (selects the V1 runner)"),
     VL("num_speculative_tokens_per_batch_size", ">=0.24.0", (HONOURED,), (),
        f"{V33} v1/core/sched/scheduler.py:324, v1/worker/gpu/cudagraph_utils.py:289"),
-    VL("draft_sample_method", ">=0.21.0", (HONOURED, REFUSED), (),
+    VL("draft_sample_method", ">=0.21.0", (HONOURED, REFUSED), ("vllm.sample_method_value",),
        f"{V33} v1/worker/gpu/spec_decode/speculator.py:180, v1/spec_decode/llm_base_proposer.py:259"),
-    VL("rejection_sample_method", ">=0.18.0", (HONOURED,), (),
-       f"{V33} v1/sample/rejection_sampler.py:105, v1/worker/gpu/spec_decode/rejection_sampler.py:162"),
+    VL("rejection_sample_method", ">=0.18.0", (HONOURED, REFUSED),
+       ("vllm.sample_method_value", "vllm.synthetic_rates", "vllm.fly_settings", "vllm.lossy_verify"),
+       f"{V33} v1/sample/rejection_sampler.py:105, v1/worker/gpu/spec_decode/rejection_sampler.py:162; {CFG}:83 "
+       "(the Literal; each release's names in engines/vllm/sampling.py)", "'synthetic' and 'fly' are lossy"),
     VL("use_local_argmax_reduction", ">=0.17.0", (HONOURED, REFUSED), ("vllm.adaptive_verification",),
        f"{V33} v1/worker/gpu/spec_decode/speculator.py:139; {CFG}:1711-1720, 2020-2025"),
     VL("synthetic_acceptance_rate", ">=0.19.0,<0.20.0", (HONOURED,), (), "vllm 0.19.0 and 0.19.1 config/speculative.py "
        "(synthetic rejection sampling; 0.19.1 :187, read at v1/worker/gpu/spec_decode/rejection_sampler.py:459)",
        "renamed synthetic_acceptance_rates in 0.20.0"),
-    *(VL(name, ">=0.20.0", (HONOURED, REFUSED), (), f"{CFG}:1967-1982 (only with rejection_sample_method 'synthetic')")
+    *(VL(name, ">=0.20.0", (HONOURED, REFUSED), ("vllm.synthetic_keys_alone", "vllm.synthetic_rates"),
+         f"{CFG}:600-631, 1973-1988 (only with rejection_sample_method 'synthetic')")
       for name in ("synthetic_acceptance_rates", "synthetic_acceptance_length")),
     VL("use_heterogeneous_vocab", ">=0.25.0,<0.34.0", (HONOURED, REFUSED), (), f"{CFG}:2000-2022 (draft_model only)"),
     # ---- new in 0.34.0 (the V1 runner removed; disable_padded_drafter_batch and use_heterogeneous_vocab with it) ----
@@ -135,7 +138,7 @@ VLLM_ROWS: tuple[ArgumentRow, ...] = (
        f"{V33} v1/worker/gpu/spec_decode/eagle/utils.py:113; {CFG}:1950-1962 (eagle/eagle3/mtp on the V2 runner)"),
     VL("xpress_topc", ">=0.33.0", (HONOURED, REFUSED), ("vllm.method_option_unsupported",),
        f"{CFG}:1620-1638 (XPress drafts only)"),
-    VL("fly_window_size", ">=0.33.0", (HONOURED, IGNORED, REFUSED), KEY_NOT_READ,
+    VL("fly_window_size", ">=0.33.0", (HONOURED, IGNORED, REFUSED), (*KEY_NOT_READ, "vllm.fly_settings"),
        f"{V33} v1/sample/rejection_sampler.py:80-91; {CFG}:2010-2030", "rejection_sample_method 'fly' only"),
     *(VL(name, ">=0.33.0", (HONOURED, IGNORED), KEY_NOT_READ, f"{V33} v1/sample/rejection_sampler.py:80-91",
          "rejection_sample_method 'fly' only") for name in ("fly_entropy_threshold", "fly_entropy_top_k")),

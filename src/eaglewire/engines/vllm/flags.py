@@ -14,6 +14,7 @@ from collections.abc import Callable
 
 from eaglewire.engines.vllm import draft as vllm_draft
 from eaglewire.engines.vllm import methods as vllm_methods
+from eaglewire.engines.vllm import sampling as vllm_sampling
 from eaglewire.engines.vllm.args import VL_ARGS, VL_CFG, VL_LEGACY, VL_SHORT, VLLM
 from eaglewire.engines.vllm.config import (
     VL_INTERNAL,
@@ -684,6 +685,8 @@ RULES += [
 
 # The draft model's own settings (TP, revision, quantization of MTP layers) and keys no code reads here.
 RULES += vllm_draft.RULES
+# How a verify accepts drafts: the release's sampling method names, the synthetic and FLy keys, the lossy methods.
+RULES += vllm_sampling.RULES
 
 
 def _vl_chain(rule: FlagRule, st: State) -> None:
