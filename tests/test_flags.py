@@ -633,11 +633,19 @@ SCENARIOS: dict[str, tuple] = {
     "vl-method-case-0.33": (vllm({**SPEC, "method": "EAGLE3"}), {"engine_version": "0.33.0"}, "vllm.method_choices", PROBLEM),
     "vl-model-free": (vllm({"model": "ngram", "num_speculative_tokens": 3}), {}, "vllm.model_free_methods", INFO),
     "vl-mtp-model": (vllm({"method": "mtp", "num_speculative_tokens": 1}), {}, "vllm.mtp_model", INFO),
-    "vl-suffix": (vllm({"method": "suffix"}), {}, "vllm.suffix_decoding", WARNING),
+    "vl-suffix": (vllm({"method": "suffix"}), {"engine_version": "0.33.0"}, "vllm.suffix_decoding", WARNING),
+    "vl-suffix-0.34": (vllm({"method": "suffix"}), {"engine_version": "0.34.0"}, "vllm.suffix_decoding", INFO),
     "vl-mtp-tokens": (vllm({"method": "mtp", "model": "d"}), {}, "vllm.mtp_tokens_required", PROBLEM),
     "vl-mtp-unsupported": (vllm({"method": "mtp", "model": "d", "num_speculative_tokens": 1}),
-                           {"drafter_config": {"architectures": ["LlamaForCausalLM"], "model_type": "llama"}},
-                           "vllm.mtp_unsupported_target", PROBLEM),
+                           {"drafter_config": {"architectures": ["LlamaForCausalLM"], "model_type": "llama"},
+                            "engine_version": "0.33.0"}, "vllm.mtp_unsupported_target", PROBLEM),
+    "vl-mtp-no-layers": (vllm({"method": "mtp", "model": "d", "num_speculative_tokens": 1}),
+                         {"drafter_config": {"architectures": ["DeepseekV3ForCausalLM"], "model_type": "deepseek_v3",
+                                             "num_nextn_predict_layers": 0}, "engine_version": "0.34.0"},
+                         "vllm.mtp_unsupported_target", PROBLEM),
+    "vl-mtp-as-draft": (vllm({"method": "mtp", "model": "d", "num_speculative_tokens": 1}),
+                        {"drafter_config": {"architectures": ["LlamaForCausalLM"], "model_type": "llama"},
+                         "engine_version": "0.34.0"}, "vllm.mtp_target_as_draft", PROBLEM),
     "vl-eagle3-as-draft-model": (vllm({"model": "x/drafter", "num_speculative_tokens": 3}),
                                  {"drafter_config": EAGLE3_DRAFTER}, "vllm.eagle3_drafter_as_draft_model", PROBLEM),
     "vl-undetected": (vllm({"model": "x/drafter", "num_speculative_tokens": 3}), {}, "vllm.method_undetected", WARNING),
@@ -772,7 +780,7 @@ SCENARIOS: dict[str, tuple] = {
     "sg-spec-v2-tree-size": (["SGLANG_ENABLE_SPEC_V2=1", *E3, *sizes(5, 4, 8)], {"engine_version": "0.5.5"}, "sglang.spec_v2_tree", PROBLEM),
     "sg-spec-v2-tree": (["SGLANG_ENABLE_SPEC_V2=1", *E3, *sizes(5, 4, 8)], {"engine_version": "0.5.6"}, "sglang.spec_v2_tree", PROBLEM),
 }  # fmt: skip
-NOT_MECHANICAL = {"vl-v1-removed", "vl-draft-heads-tp", "sg-draft-heads-tp", "vl-eagle3-v0", "vl-eagle3-v0-env", "vl-flag-ambiguous", "sg-draft-missing", "vl-model-missing", "sg-unknown-algorithm", "vl-mtp-unsupported",
+NOT_MECHANICAL = {"vl-v1-removed", "vl-draft-heads-tp", "sg-draft-heads-tp", "vl-eagle3-v0", "vl-eagle3-v0-env", "vl-flag-ambiguous", "sg-draft-missing", "vl-model-missing", "sg-unknown-algorithm", "vl-mtp-unsupported", "vl-mtp-no-layers", "vl-mtp-as-draft",
                   "sg-draft-quant-old", "vl-eagle3-target-quant", "vl-speculators-unread", "vl-synthetic-rates"}  # fmt: skip
 
 

@@ -162,3 +162,13 @@ def test_every_scanned_release_has_its_default_among_its_names():
                 assert declared[key]["default"].strip("'\"") in values, (release, key)
                 seen += 1
     assert seen >= 40
+
+
+def test_a_window_below_one_is_refused_whatever_the_method():
+    """fly_window_size is a field with ge=1: vLLM 0.34.0's own argument code refuses 0 beside 'standard' and 'block'
+    too (found by running it: lint had gated the check on 'fly')."""
+    for method in ("standard", "block", "fly"):
+        report = lint(vllm(rejection_sample_method=method, fly_window_size=0), engine_version="0.34.0")
+        (change,) = [c for c in report.changes if c.rule == "vllm.fly_settings"]
+        assert change.flag.endswith("fly_window_size") and "greater than or equal to 1" in change.message
+        assert not report.starts

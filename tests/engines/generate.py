@@ -183,7 +183,7 @@ def vllm_commands(draw) -> list[str]:
     if method == "ngram" and draw(st.booleans()):
         spec["prompt_lookup_max"] = draw(st.integers(2, 6))
     if spec.get("model") == _m("eagle3_llama") and draw(st.integers(0, 2)) == 0:
-        spec |= draw(_verify_keys())
+        spec |= draw(_verify_keys(spec.get("num_speculative_tokens")))
     form = draw(st.sampled_from(["json", "json", "dotted", "short"]))
     if form == "short" and set(spec) <= {"method", "model", "num_speculative_tokens"} and spec:
         names = {
@@ -204,27 +204,27 @@ def vllm_commands(draw) -> list[str]:
 
 
 @st.composite
-def _verify_keys(draw) -> dict:
+def _verify_keys(draw, k: int | None) -> dict:
     """How a verify accepts drafts: every release's names for it (0.18.0-0.34.0), the synthetic verify's rates
-    (valid or not) and FLy's window (engines/vllm/sampling.py)."""
+    (mostly valid for `k` drafts, sometimes not) and FLy's window (engines/vllm/sampling.py)."""
     keys: dict = {}
-    method = draw(
-        st.sampled_from(
-            ["standard", "strict", "probabilistic", "synthetic", "block", "fly", "Standard", None]
-        )
-    )
+    method = draw(st.sampled_from(["standard", "strict", "probabilistic", "synthetic", "synthetic", "block", "fly",
+                                   "fly", "Standard", None]))  # fmt: skip
     if method is not None:
         keys["rejection_sample_method"] = method
-    sample = draw(st.sampled_from(["greedy", "probabilistic", "gumbel", None, None]))
+    sample = draw(st.sampled_from(["greedy", "probabilistic", "gumbel", None, None, None]))
     if sample is not None:
         keys["draft_sample_method"] = sample
-    rates = draw(st.sampled_from([None, None, [0.9, 0.7, 0.5], [0.5, 0.7], [0.8], [1.2, 0.5, 0.1]]))
-    length = draw(st.sampled_from([None, None, 1.0, 2.5, 3.5, 7.0]))
-    keys |= {
-        k: v for k, v in (("synthetic_acceptance_rates", rates), ("synthetic_acceptance_length", length)) if v
-    }
-    if method == "fly" or draw(st.integers(0, 5)) == 0:
-        window = draw(st.sampled_from([None, 0, 1, 2, 3, 5]))
+    n = k or 1
+    if method == "synthetic" or draw(st.integers(0, 5)) == 0:
+        rates = [round(0.9 ** (i + 1), 3) for i in range(n)]
+        keys |= draw(st.sampled_from([
+            {"synthetic_acceptance_length": 1 + n / 2}, {"synthetic_acceptance_rates": rates}, {},
+            {"synthetic_acceptance_length": n + 2.0}, {"synthetic_acceptance_rates": [*rates[::-1], 0.5]},
+            {"synthetic_acceptance_rates": rates, "synthetic_acceptance_length": 2.0},
+        ]))  # fmt: skip
+    if method == "fly" or draw(st.integers(0, 7)) == 0:
+        window = draw(st.sampled_from([None, None, 1, n - 1, n, 0]))
         if window is not None:
             keys["fly_window_size"] = window
     return keys

@@ -127,6 +127,19 @@ def _vl_suffix(rule: FlagRule, st: State) -> None:
         spec["num_speculative_tokens"] = depth
 
 
+def _vl_suffix_native(rule: FlagRule, st: State) -> None:
+    """0.34.0's suffix speculator is vLLM's own (no arctic-inference); an unset k is min(8, tree depth)."""
+    spec = _spec(st)
+    if spec.get("method") != "suffix" or spec.get("num_speculative_tokens") is not None:
+        return
+    depth = spec.get("suffix_decoding_max_tree_depth", 24)
+    k = min(8, depth) if isinstance(depth, int) else 8
+    st.emit(rule, "--speculative-config.num_speculative_tokens", None, k,
+            f"suffix decoding: num_speculative_tokens defaults to min(8, suffix_decoding_max_tree_depth = {depth}) "
+            f"= {k}, every slot verified")  # fmt: skip
+    spec["num_speculative_tokens"] = k
+
+
 def _draft_model_type(st: State) -> str | None:
     config = st.drafter
     if config is None:
@@ -181,25 +194,40 @@ def _vl_detect_034(rule: FlagRule, st: State) -> None:
         _vl_detect_033(rule, st)
 
 
-def _vl_mtp_target(rule: FlagRule, st: State) -> None:
-    spec = _spec(st)
-    if spec.get("method") != "mtp" or spec.get("model") is None:
-        return
-    model_type = _draft_model_type(st)
-    layers = (st.drafter or {}).get("num_nextn_predict_layers")
-    if model_type in ("deepseek_v3", "deepseek_v32", "glm_moe_dsa", "deepseek_mtp") and layers == 0:
-        st.emit(rule, "--speculative-config.method", "mtp", None,
-                f"mtp needs MTP layers; {spec['model']} has num_nextn_predict_layers 0 (n_predict 0): "
-                "ZeroDivisionError (or num_speculative_tokens 0) at startup")  # fmt: skip
-        return
-    if model_type is None or model_type in MTP_TYPES or model_type in MTP_SOURCES:
-        if model_type is None:
-            st.notes.append("mtp: the draft config is not local, so its MTP layers were not checked")
-        return
-    if model_type in NO_MTP:
+def _vl_mtp_target(as_draft: bool | None) -> Callable[[FlagRule, State], None]:
+    """mtp on a checkpoint without MTP layers. `as_draft` None: every case refused at startup (before 0.34.0);
+    False: only the zero-layer DeepSeek case (0.34.0 divides by its n_predict 0); True: the architectures with no
+    MTP at all, which 0.34.0's config accepts and loads whole as the draft."""
+
+    def apply(rule: FlagRule, st: State) -> None:
+        spec = _spec(st)
+        if spec.get("method") != "mtp" or spec.get("model") is None:
+            return
+        model_type = _draft_model_type(st)
+        layers = (st.drafter or {}).get("num_nextn_predict_layers")
+        if model_type in ("deepseek_v3", "deepseek_v32", "glm_moe_dsa", "deepseek_mtp") and layers == 0:
+            if not as_draft:
+                st.emit(rule, "--speculative-config.method", "mtp", None,
+                        f"mtp needs MTP layers; {spec['model']} has num_nextn_predict_layers 0 (n_predict 0): "
+                        "ZeroDivisionError (or num_speculative_tokens 0) at startup")  # fmt: skip
+            return
+        if model_type is None or model_type in MTP_TYPES or model_type in MTP_SOURCES:
+            if model_type is None and as_draft is not True:
+                st.notes.append("mtp: the draft config is not local, so its MTP layers were not checked")
+            return
+        if model_type not in NO_MTP or as_draft is False:
+            return
+        if as_draft:
+            st.emit(rule, "--speculative-config.method", "mtp", None,
+                    f"mtp needs a checkpoint with MTP layers; {spec['model']} is model_type {model_type!r}. vLLM "
+                    f"{st.version}'s config no longer refuses it: its MTP speculator loads that checkpoint whole as "
+                    "the draft (a second copy of the target, with no MTP layer to draft with)")  # fmt: skip
+            return
         st.emit(rule, "--speculative-config.method", "mtp", None,
                 f"mtp needs a checkpoint with MTP layers; {spec['model']} is model_type {model_type!r}: "
                 "NotImplementedError \"Unsupported speculative method: 'mtp'\" at startup")  # fmt: skip
+
+    return apply
 
 
 def _vl_mtp_tokens(rule: FlagRule, st: State) -> None:
@@ -265,9 +293,13 @@ METHOD_RULES = [
        "ngram and suffix need no draft model", _vl_model_free),
     rule("vllm.mtp_model", ">=0.33.0", INFO,
        f"{CFG}:1252-1268 (mtp without a model drafts with the target)", "mtp uses the target", _vl_mtp_model),
-    rule("vllm.suffix_decoding", ">=0.33.0", WARNING,
+    rule("vllm.suffix_decoding", ">=0.33.0,<0.34.0", WARNING,
        f"{CFG}:1333-1334, 1726-1739 _validate_suffix_decoding (arctic-inference; k := max tree depth 24)",
        "suffix decoding needs arctic-inference", _vl_suffix),
+    rule("vllm.suffix_decoding", ">=0.34.0", INFO,
+       "vllm 0.34.0 v1/worker/gpu/spec_decode/suffix/config.py:24-32 (k := min(8, max tree depth)), "
+       "suffix/speculator.py:23-41 (vLLM's own speculator: no arctic-inference)",
+       "suffix decoding's default draft count", _vl_suffix_native),
 ]  # fmt: skip
 DETECT_RULES = [
     rule("vllm.method_detect", ">=0.33.0,<0.34.0", INFO,
@@ -284,10 +316,20 @@ DETECT_RULES = [
        "mtp needs num_speculative_tokens", _vl_mtp_tokens,
        lambda st, c: FlagFix(c.rule, (vl_key_edit("num_speculative_tokens", 1),), "num_speculative_tokens 1 "
                              "(one per MTP layer)"), fails=True),
-    rule("vllm.mtp_unsupported_target", ">=0.33.0", PROBLEM,
+    rule("vllm.mtp_unsupported_target", ">=0.33.0,<0.34.0", PROBLEM,
        f"{CFG}:1474-1500 (`else: raise NotImplementedError(f\"Unsupported speculative method: '{{self.method}}'\")`), "
        "755-763 and 1597-1610 (n_predict := num_nextn_predict_layers; k % n_predict)",
-       "mtp on a checkpoint without MTP layers", _vl_mtp_target, _fix_mtp_target, fails=True),
+       "mtp on a checkpoint without MTP layers", _vl_mtp_target(None), _fix_mtp_target, fails=True),
+    rule("vllm.mtp_unsupported_target", ">=0.34.0", PROBLEM,
+       "vllm 0.34.0 v1/worker/gpu/spec_decode/speculator_config.py:274-290 (k % n_predict with n_predict 0; its "
+       "argument code, run by make test-engines: ZeroDivisionError at :285)",
+       "mtp on a DeepSeek checkpoint with no MTP layer", _vl_mtp_target(False), _fix_mtp_target, fails=True),
+    rule("vllm.mtp_target_as_draft", ">=0.34.0", PROBLEM,
+       "vllm 0.34.0 v1/worker/gpu/spec_decode/mtp/config.py:42-54 (the draft is the target's checkpoint), "
+       "mtp/speculator.py:15-20 and eagle/utils.py:118-133 (load_eagle_model: get_model of the draft config, its "
+       "architectures as written; the argument code, run by make test-engines, accepts mtp on Llama and Qwen3); "
+       "what the first draft step does then is read, not run",
+       "mtp on an architecture without MTP layers", _vl_mtp_target(True), _fix_mtp_target),
 ]  # fmt: skip
 VOCAB_RULES = [
     rule("vllm.draft_model_vocab", ">=0.33.0", PROBLEM,

@@ -153,25 +153,27 @@ def _fix_synthetic_rates(st: State, change: Change) -> FlagFix:
 
 
 def _vl_fly(rule: FlagRule, st: State) -> None:
-    if _method(st) != "fly":
-        return
+    """FLy's checks in _verify_args; the window's lower bound is the field's own (ge=1), checked whatever the method."""
     k, window = _k(st), st.spec_intended.get("fly_window_size")
-    if k is not None and k < 2:
-        said = "FLy requires num_speculative_tokens to be at least 2."
-    elif isinstance(window, int) and not isinstance(window, bool) and window < 1:
-        said = f"fly_window_size: Input should be greater than or equal to 1 (got {window})"
-    elif k is not None and isinstance(window, int) and window >= k:
-        said = "FLy requires fly_window_size to be smaller than num_speculative_tokens."
+    whole = isinstance(window, int) and not isinstance(window, bool)
+    key, given = "rejection_sample_method", _method(st)
+    if whole and window < 1:
+        key, given = "fly_window_size", window
+        said = f"ValidationError: fly_window_size Input should be greater than or equal to 1 (got {window})"
+    elif given != "fly":
+        return
+    elif k is not None and k < 2:
+        said = "ValueError: FLy requires num_speculative_tokens to be at least 2."
+    elif k is not None and whole and window >= k:
+        said = "ValueError: FLy requires fly_window_size to be smaller than num_speculative_tokens."
     else:
         return
-    st.emit(
-        rule, "--speculative-config.rejection_sample_method", "fly", None, f"'ValueError: {said}' at startup"
-    )
+    st.emit(rule, f"--speculative-config.{key}", given, None, f"'{said}' at startup")
 
 
 def _fix_fly(st: State, change: Change) -> FlagFix:
     k = _k(st)
-    if k is not None and k < 2:
+    if k is not None and k < 2 and _method(st) == "fly":
         return FlagFix(change.rule, (vl_key_edit("num_speculative_tokens", 2),),
                        "num_speculative_tokens 2 or more: FLy defers a rejection over a window of later drafts",
                        mechanical=False)  # fmt: skip
