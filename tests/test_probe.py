@@ -27,7 +27,7 @@ from eaglewire import zoo
 from eaglewire.cli import main
 from eaglewire.data import file_samples
 from eaglewire.engines.vllm.platform import platform_of_version, read_log
-from eaglewire.errors import InputError
+from eaglewire.errors import EXIT_UNVERIFIED, InputError
 from eaglewire.jobs.diagnose import DIAGNOSES, MODEL_ERROR, OUTCOMES, decide, diagnose
 from eaglewire.jobs.lint import lint
 from eaglewire.jobs.predict import Curve, Prediction, candidate_verdicts
@@ -511,6 +511,24 @@ def test_flags_from_lint_override():
     assert d.name == "flags" and d.exit_code == 1 and d.fixed_command and d.needs
 
 
+@pytest.mark.parametrize("keys", [{"rejection_sample_method": "synthetic", "synthetic_acceptance_length": 2.6},
+                                  {"rejection_sample_method": "fly"}])  # fmt: skip
+def test_a_lossy_verify_is_unverified_not_a_cause(keys):
+    """A vLLM server verifying with synthetic rates (or FLy's deferred rejections) reports an accept length that is
+    not its drafter's: compared with the walk it read as served-as-trained here (synthetic 2.6 against the trained
+    prediction 2.58), a wrong ok. It is unverified, and says how to measure."""
+    spec = {"method": "eagle3", "model": str(zoo.drafter_dir("default")), "num_speculative_tokens": 3, **keys}
+    rep = lint(["vllm", "serve", str(zoo.target_dir()), "--speculative-config", json.dumps(spec)],
+               engine="vllm", engine_version="0.34.0")  # fmt: skip
+    pred = _prediction(zoo.drafter_dir("default"), 3, {"h2,h4,h5": [1.62, 2.2, 2.58]})
+    assert (
+        diagnose(_measured(2.6, 3), pred, None, "vllm", 3).name == "served-as-trained"
+    )  # without the launch
+    d = diagnose(_measured(2.6, 3), pred, rep, "vllm", 3)
+    assert d.name == "unverified" and d.exit_code == EXIT_UNVERIFIED
+    assert "lossy" in d.summary and any("lossless verify" in n for n in d.needs)
+
+
 def test_weak_drafter():
     pred = _prediction(zoo.drafter_dir("default"), 3, {"h2,h4,h5": [1.2, 1.25, 1.27]})
     d = diagnose(_measured(1.26, 3), pred, None, "vllm", 3)
@@ -549,8 +567,10 @@ def test_without_a_drafter_it_cannot_decide():
 
 _TRAINED, _OTHER = Wiring.parse("h2,h4,h5"), Wiring.parse("h0,h1,h4")
 _V1 = "vllm==0.32.0 v1"
+_CHANGE = SimpleNamespace(rule="sglang.chain_rule", message="--speculative-num-draft-tokens 16 is used as 2")
 _OVERRIDE = SimpleNamespace(  # what diagnose reads of a LintReport with one flag override
-    problems=[SimpleNamespace(message="--speculative-num-draft-tokens 16 is used as 2")],
+    problems=[_CHANGE],
+    changes=[_CHANGE],
     fixes=[SimpleNamespace(flags="--speculative-num-draft-tokens 2", description="what the engine uses")],
     fixed_command="python -m sglang.launch_server --speculative-num-draft-tokens 2",
     effective=SimpleNamespace(max_accept_length=2),
@@ -569,6 +589,10 @@ def _synthetic(
                       recorded, 4, 8, 96, None, walk, ["no row resolves"])  # fmt: skip
 
 
+_LOSSY = SimpleNamespace(  # a LintReport whose launch verifies with synthetic rates
+    problems=[], fixes=[], fixed_command=None, effective=SimpleNamespace(max_accept_length=4),
+    changes=[SimpleNamespace(rule="vllm.lossy_verify", message="rejection_sample_method 'synthetic' is lossy")],
+)
 _UNMEASURED = Measurement("vllm", 3, SpecCounters("vllm", 0.0, 0.0, 0.0))
 OUTCOME_CASES = {  # outcome key -> (inputs, diagnosis, exit code, summary)
     "unmeasured": (
@@ -634,6 +658,10 @@ OUTCOME_CASES = {  # outcome key -> (inputs, diagnosis, exit code, summary)
         lambda: (_measured(2.55, 3), _synthetic(served={_V1: _OTHER}), None, "vllm", 3), "unexplained", 1,
         "measured 2.55 matches the trained taps h2,h4,h5, but eaglewire's table says vllm==0.32.0 v1 feeds "
         "h0,h1,h4: the table row may not fit this server, or it runs another drafter",
+    ),
+    "lossy-verify": (
+        lambda: (_measured(2.55, 3), _synthetic(), _LOSSY, "vllm", 3), "unverified", 3,
+        "measured 2.55 under a lossy verify, which no prediction models: rejection_sample_method 'synthetic' is lossy",
     ),
     "no-match": (
         lambda: (_measured(2.0, 3), _synthetic(), None, "vllm", 3), "unexplained", 1,

@@ -113,7 +113,14 @@ OUTCOMES: dict[str, Outcome] = {
         "feeds {served_taps}: the table row may not fit this server, or it runs another drafter",
     ),
     "no-match": Outcome("unexplained", EXIT_PROBLEM, "measured {tau:.2f} matches no prediction: {gaps}"),
+    "lossy-verify": Outcome(
+        "unverified", EXIT_UNVERIFIED,
+        "measured {tau:.2f} under a lossy verify, which no prediction models: {change}",
+        ("the same launch with the lossless verify (rejection_sample_method unset or 'standard')",),
+    ),
 }  # fmt: skip
+# lint rows that say the server's counters do not measure the drafter (a lossy verify)
+LOSSY_VERIFY = ("vllm.lossy_verify",)
 
 # The sentences that never name the diagnosis: notes, clauses of another sentence, the tolerance, the fixes.
 REMARKS: dict[str, str] = {
@@ -273,6 +280,12 @@ def decide(m: Measurement, pred: Prediction | None, lint: LintReport | None, k: 
     if tau is None:
         return d
     measured = {"tau": tau, "ceiling": ceiling}
+    lossy = [c for c in (lint.changes if lint is not None else []) if c.rule in LOSSY_VERIFY]
+    if (
+        lossy
+    ):  # synthetic rates or FLy's deferred rejections: comparing with the walk would name a false cause
+        d.outcome = Finding("lossy-verify", measured | {"change": lossy[0].message})
+        return d
     if pred is None or not pred.walk:
         key = "no-drafter" if pred is None else "dump-only"
         d.outcome = Finding(key + "-flags" if problems else key, measured)
