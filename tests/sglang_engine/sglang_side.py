@@ -113,14 +113,23 @@ def stop(proc: subprocess.Popen, grace: float = 2.0) -> None:
     with contextlib.suppress(subprocess.TimeoutExpired):
         proc.wait(timeout=10)
     # the scheduler and detokenizer are the group's other members: the next server starts only once they are gone
-    # (their memory and ports free), within a bound, since an orphan's zombie waits for whoever reaps it
+    # (their memory and ports free), within a bound
     deadline = time.monotonic() + 15
-    while time.monotonic() < deadline:
-        try:
-            os.killpg(proc.pid, 0)
-        except ProcessLookupError:
-            break
+    while _group_running(proc.pid) and time.monotonic() < deadline:
         time.sleep(0.2)
+
+
+def _group_running(pgid: int) -> bool:
+    """Whether a process of group `pgid` still runs: a zombie (an orphan its reaper has not reaped yet) holds no
+    memory or port, and signal 0 would count it."""
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            fields = stat.read_text().rsplit(")", 1)[1].split()
+        except (OSError, IndexError):
+            continue
+        if len(fields) > 2 and fields[2] == str(pgid) and fields[0] != "Z":
+            return True
+    return False
 
 
 def run_case(target: str, workdir: Path, case: dict, core: int | None = None) -> dict:
