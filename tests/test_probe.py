@@ -590,8 +590,13 @@ def _synthetic(
 
 
 _LOSSY = SimpleNamespace(  # a LintReport whose launch verifies with synthetic rates
-    problems=[], fixes=[], fixed_command=None, effective=SimpleNamespace(max_accept_length=4),
-    changes=[SimpleNamespace(rule="vllm.lossy_verify", message="rejection_sample_method 'synthetic' is lossy")],
+    problems=[],
+    fixes=[],
+    fixed_command=None,
+    effective=SimpleNamespace(max_accept_length=4),
+    changes=[
+        SimpleNamespace(rule="vllm.lossy_verify", message="rejection_sample_method 'synthetic' is lossy")
+    ],
 )
 _UNMEASURED = Measurement("vllm", 3, SpecCounters("vllm", 0.0, 0.0, 0.0))
 OUTCOME_CASES = {  # outcome key -> (inputs, diagnosis, exit code, summary)
