@@ -268,3 +268,38 @@ def test_a_target_dcp_that_is_no_integer_is_a_one_line_error():
             json.dumps({**SPEC, "draft_decode_context_parallel_size": 2})]  # fmt: skip
     with pytest.raises(InputError, match="--decode-context-parallel-size: expected an integer"):
         lint(argv, engine_version="0.34.0")
+
+
+@pytest.mark.parametrize(("flags", "said"), [
+    (["--enable-lora"], "LoRA"), (["--enforce-eager"], "full CUDA graphs"), (["-pp", "2"], "pipeline parallelism"),
+    (["--pipeline-parallel-size=2", "--enable-lora", "--no-enable-lora"], "pipeline parallelism"), ([], None),
+    (["--enforce-eager"], None),
+])  # fmt: skip
+def test_adaptive_verification_needs_graphs_one_stage_and_no_lora(flags, said):
+    """VllmConfig._validate_adaptive_verification (0.30.0-0.34.0), whatever the method: found by running 0.34.0's
+    own argument code, which refused adaptive verification on this CPU (no CUDA graph) where lint said OK."""
+    on = said is not None or flags == []
+    spec = {**SPEC, "enable_adaptive_verification": True} if on else SPEC
+    for version in ("0.30.0", "0.34.0"):
+        rep = lint(["vllm", "serve", "org/target", "--speculative-config", json.dumps(spec), *flags],
+                   engine_version=version)  # fmt: skip
+        found = [c.message for c in rep.changes if c.rule == "vllm.adaptive_verification_needs"]
+        assert (said in found[0]) if said else not found, (version, flags, found)
+        if said:
+            assert not rep.starts
+            assert "enable_adaptive_verification" not in json.loads(
+                rep.fixed_argv[rep.fixed_argv.index("--speculative-config") + 1]
+            )
+
+
+def test_a_field_vllm_sets_itself_is_no_argument():
+    """0.34.0's custom_method is `field(init=False)`: its own argument code refuses it as an unexpected keyword."""
+    rep = lint(["vllm", "serve", "org/target", "--speculative-config", json.dumps({**SPEC, "custom_method": "x"})],
+               engine_version="0.34.0")  # fmt: skip
+    (change,) = [c for c in rep.changes if c.rule == "vllm.unknown_keys"]
+    assert (
+        change.given == ["custom_method"]
+        and "Unexpected keyword argument" in change.message
+        and not rep.starts
+    )
+    assert "custom_method" not in rep.fixed_argv[-1]

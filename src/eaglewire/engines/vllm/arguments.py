@@ -115,7 +115,7 @@ VLLM_ROWS: tuple[ArgumentRow, ...] = (
       for name in ("synthetic_acceptance_rates", "synthetic_acceptance_length")),
     VL("use_heterogeneous_vocab", ">=0.25.0,<0.34.0", (HONOURED, REFUSED), (), f"{CFG}:2000-2022 (draft_model only)"),
     # ---- new in 0.34.0 (the V1 runner removed; disable_padded_drafter_batch and use_heterogeneous_vocab with it) ----
-    VL("custom_method", ">=0.34.0", (INTERNAL,), (),
+    VL("custom_method", ">=0.34.0", (INTERNAL, REFUSED), ("vllm.unknown_keys",),
        f"{V34} config/speculative.py:479 (field init=False), :1366 (a plugin's registered method moved there)",
        "set by vLLM itself, not a JSON key"),
     VL("draft_decode_context_parallel_size", ">=0.34.0", (HONOURED, REFUSED), ("vllm.draft_dcp",),
@@ -128,7 +128,8 @@ VLLM_ROWS: tuple[ArgumentRow, ...] = (
        f"{V34} v1/worker/gpu/spec_decode/suffix/config.py:39, suffix/speculator.py:537", "suffix only"),
     VL("dspark_draft_topk", ">=0.28.0", (HONOURED, REFUSED), ("vllm.method_option_unsupported",),
        f"{CFG}:1640-1671 (dspark only)"),
-    VL("enable_adaptive_verification", ">=0.28.0", (HONOURED, REFUSED), ("vllm.adaptive_verification",),
+    VL("enable_adaptive_verification", ">=0.28.0", (HONOURED, REFUSED),
+       ("vllm.adaptive_verification", "vllm.adaptive_verification_needs"),
        f"{V33} v1/worker/gpu/spec_decode/rejection_sampler.py:161; config/vllm.py:3112 (V2 runner only)"),
     VL("index_share_for_mtp_iteration", ">=0.29.0", (HONOURED, REFUSED), ("vllm.method_option_unsupported",),
        f"{CFG}:1703-1710 (mtp only)"),

@@ -612,6 +612,42 @@ def _fix_adaptive_verification(st: State, change: Change) -> FlagFix:
                    "remove enable_adaptive_verification (or, from 0.30.0, use_local_argmax_reduction)")  # fmt: skip
 
 
+def _last_switch(st: State, on: str, off: str) -> bool:
+    given = [o.flag for o in st.cmd.options if o.flag in (on, off)]
+    return bool(given) and given[-1] == on
+
+
+def _vl_adaptive_needs(rule: FlagRule, st: State) -> None:
+    """VllmConfig._validate_adaptive_verification, whatever the method: no LoRA, full CUDA graphs (which
+    --enforce-eager turns off), one pipeline stage; the first it meets is the error."""
+    if not truthy(st.spec_intended.get("enable_adaptive_verification")):
+        return
+    pp = next(
+        (o.value for o in reversed(st.cmd.options) if o.flag in ("--pipeline-parallel-size", "-pp")), None
+    )
+    if _last_switch(st, "--enable-lora", "--no-enable-lora"):
+        flag, said = "--enable-lora", "Adaptive verification is not currently compatible with LoRA"
+    elif st.cmd.has("--enforce-eager"):
+        flag, said = "--enforce-eager", ("Adaptive verification requires full CUDA graphs. Use cudagraph mode FULL, "
+                                         "FULL_DECODE_ONLY, or FULL_AND_PIECEWISE, or disable adaptive verification.")  # fmt: skip
+    elif pp is not None and as_int("--pipeline-parallel-size", pp) > 1:
+        flag, said = (
+            "--pipeline-parallel-size",
+            "Adaptive verification is not currently compatible with pipeline parallelism",
+        )
+    else:
+        return
+    st.emit(rule, "--speculative-config.enable_adaptive_verification", True, None,
+            f"enable_adaptive_verification beside {flag}: vLLM {st.version} refuses it at startup ('ValueError: "
+            f"{said}'); a CPU, which captures no CUDA graph, refuses it the same way")  # fmt: skip
+
+
+def _fix_adaptive_needs(st: State, change: Change) -> FlagFix:
+    return FlagFix(change.rule, (vl_key_edit("enable_adaptive_verification", remove=True),),
+                   "remove enable_adaptive_verification (or serve without LoRA, --enforce-eager and pipeline stages, "
+                   "on a GPU: it trims each verify with costs profiled on full CUDA graphs)")  # fmt: skip
+
+
 def _fix_parallel_drafting(st: State, change: Change) -> FlagFix:
     return FlagFix(change.rule, (vl_key_edit("parallel_drafting", remove=True),),
                    "remove parallel_drafting: only dflash and dspark draft in parallel, and they always do")  # fmt: skip
@@ -643,6 +679,12 @@ RULES += [
          ":1404-1414 (a speculator whose adaptive verification uses the draft logits: EAGLE's, "
          "v1/worker/gpu/spec_decode/speculator_config.py:52)", "adaptive verification beside local argmax reduction",
          _vl_adaptive_verification(True), _fix_adaptive_verification, fails=True),
+    rule("vllm.adaptive_verification_needs", ">=0.30.0", PROBLEM,
+         "vllm 0.30.0 config/vllm.py:2915-2943, 0.33.0 :3153-3181, 0.34.0 :3271-3318 (_validate_adaptive_verification: "
+         "LoRA, full CUDA graphs, pipeline parallelism); --enforce-eager sets cudagraph_mode NONE (0.30.0 "
+         ":1779-1781, 0.34.0 :1697-1699); "
+         "its argument code, run by the engine-code oracle on this CPU, refuses it", "adaptive verification's "
+         "requirements", _vl_adaptive_needs, _fix_adaptive_needs, fails=True),
     rule("vllm.draft_dcp", ">=0.34.0", PROBLEM,
          "vllm 0.34.0 config/speculative.py:484 (ge=1), 1553-1564 _verify_and_get_draft_dcp (1 or the target's "
          "decode_context_parallel_size)", "the draft's decode context parallel size", _vl_draft_dcp, _fix_draft_dcp,

@@ -12,6 +12,8 @@ import functools
 import json
 from collections.abc import Callable
 
+from packaging.specifiers import SpecifierSet
+
 from eaglewire.engines.vllm import draft as vllm_draft
 from eaglewire.engines.vllm import methods as vllm_methods
 from eaglewire.engines.vllm import sampling as vllm_sampling
@@ -241,10 +243,19 @@ RULES += [
 ]  # fmt: skip
 
 
+# fields vLLM sets itself (`field(init=False)`): a value given is an unexpected keyword argument
+NOT_INIT = {"custom_method": ">=0.34.0"}
+
+
 def _vl_unknown_keys(rule: FlagRule, st: State) -> None:
     spec = st.v["spec"]
     unknown = [k for k in spec if k != "tensor_parallel_size" and not vllm_key_known(k, st.version)]
     unknown = [k for k in unknown if k not in VL_INTERNAL]
+    own = [k for k in spec if k in NOT_INIT and st.version in SpecifierSet(NOT_INIT[k])]
+    if own:
+        st.emit(rule, "--speculative-config", own, None,
+                f"{', '.join(map(repr, own))}: a field vLLM {st.version} sets itself (init=False), not an argument: "
+                "'Unexpected keyword argument' at startup")  # fmt: skip
     if unknown:
         st.emit(
             rule,
@@ -259,7 +270,8 @@ def _vl_unknown_keys(rule: FlagRule, st: State) -> None:
 RULES += [
     rule("vllm.unknown_keys", ">=0.8.5", PROBLEM,
        "SpeculativeConfig fields per version (vllm 0.8.5-0.33.0 config class bodies); vllm 0.33.0 config/utils.py:"
-       "70-71 ConfigDict(extra='forbid'); 0.8.5 SpeculativeConfig.from_dict = cls(**dict)",
+       "70-71 ConfigDict(extra='forbid'); 0.8.5 SpeculativeConfig.from_dict = cls(**dict); 0.34.0 "
+       "config/speculative.py:479 (custom_method: field(init=False))",
        "unknown speculative config keys", _vl_unknown_keys, vl_fix_remove_keys, fails=True),
     *vllm_methods.METHOD_RULES,
 ]  # fmt: skip
