@@ -9,6 +9,7 @@ import json
 import pytest
 
 from eaglewire.engines.vllm.sampling import allowed, synthetic_refusal
+from eaglewire.errors import InputError
 from eaglewire.jobs.lint import lint
 from eaglewire.rules.launch import PROBLEM, WARNING
 
@@ -172,3 +173,24 @@ def test_a_window_below_one_is_refused_whatever_the_method():
         (change,) = [c for c in report.changes if c.rule == "vllm.fly_settings"]
         assert change.flag.endswith("fly_window_size") and "greater than or equal to 1" in change.message
         assert not report.starts
+
+
+def test_bad_values_are_a_problem_or_a_one_line_error_never_a_traceback():
+    """A value no release names (a list, an object) is refused like any other name; a number the config takes in
+    pydantic's lax mode ("2") is that number; one it cannot take is a one-line error naming the key."""
+    for keys in ({"rejection_sample_method": ["x"]}, {"draft_sample_method": {"a": 1}}):
+        report = lint(vllm(**keys), engine_version="0.34.0")
+        assert "vllm.sample_method_value" in rules(report) and report.fixed_argv is not None
+    lax = lint(
+        vllm(rejection_sample_method="synthetic", synthetic_acceptance_length="2"), engine_version="0.34.0"
+    )
+    assert "vllm.synthetic_rates" not in rules(lax)
+    window = lint(vllm(rejection_sample_method="fly", fly_window_size="3"), engine_version="0.34.0")
+    assert "vllm.fly_settings" in rules(window)
+    for keys, key in (({"rejection_sample_method": "synthetic", "synthetic_acceptance_rates": "abc"},
+                       "synthetic_acceptance_rates"),
+                      ({"rejection_sample_method": "synthetic", "synthetic_acceptance_rates": [0.9, "x", 0.1]},
+                       "synthetic_acceptance_rates"),
+                      ({"rejection_sample_method": "fly", "fly_window_size": "abc"}, "fly_window_size")):  # fmt: skip
+        with pytest.raises(InputError, match=f"--speculative-config.{key}"):
+            lint(vllm(**keys), engine_version="0.34.0")

@@ -21,8 +21,9 @@ from packaging.version import Version
 
 from eaglewire.engines.vllm.args import VLLM
 from eaglewire.engines.vllm.config import vl_key_edit
+from eaglewire.errors import InputError
 from eaglewire.rules.flags import FlagRule, State, row
-from eaglewire.rules.launch import PROBLEM, WARNING, Change, FlagFix
+from eaglewire.rules.launch import PROBLEM, WARNING, Change, FlagFix, as_float, as_int
 
 rule = functools.partial(row, VLLM)
 CFG = "config/speculative.py"
@@ -81,7 +82,7 @@ def _vl_value(rule: FlagRule, st: State) -> None:
 def _fix_value(st: State, change: Change) -> FlagFix:
     key = change.flag.split(".", 1)[1]
     values = allowed(key, st.version) or ()
-    new = RENAMED.get((key, change.given))
+    new = RENAMED.get((key, change.given)) if isinstance(change.given, str) else None
     if new in values:
         return FlagFix(
             change.rule, (vl_key_edit(key, new),), f"{key} {new!r}: vLLM {st.version}'s name for it"
@@ -111,15 +112,13 @@ def _fix_synthetic_alone(st: State, change: Change) -> FlagFix:
                    f"remove {' and '.join(change.given)}: they set the synthetic (lossy) verify's rates")  # fmt: skip
 
 
-def synthetic_refusal(k: int | None, rates: object, length: object) -> str | None:
+def synthetic_refusal(k: int | None, rates: list[float] | None, length: float | None) -> str | None:
     """`SpeculativeConfig._resolve_synthetic_acceptance_rates(k, rates, length)`'s ValueError, or None where it
     returns (k None: the checks that need it are not made)."""
     if (rates is None) == (length is None):
         return ("rejection_sample_method='synthetic' requires exactly one of synthetic_acceptance_rates or "
                 "synthetic_acceptance_length.")  # fmt: skip
     if rates is not None:
-        if not isinstance(rates, list) or not all(isinstance(r, int | float) for r in rates):
-            return f"synthetic_acceptance_rates must be a list of numbers, got {rates!r}."
         if k is not None and len(rates) != k:
             return f"synthetic_acceptance_rates must have length {k}, got {rates}."
         if not all(0.0 <= r <= 1.0 for r in rates):
@@ -127,18 +126,27 @@ def synthetic_refusal(k: int | None, rates: object, length: object) -> str | Non
         if any(rates[i] > rates[i - 1] for i in range(1, len(rates))):
             return f"synthetic_acceptance_rates must be non-increasing, got {rates}."
         return None
-    if not isinstance(length, int | float) or isinstance(length, bool):
-        return f"synthetic_acceptance_length must be a number, got {length!r}."
     if k is not None and not 1.0 <= length <= float(k + 1):
         return f"synthetic_acceptance_length must be in [1, {k + 1}], got {length}."
     return None
 
 
+def _synthetic_given(st: State) -> tuple[list[float] | None, float | None]:
+    """The two keys as pydantic's lax numbers take them ("0.5" is 0.5); anything else a one-line error naming the
+    key."""
+    rates, length = (st.spec_intended.get(k) for k in SYNTHETIC_KEYS)
+    flag = "--speculative-config.synthetic_acceptance_rates"
+    if rates is not None and not isinstance(rates, list):
+        raise InputError(f"{flag}: expected a list of numbers, got {rates!r}")
+    rates = None if rates is None else [as_float(flag, r) for r in rates]
+    length = None if length is None else as_float("--speculative-config.synthetic_acceptance_length", length)
+    return rates, length
+
+
 def _vl_synthetic_rates(rule: FlagRule, st: State) -> None:
     if _method(st) != "synthetic":
         return
-    rates, length = (st.spec_intended.get(k) for k in SYNTHETIC_KEYS)
-    said = synthetic_refusal(_k(st), rates, length)
+    said = synthetic_refusal(_k(st), *_synthetic_given(st))
     if said:
         st.emit(rule, "--speculative-config.rejection_sample_method", "synthetic", None,
                 f"'ValueError: {said}' at startup")  # fmt: skip
@@ -155,16 +163,17 @@ def _fix_synthetic_rates(st: State, change: Change) -> FlagFix:
 def _vl_fly(rule: FlagRule, st: State) -> None:
     """FLy's checks in _verify_args; the window's lower bound is the field's own (ge=1), checked whatever the method."""
     k, window = _k(st), st.spec_intended.get("fly_window_size")
-    whole = isinstance(window, int) and not isinstance(window, bool)
+    if window is not None:
+        window = as_int("--speculative-config.fly_window_size", window)
     key, given = "rejection_sample_method", _method(st)
-    if whole and window < 1:
+    if window is not None and window < 1:
         key, given = "fly_window_size", window
         said = f"ValidationError: fly_window_size Input should be greater than or equal to 1 (got {window})"
     elif given != "fly":
         return
     elif k is not None and k < 2:
         said = "ValueError: FLy requires num_speculative_tokens to be at least 2."
-    elif k is not None and whole and window >= k:
+    elif k is not None and window is not None and window >= k:
         said = "ValueError: FLy requires fly_window_size to be smaller than num_speculative_tokens."
     else:
         return
