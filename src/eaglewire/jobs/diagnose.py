@@ -280,10 +280,9 @@ def decide(m: Measurement, pred: Prediction | None, lint: LintReport | None, k: 
     if tau is None:
         return d
     measured = {"tau": tau, "ceiling": ceiling}
+    # synthetic rates or FLy's deferred rejections: comparing with the walk would name a false cause
     lossy = [c for c in (lint.changes if lint is not None else []) if c.rule in LOSSY_VERIFY]
-    if (
-        lossy
-    ):  # synthetic rates or FLy's deferred rejections: comparing with the walk would name a false cause
+    if lossy:
         d.outcome = Finding("lossy-verify", measured | {"change": lossy[0].message})
         return d
     if pred is None or not pred.walk:

@@ -54,6 +54,13 @@ class LaunchCommand:
     def has(self, flag: str) -> bool:
         return any(o.flag == flag for o in self.options)
 
+    def switch(self, flag: str) -> bool | None:
+        """An argparse BooleanOptionalAction: True where `flag` is given last, False where its `--no-` form is,
+        None where neither is."""
+        off = "--no-" + flag.removeprefix("--")
+        given = [o.flag for o in self.options if o.flag in (flag, off)]
+        return given[-1] == flag if given else None
+
     def flags(self) -> list[str]:
         return [o.flag for o in self.options]
 

@@ -490,8 +490,7 @@ ASYNC_V1_ONLY_FROM = Version("0.33.0")  # disable_padded_drafter_batch keeps asy
 def scheduling_given(st: State) -> bool | None:
     """--async-scheduling (True) or --no-async-scheduling (False), the last given (argparse's
     BooleanOptionalAction; both from 0.10.0), else None."""
-    given = [o.flag for o in st.cmd.options if o.flag in ("--async-scheduling", "--no-async-scheduling")]
-    return None if not given else given[-1] == "--async-scheduling"
+    return st.cmd.switch("--async-scheduling")
 
 
 def async_scheduling(st: State) -> bool | None:
@@ -612,11 +611,6 @@ def _fix_adaptive_verification(st: State, change: Change) -> FlagFix:
                    "remove enable_adaptive_verification (or, from 0.30.0, use_local_argmax_reduction)")  # fmt: skip
 
 
-def _last_switch(st: State, on: str, off: str) -> bool:
-    given = [o.flag for o in st.cmd.options if o.flag in (on, off)]
-    return bool(given) and given[-1] == on
-
-
 def _vl_adaptive_needs(rule: FlagRule, st: State) -> None:
     """VllmConfig._validate_adaptive_verification, whatever the method: no LoRA, full CUDA graphs (which
     --enforce-eager turns off), one pipeline stage; the first it meets is the error."""
@@ -625,7 +619,7 @@ def _vl_adaptive_needs(rule: FlagRule, st: State) -> None:
     pp = next(
         (o.value for o in reversed(st.cmd.options) if o.flag in ("--pipeline-parallel-size", "-pp")), None
     )
-    if _last_switch(st, "--enable-lora", "--no-enable-lora"):
+    if st.cmd.switch("--enable-lora"):
         flag, said = "--enable-lora", "Adaptive verification is not currently compatible with LoRA"
     elif st.cmd.has("--enforce-eager"):
         flag, said = "--enforce-eager", ("Adaptive verification requires full CUDA graphs. Use cudagraph mode FULL, "

@@ -567,12 +567,7 @@ RULES += [
 
 
 def _vl_kv_fast_prefill(rule: FlagRule, st: State) -> None:
-    given = [
-        o.flag
-        for o in st.cmd.options
-        if o.flag in ("--kv-sharing-fast-prefill", "--no-kv-sharing-fast-prefill")
-    ]
-    if given and given[-1] == "--kv-sharing-fast-prefill" and vllm_draft.eagle_proposer(st):
+    if st.cmd.switch("--kv-sharing-fast-prefill") and vllm_draft.eagle_proposer(st):
         st.emit(rule, "--kv-sharing-fast-prefill", True, None,
                 f"vLLM {st.version} refuses KV-sharing fast prefill beside an EAGLE draft at startup: 'ValueError: "
                 "Fast prefill optimization for KV sharing is not compatible with EAGLE as EAGLE requires correct "

@@ -111,33 +111,38 @@ def _vl_mtp_model(rule: FlagRule, st: State) -> None:
             st.drafter, st.drafter_source, st.drafter_kind = st.target_config, st.cmd.model, None
 
 
-def _vl_suffix(rule: FlagRule, st: State) -> None:
-    spec = _spec(st)
-    if spec.get("method") != "suffix":
-        return
-    st.emit(rule, "--speculative-config.method", "suffix", "suffix",
-            "suffix decoding needs the arctic-inference package (pip install arctic-inference==0.1.1) on the "
-            "serving host: without it vLLM raises ImportError at startup")  # fmt: skip
-    st.notes.append("suffix decoding starts only where arctic-inference is installed (not checked here)")
-    if spec.get("num_speculative_tokens") is None:
+def _vl_suffix(native: bool) -> Callable[[FlagRule, State], None]:
+    """Suffix decoding and its default draft count: before 0.34.0 arctic-inference's, k := its tree depth (a maximum,
+    the number drafted dynamic); from 0.34.0 (`native`) vLLM's own speculator, k := min(8, tree depth), every slot
+    verified."""
+
+    def apply(rule: FlagRule, st: State) -> None:
+        spec = _spec(st)
+        if spec.get("method") != "suffix":
+            return
+        if not native:
+            st.emit(rule, "--speculative-config.method", "suffix", "suffix",
+                    "suffix decoding needs the arctic-inference package (pip install arctic-inference==0.1.1) on the "
+                    "serving host: without it vLLM raises ImportError at startup")  # fmt: skip
+            st.notes.append(
+                "suffix decoding starts only where arctic-inference is installed (not checked here)"
+            )
+        if spec.get("num_speculative_tokens") is not None:
+            return
         depth = spec.get("suffix_decoding_max_tree_depth", 24)
-        st.emit(rule, "--speculative-config.num_speculative_tokens", None, depth,
-                f"suffix decoding: num_speculative_tokens defaults to suffix_decoding_max_tree_depth = {depth}, "
-                "a maximum (the number drafted is dynamic)")  # fmt: skip
-        spec["num_speculative_tokens"] = depth
+        if native:
+            k = min(8, depth) if isinstance(depth, int) else 8
+            said = f"min(8, suffix_decoding_max_tree_depth = {depth}) = {k}, every slot verified"
+        else:
+            k, said = (
+                depth,
+                f"suffix_decoding_max_tree_depth = {depth}, a maximum (the number drafted is dynamic)",
+            )
+        st.emit(rule, "--speculative-config.num_speculative_tokens", None, k,
+                f"suffix decoding: num_speculative_tokens defaults to {said}")  # fmt: skip
+        spec["num_speculative_tokens"] = k
 
-
-def _vl_suffix_native(rule: FlagRule, st: State) -> None:
-    """0.34.0's suffix speculator is vLLM's own (no arctic-inference); an unset k is min(8, tree depth)."""
-    spec = _spec(st)
-    if spec.get("method") != "suffix" or spec.get("num_speculative_tokens") is not None:
-        return
-    depth = spec.get("suffix_decoding_max_tree_depth", 24)
-    k = min(8, depth) if isinstance(depth, int) else 8
-    st.emit(rule, "--speculative-config.num_speculative_tokens", None, k,
-            f"suffix decoding: num_speculative_tokens defaults to min(8, suffix_decoding_max_tree_depth = {depth}) "
-            f"= {k}, every slot verified")  # fmt: skip
-    spec["num_speculative_tokens"] = k
+    return apply
 
 
 def _draft_model_type(st: State) -> str | None:
@@ -194,38 +199,44 @@ def _vl_detect_034(rule: FlagRule, st: State) -> None:
         _vl_detect_033(rule, st)
 
 
-def _vl_mtp_target(as_draft: bool | None) -> Callable[[FlagRule, State], None]:
-    """mtp on a checkpoint without MTP layers. `as_draft` None: every case refused at startup (before 0.34.0);
-    False: only the zero-layer DeepSeek case (0.34.0 divides by its n_predict 0); True: the architectures with no
-    MTP at all, which 0.34.0's config accepts and loads whole as the draft."""
+def _mtp_target_case(st: State) -> tuple[str, str] | None:
+    """Why `mtp` has no MTP layer to draft with: ("no-layers", model type) for a DeepSeek-family checkpoint whose
+    num_nextn_predict_layers is 0, ("no-mtp", model type) for an architecture without MTP; None otherwise (with a
+    note where the draft config is not local)."""
+    spec = _spec(st)
+    if spec.get("method") != "mtp" or spec.get("model") is None:
+        return None
+    model_type = _draft_model_type(st)
+    layers = (st.drafter or {}).get("num_nextn_predict_layers")
+    if model_type in ("deepseek_v3", "deepseek_v32", "glm_moe_dsa", "deepseek_mtp") and layers == 0:
+        return "no-layers", model_type
+    if model_type is None:
+        note = "mtp: the draft config is not local, so its MTP layers were not checked"
+        if note not in st.notes:
+            st.notes.append(note)
+    return ("no-mtp", model_type) if model_type in NO_MTP else None
+
+
+def _vl_mtp_target(cases: tuple[str, ...]) -> Callable[[FlagRule, State], None]:
+    """The rule for the `cases` of _mtp_target_case it reports: before 0.34.0 both fail at startup; from 0.34.0 the
+    config accepts an architecture without MTP and loads it whole as the draft."""
 
     def apply(rule: FlagRule, st: State) -> None:
-        spec = _spec(st)
-        if spec.get("method") != "mtp" or spec.get("model") is None:
+        found = _mtp_target_case(st)
+        if found is None or found[0] not in cases:
             return
-        model_type = _draft_model_type(st)
-        layers = (st.drafter or {}).get("num_nextn_predict_layers")
-        if model_type in ("deepseek_v3", "deepseek_v32", "glm_moe_dsa", "deepseek_mtp") and layers == 0:
-            if not as_draft:
-                st.emit(rule, "--speculative-config.method", "mtp", None,
-                        f"mtp needs MTP layers; {spec['model']} has num_nextn_predict_layers 0 (n_predict 0): "
-                        "ZeroDivisionError (or num_speculative_tokens 0) at startup")  # fmt: skip
-            return
-        if model_type is None or model_type in MTP_TYPES or model_type in MTP_SOURCES:
-            if model_type is None and as_draft is not True:
-                st.notes.append("mtp: the draft config is not local, so its MTP layers were not checked")
-            return
-        if model_type not in NO_MTP or as_draft is False:
-            return
-        if as_draft:
-            st.emit(rule, "--speculative-config.method", "mtp", None,
-                    f"mtp needs a checkpoint with MTP layers; {spec['model']} is model_type {model_type!r}. vLLM "
-                    f"{st.version}'s config no longer refuses it: its MTP speculator loads that checkpoint whole as "
-                    "the draft (a second copy of the target, with no MTP layer to draft with)")  # fmt: skip
-            return
-        st.emit(rule, "--speculative-config.method", "mtp", None,
-                f"mtp needs a checkpoint with MTP layers; {spec['model']} is model_type {model_type!r}: "
-                "NotImplementedError \"Unsupported speculative method: 'mtp'\" at startup")  # fmt: skip
+        (case, model_type), model = found, _spec(st)["model"]
+        if case == "no-layers":
+            said = (f"mtp needs MTP layers; {model} has num_nextn_predict_layers 0 (n_predict 0): ZeroDivisionError "
+                    "(or num_speculative_tokens 0) at startup")  # fmt: skip
+        elif st.version >= Version("0.34.0"):
+            said = (f"mtp needs a checkpoint with MTP layers; {model} is model_type {model_type!r}. vLLM {st.version}'s "
+                    "config no longer refuses it: its MTP speculator loads that checkpoint whole as the draft (a second "
+                    "copy of the target, with no MTP layer to draft with)")  # fmt: skip
+        else:
+            said = (f"mtp needs a checkpoint with MTP layers; {model} is model_type {model_type!r}: "
+                    "NotImplementedError \"Unsupported speculative method: 'mtp'\" at startup")  # fmt: skip
+        st.emit(rule, "--speculative-config.method", "mtp", None, said)
 
     return apply
 
@@ -295,11 +306,11 @@ METHOD_RULES = [
        f"{CFG}:1252-1268 (mtp without a model drafts with the target)", "mtp uses the target", _vl_mtp_model),
     rule("vllm.suffix_decoding", ">=0.33.0,<0.34.0", WARNING,
        f"{CFG}:1333-1334, 1726-1739 _validate_suffix_decoding (arctic-inference; k := max tree depth 24)",
-       "suffix decoding needs arctic-inference", _vl_suffix),
+       "suffix decoding needs arctic-inference", _vl_suffix(native=False)),
     rule("vllm.suffix_decoding", ">=0.34.0", INFO,
        "vllm 0.34.0 v1/worker/gpu/spec_decode/suffix/config.py:24-32 (k := min(8, max tree depth)), "
        "suffix/speculator.py:23-41 (vLLM's own speculator: no arctic-inference)",
-       "suffix decoding's default draft count", _vl_suffix_native),
+       "suffix decoding's default draft count", _vl_suffix(native=True)),
 ]  # fmt: skip
 DETECT_RULES = [
     rule("vllm.method_detect", ">=0.33.0,<0.34.0", INFO,
@@ -319,17 +330,17 @@ DETECT_RULES = [
     rule("vllm.mtp_unsupported_target", ">=0.33.0,<0.34.0", PROBLEM,
        f"{CFG}:1474-1500 (`else: raise NotImplementedError(f\"Unsupported speculative method: '{{self.method}}'\")`), "
        "755-763 and 1597-1610 (n_predict := num_nextn_predict_layers; k % n_predict)",
-       "mtp on a checkpoint without MTP layers", _vl_mtp_target(None), _fix_mtp_target, fails=True),
+       "mtp on a checkpoint without MTP layers", _vl_mtp_target(("no-layers", "no-mtp")), _fix_mtp_target, fails=True),
     rule("vllm.mtp_unsupported_target", ">=0.34.0", PROBLEM,
        "vllm 0.34.0 v1/worker/gpu/spec_decode/speculator_config.py:274-290 (k % n_predict with n_predict 0; its "
        "argument code, run by make test-engines: ZeroDivisionError at :285)",
-       "mtp on a DeepSeek checkpoint with no MTP layer", _vl_mtp_target(False), _fix_mtp_target, fails=True),
+       "mtp on a DeepSeek checkpoint with no MTP layer", _vl_mtp_target(("no-layers",)), _fix_mtp_target, fails=True),
     rule("vllm.mtp_target_as_draft", ">=0.34.0", PROBLEM,
        "vllm 0.34.0 v1/worker/gpu/spec_decode/mtp/config.py:42-54 (the draft is the target's checkpoint), "
        "mtp/speculator.py:15-20 and eagle/utils.py:118-133 (load_eagle_model: get_model of the draft config, its "
        "architectures as written; the argument code, run by make test-engines, accepts mtp on Llama and Qwen3); "
        "what the first draft step does then is read, not run",
-       "mtp on an architecture without MTP layers", _vl_mtp_target(True), _fix_mtp_target),
+       "mtp on an architecture without MTP layers", _vl_mtp_target(("no-mtp",)), _fix_mtp_target),
 ]  # fmt: skip
 VOCAB_RULES = [
     rule("vllm.draft_model_vocab", ">=0.33.0", PROBLEM,

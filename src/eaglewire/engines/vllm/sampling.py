@@ -95,7 +95,7 @@ def _fix_value(st: State, change: Change) -> FlagFix:
         return FlagFix(change.rule, edits, f"'standard' verifies with the draft's logits when draft_sample_method is "
                        f"{draft!r} (0.21.0 split 'probabilistic' into the two keys)")  # fmt: skip
     return FlagFix(change.rule, (vl_key_edit(key, remove=True),),
-                   f"remove {key}: vLLM {st.version} then verifies as its default ({values[0]!r})")  # fmt: skip
+                   f"remove {key}: vLLM {st.version} then takes its default ({values[0]!r})")  # fmt: skip
 
 
 def _vl_synthetic_alone(rule: FlagRule, st: State) -> None:
